@@ -1,0 +1,31 @@
+"""isparse: independent sparsification of worker-to-master communication.
+
+Mishchenko, Hanzely, Richtarik, "99% of Distributed Optimization is a Waste of Time: The Issue
+and How to Fix it", arXiv:1901.09437 (UAI 2020). Each of n workers sends only a fraction tau of
+the m parameter blocks, sampled independently of the other workers; the master averages.
+
+The public surface::
+
+    from isparse import load_dataset, build, run, InProcessPool
+    setup = build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=1)
+    pool = InProcessPool(setup.method, setup.problem.shards, setup.streams(), setup.x0)
+    result = run(setup.method, pool, setup.problem, setup.reference, setup.bound,
+                 x0=setup.x0, max_iter=10_000, tol=1e-8)
+
+``isparse.engines.dask.DaskPool(client, ...)`` runs the same steps on a Dask cluster.
+"""
+
+from .blocks import BlockPartition, Message, resolve_tau, sample_blocks, worker_streams
+from .data import Dataset, load_dataset, load_libsvm, split_rows
+from .engines import DivergenceError, InProcessPool, RunResult, run
+from .errors import ConfigError, DataError
+from .methods import IBCD, ISEGA, METHODS, make_method
+from .problems import LogisticProblem, Reference, reference_solve
+from .setup import RunSetup, build, check_static
+
+__all__ = [
+    "BlockPartition", "ConfigError", "DataError", "Dataset", "DivergenceError", "IBCD", "ISEGA",
+    "InProcessPool", "LogisticProblem", "METHODS", "Message", "Reference", "RunResult", "RunSetup",
+    "build", "check_static", "load_dataset", "load_libsvm", "make_method", "reference_solve",
+    "resolve_tau", "run", "sample_blocks", "split_rows", "worker_streams",
+]

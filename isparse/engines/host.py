@@ -1,0 +1,47 @@
+"""A host of logical workers: their shards, random streams and method states.
+
+The in-process engine uses one host holding all n logical workers; the Dask engine puts one
+host per Dask worker, as an actor, holding the logical workers placed there. Both call
+:meth:`WorkerHost.step`, so the worker step is the same code everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class WorkerHost:
+    """Logical workers i in ``ids``: their shards, streams and states.
+
+    Parameters
+    ----------
+    method : Method
+        Supplies ``worker_init`` and ``worker_step``.
+    ids : list of int
+        Logical worker indices hosted here, ascending.
+    shards : list
+        ``shards[k]`` is the data of worker ``ids[k]`` (sent once, kept here).
+    rngs : list of numpy.random.Generator
+        ``rngs[k]`` is the stream of worker ``ids[k]``.
+    x0 : ndarray of shape (d,)
+        Starting point, for the method's worker state.
+    """
+
+    def __init__(self, method, ids, shards, rngs, x0):
+        self.method = method
+        self.ids = [int(i) for i in ids]
+        self.shards = list(shards)
+        self.rngs = list(rngs)
+        self.states = [method.worker_init(i, s, x0) for i, s in zip(self.ids, self.shards)]
+
+    def step(self, x: np.ndarray) -> list:
+        """Run one worker step of every hosted worker on the broadcast x; messages in worker order."""
+        out = []
+        for k, i in enumerate(self.ids):
+            msg, self.states[k] = self.method.worker_step(i, self.shards[k], self.states[k], x, self.rngs[k])
+            out.append(msg)
+        return out
+
+    def ping(self) -> list[int]:
+        """The hosted worker ids (a cheap call to check the host is alive)."""
+        return self.ids

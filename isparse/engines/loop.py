@@ -1,0 +1,142 @@
+"""The master loop shared by every engine.
+
+Per iteration t: broadcast x^t to the workers (``pool.step``), receive their messages, apply
+``method.master_step``, count the bytes, and check ||x^{t+1} - x*||^2 <= tol * r_0. Every
+``log_every`` iterations (and at t = 0 and the last one) a record of metrics is handed to the
+observer (the pipeline logs it to MLflow).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..blocks import VALUE_BYTES
+
+
+class DivergenceError(RuntimeError):
+    """The iterate became NaN/infinite or exploded. Carries the last finite iterate."""
+
+    def __init__(self, t: int, gamma: float, x_last: np.ndarray):
+        self.t, self.gamma, self.x_last = t, gamma, x_last
+        super().__init__(f"the method diverged at iteration {t} with stepsize gamma = {gamma:.6g} "
+                         f"(||x - x*||^2 is not finite or grew by 1e12 x r_0); lower step.multiplier.")
+
+
+@dataclass
+class RunResult:
+    """What a run produced.
+
+    Attributes
+    ----------
+    x : ndarray of shape (d,)
+        The last iterate.
+    iterations : int
+        Iterations done.
+    converged : bool
+        dist_sq <= tol * r_0 was reached.
+    records : list of dict
+        The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s).
+    uplink_per_worker : ndarray of shape (n,)
+        Bytes each worker sent in total.
+    iterates : list of ndarray, optional
+        Every iterate x^0..x^T when asked for (tests).
+    """
+
+    x: np.ndarray
+    iterations: int
+    converged: bool
+    records: list = field(default_factory=list)
+    uplink_per_worker: np.ndarray | None = None
+    iterates: list | None = None
+
+
+def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol: float,
+        log_every: int = 1, observer=None, progress: bool = False, keep_iterates: bool = False) -> RunResult:
+    """Run ``method`` on ``pool`` from x0 until dist_sq <= tol * r_0 or ``max_iter`` iterations.
+
+    Parameters
+    ----------
+    method : Method
+    pool : InProcessPool or DaskPool
+        Runs the worker steps.
+    problem : LogisticProblem
+        For F(x) in the logged suboptimality.
+    reference : Reference
+        x* and F*.
+    bound : LinearBound, optional
+        Logged as ``bound`` (NaN when not applicable).
+    x0 : ndarray of shape (d,)
+    max_iter : int
+    tol : float
+        Stop when ||x^t - x*||^2 <= tol * r_0.
+    log_every : int
+        Metrics are recorded every this many iterations.
+    observer : callable(dict), optional
+        Called with each record as it is made.
+    progress : bool
+        Show a tqdm progress bar.
+    keep_iterates : bool
+        Keep every iterate in the result (for tests).
+
+    Raises
+    ------
+    DivergenceError
+        If ||x^t - x*||^2 becomes non-finite or exceeds 1e12 r_0.
+    """
+    n, d = method.n, problem.d
+    x_star = reference.x_star
+    x = np.array(x0, dtype=float)
+    r0 = float(np.sum((x - x_star) ** 2))
+    target = tol * r0
+    master = method.master_init(x)
+    uplink = np.zeros(n, dtype=np.int64)
+    downlink_per_round = n * d * VALUE_BYTES  # the model broadcast to every worker
+    result = RunResult(x=x, iterations=0, converged=r0 <= target, uplink_per_worker=uplink,
+                       iterates=[x.copy()] if keep_iterates else None)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=max_iter, desc=f"{method.name} n={n}", unit="it", mininterval=0.5, leave=False,
+                   disable=None)  # None: only on a terminal
+    start = time.perf_counter()
+
+    def record(t, dist_sq):
+        rec = {"step": t, "dist_sq": dist_sq, "subopt": problem.F(x) - reference.F_star,
+               "bound": bound(t) if bound is not None else math.nan,
+               "uplink_bytes": int(uplink.sum()), "downlink_bytes": int(downlink_per_round * t),
+               "wall_s": time.perf_counter() - start}
+        result.records.append(rec)
+        if observer is not None:
+            observer(rec)
+        if bar is not None:
+            bar.set_postfix(dist_sq=f"{dist_sq / r0 if r0 else 0:.2e} r0", refresh=False)
+
+    dist_sq = r0
+    record(0, dist_sq)
+    t = 0
+    try:
+        while t < max_iter and dist_sq > target:
+            messages = pool.step(x)
+            x_prev = x
+            x, master = method.master_step(master, x, messages)
+            t += 1
+            for msg in messages:
+                uplink[msg.worker] += msg.nbytes
+            dist_sq = float(np.sum((x - x_star) ** 2))
+            if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
+                raise DivergenceError(t, method.gamma, x_prev)
+            if keep_iterates:
+                result.iterates.append(x.copy())
+            if t % log_every == 0 or dist_sq <= target or t == max_iter:
+                record(t, dist_sq)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        result.x, result.iterations, result.converged = x, t, dist_sq <= target
+    return result

@@ -1,0 +1,72 @@
+"""Errors raised by isparse, one format for every bad input.
+
+Every message names the field, the value given and what is allowed, in the
+form of scikit-learn's parameter validation::
+
+    The 'tau' parameter must be in [1/m, 1] = [0.0333, 1]; got 1.5.
+"""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A parameter is outside its allowed range or set.
+
+    Attributes
+    ----------
+    key : str
+        The configuration key (``tau``, ``workers.n``, ...), as the user types it.
+    """
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
+
+
+class DataError(ValueError):
+    """A data file or array cannot be used (malformed, NaN/inf, wrong labels)."""
+
+
+def check_range(key: str, value, low=None, high=None, *, low_text=None, high_text=None,
+                integer=False, low_open=False):
+    """Return ``value`` if ``low <= value <= high``, else raise :class:`ConfigError`.
+
+    Parameters
+    ----------
+    key : str
+        Name of the field as the user types it (``workers.n``).
+    value : int or float
+        The value given.
+    low, high : float or None
+        Inclusive bounds; ``None`` means unbounded.
+    low_text, high_text : str, optional
+        How to print a bound that is derived (``"1/m"``).
+    integer : bool
+        Require an integer.
+    low_open : bool
+        The lower bound is exclusive.
+    """
+    lo = "-inf" if low is None else (f"{low_text} = {low:.4g}" if low_text else f"{low:.4g}")
+    hi = "inf" if high is None else (f"{high_text} = {high:.4g}" if high_text else f"{high:.4g}")
+    allowed = f"{'(' if low_open else '['}{lo}, {hi}]"
+    kind = "an integer" if integer else "a number"
+    bad_type = isinstance(value, bool) or not isinstance(value, (int, float))
+    if integer and not bad_type and not float(value).is_integer():
+        bad_type = True
+    if bad_type:
+        raise ConfigError(key, f"The '{key}' parameter must be {kind} in {allowed}; got {value!r}.")
+    v = float(value)
+    too_low = low is not None and (v <= low if low_open else v < low)
+    too_high = high is not None and v > high
+    if v != v or too_low or too_high:
+        raise ConfigError(key, f"The '{key}' parameter must be in {allowed}; got {value!r}.")
+    return int(value) if integer else value
+
+
+def check_choice(key: str, value, allowed):
+    """Return ``value`` if it is one of ``allowed``, else raise :class:`ConfigError`."""
+    allowed = list(allowed)
+    if value not in allowed:
+        raise ConfigError(
+            key, f"The '{key}' parameter must be one of {', '.join(map(str, allowed))}; got {value!r}.")
+    return value

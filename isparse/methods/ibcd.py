@@ -1,0 +1,39 @@
+"""IBCD: independent block coordinate descent (arXiv:1901.09437, Algorithm 1).
+
+.. math::
+
+    x_i^{t+1} = x^t - \\gamma (\\nabla f_i(x^t))_{U_i^t}, \\qquad
+    x^{t+1} = \\frac1n \\sum_i x_i^{t+1} = x^t - \\frac{\\gamma}{n} \\sum_i (\\nabla f_i(x^t))_{U_i^t}.
+
+No 1/tau rescaling: the effective step along grad f is gamma * tau. Worker i sends the tau*m
+blocks of grad f_i(x^t) on U_i^t; it keeps no state. With tau = 1 this is distributed gradient
+descent with step gamma. Theorem 1 bounds it (``isparse.theory.theorem1``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blocks import Message
+from .base import BlockMethod
+
+
+class IBCD(BlockMethod):
+    """Algorithm 1 (IBCD). See the module docstring for the update."""
+
+    name = "ibcd"
+
+    def worker_init(self, i, shard, x0):
+        return None  # Alg. 1 keeps nothing on the worker
+
+    def worker_step(self, i, shard, state, x, rng):
+        g = shard.grad(x)                                # line 4: grad f_i(x^t)
+        U, coords = self.sample(rng)                      # line 3: U_i^t, tau*m-nice
+        return Message(i, U, g[coords]), state            # line 5: send (grad f_i)_{U_i}
+
+    def master_init(self, x0):
+        return None
+
+    def master_step(self, state, x, messages):
+        # line 7: x^{t+1} = (1/n) sum_i x_i^{t+1}
+        return x - (self.gamma / self.n) * self.aggregate(messages), state

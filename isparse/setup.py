@@ -1,0 +1,132 @@
+"""From plain parameters to the objects of one run: problem, x*, method, stepsize and bound.
+
+This is the one place where a run's derived quantities (m, tau, tau*m, L, mu, gamma, r_0, F*)
+are computed, so that the Hydra pipeline, the tests and a notebook all get the same ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .blocks import BlockPartition, resolve_tau, worker_streams
+from .data import Dataset, split_rows
+from .errors import check_choice, check_range
+from .methods import METHODS, make_method
+from .problems import LogisticProblem, Reference, reference_solve
+from .regularizers import make_regularizer
+from .theory import LinearBound, method_theory
+
+
+def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1) -> None:
+    """Checks that need no data: run them before loading anything.
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, the value and the allowed range.
+    """
+    check_choice("algorithm", algorithm, METHODS)
+    check_range("workers.n", n, 1, None, integer=True)
+    check_range("blocks.size", block_size, 1, None, integer=True)
+    if tau != "auto":
+        try:
+            tau_f = float(tau)
+        except (TypeError, ValueError):
+            tau_f = tau
+        check_range("tau", tau_f, 0.0, 1.0, low_open=True)
+    check_range("step.multiplier", step_multiplier, 0.0, None, low_open=True)
+    check_range("max_iter", max_iter, 1, None, integer=True)
+    check_range("tol", tol, 0.0, None, low_open=True)
+    check_range("tracking.log_every", log_every, 1, None, integer=True)
+
+
+@dataclass
+class RunSetup:
+    """Everything a run needs, derived once.
+
+    Attributes
+    ----------
+    problem : LogisticProblem
+    reference : Reference
+        x*, F*, grad f_i(x*).
+    method : Method
+    bound : LinearBound
+        The theorem's bound for the stepsize used.
+    x0 : ndarray of shape (d,)
+        Zero.
+    seed : int
+        Seed of the workers' random streams.
+    """
+
+    problem: LogisticProblem
+    reference: Reference
+    method: object
+    bound: LinearBound
+    x0: np.ndarray
+    seed: int
+
+    def streams(self):
+        """Fresh per-worker random streams spawned from ``seed``."""
+        return worker_streams(self.seed, self.method.n)
+
+    @property
+    def derived(self) -> dict:
+        """The derived parameters to log: n, m, d, N, tau, tau_m, L, mu, gamma, gamma_theory, r0, f_star."""
+        p, m = self.problem, self.method
+        return {"n": m.n, "m": m.blocks.m, "d": p.d, "N": p.N, "tau": m.tau, "tau_m": m.tau_m,
+                "L": p.L, "mu": p.mu, "gamma": m.gamma, "gamma_theory": self.bound.gamma_theory,
+                "r0": float(np.sum((self.x0 - self.reference.x_star) ** 2)), "f_star": self.reference.F_star,
+                "sum_sq_local_grads_star": self.reference.sum_sq_local_grads,
+                "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate}
+
+
+def build(*, algorithm: str, data: Dataset, lam: float, n: int, block_size: int, tau="auto",
+          step_multiplier: float = 1.0, seed: int = 0, split: str = "shuffle", split_seed: int = 0,
+          reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), reference: Reference | None = None) -> RunSetup:
+    """Build a run: split the rows, set up the problem, solve for x*, pick gamma = multiplier x theorem's gamma.
+
+    Parameters
+    ----------
+    algorithm : {"ibcd", "isega"}
+    data : Dataset
+    lam : float
+        lambda > 0 of the l2 term.
+    n : int
+        Workers, 1 <= n <= N.
+    block_size : int
+        b, 1 <= b <= d; m = ceil(d/b).
+    tau : "auto" or float
+        Fraction of blocks sent, in [1/m, 1] with tau*m integer; auto = ceil(m/n)/m.
+    step_multiplier : float
+        gamma = step_multiplier x the theorem's gamma (> 0).
+    seed : int
+        Seed of the workers' sampling streams.
+    split, split_seed : str, int
+        Row split (``isparse.data.split_rows``).
+    reg, reg_strength, box : R for ISEGA: ``none``, ``l1`` (strength) or ``box`` (lower, upper).
+    reference : Reference, optional
+        A cached reference solution of the same problem (skips the solve).
+
+    Raises
+    ------
+    ConfigError
+        n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg.
+    """
+    check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
+                 max_iter=1, tol=1.0)
+    check_range("workers.n", n, 1, data.N, high_text="N (rows of the data set)", integer=True)
+    blocks = BlockPartition(data.d, int(block_size))
+    tau_f, tau_m = resolve_tau(tau, blocks.m, int(n))
+    regularizer = make_regularizer(reg, reg_strength, *box)
+    make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=1.0, reg=regularizer)  # validate before solving
+    problem = LogisticProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer)
+    ref = reference if reference is not None else reference_solve(problem)
+    stepsize, make_bound = method_theory(algorithm)
+    gamma = step_multiplier * stepsize(problem.L, problem.mu, int(n), tau_f)
+    method = make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=gamma, reg=regularizer)
+    x0 = np.zeros(data.d)
+    bound = make_bound(L=problem.L, mu=problem.mu, n=int(n), tau=tau_f, gamma=gamma,
+                       r0=float(np.sum((x0 - ref.x_star) ** 2)), sum_sq_local_grads=ref.sum_sq_local_grads)
+    return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed))

@@ -1,0 +1,56 @@
+"""Theorem 1 (IBCD, Algorithm 1) of arXiv:1901.09437, with the neighbourhood without Assumption 2.
+
+Stepsize [paper]: gamma = 1 / (2 L (tau + 2(1 - tau)/n)).
+
+Bound. Derived from Lemma 2 of the paper (ALGORITHMS.md section 3). With
+x^{t+1} = x - (gamma/n) sum_i (grad f_i(x))_{U_i}, E x^{t+1} = x - gamma tau grad f(x) and, by
+Lemma 2 and E||v_U - tau v||^2 = tau(1 - tau)||v||^2,
+
+    E r_{t+1} = ||x - x* - gamma tau grad f||^2 + (gamma^2 tau (1 - tau)/n^2) sum_i ||grad f_i(x)||^2.
+
+Bound sum_i ||grad f_i(x)||^2 <= 4 L n D_f(x, x*) + 2 sum_i ||grad f_i(x*)||^2 (L-smoothness of each
+f_i), ||grad f||^2 <= 2 L D_f and <grad f, x - x*> >= D_f + (mu/2) r (strong convexity). The D_f
+terms cancel when gamma L (tau + 2(1 - tau)/n) <= 1, which the stepsize above satisfies with a
+factor 2 to spare, leaving
+
+    E r_{t+1} <= (1 - gamma tau mu) r_t + gamma^2 tau D / n,  D = (1 - tau)(2/n) sum_i ||grad f_i(x*)||^2,
+
+hence E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D / (n mu). Under Assumption 2
+(grad f_i(x*) = 0) D = 0 and this is the paper's Theorem 1. tau = 1 gives D = 0 (gradient descent).
+"""
+
+from __future__ import annotations
+
+from .bound import LinearBound
+
+
+def theorem1_stepsize(L: float, mu: float, n: int, tau: float) -> float:
+    """gamma = 1 / (2 L (tau + 2(1 - tau)/n)) (Theorem 1)."""
+    return 1.0 / (2.0 * L * (tau + 2.0 * (1.0 - tau) / n))
+
+
+def theorem1_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float,
+                   sum_sq_local_grads: float, **_ignored) -> LinearBound:
+    """Bound on E||x^t - x*||^2 for IBCD with stepsize gamma (see the module docstring).
+
+    Parameters
+    ----------
+    L, mu : float
+        Smoothness of every f_i, strong convexity of f.
+    n : int
+        Workers.
+    tau : float
+        Fraction of blocks each worker sends.
+    gamma : float
+        The stepsize used; applicable when gamma <= theorem1_stepsize(...).
+    r0 : float
+        ||x^0 - x*||^2.
+    sum_sq_local_grads : float
+        sum_i ||grad f_i(x*)||^2 (0 under Assumption 2).
+    """
+    gamma_max = theorem1_stepsize(L, mu, n, tau)
+    D = (1.0 - tau) * (2.0 / n) * sum_sq_local_grads
+    return LinearBound(theorem="Theorem 1 (IBCD), arXiv:1901.09437; neighbourhood derived from Lemma 2",
+                       quantity="dist_sq", gamma_theory=gamma_max, gamma=gamma,
+                       applicable=gamma <= gamma_max * (1 + 1e-12),
+                       rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu))

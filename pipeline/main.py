@@ -1,0 +1,135 @@
+"""``isparse-run``: the Hydra entry point. Builds the run from the config, runs it, logs it to MLflow.
+
+It always closes what it opened: the MLflow run ends FINISHED, or FAILED with the reason in the
+tag ``error`` (then the exception is re-raised, so a multirun records the failure and goes on),
+and the Dask cluster it started is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from pathlib import Path
+
+import hydra
+import numpy as np
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from isparse import build, check_static, load_dataset, run
+from isparse.engines import InProcessPool
+from isparse.errors import check_choice
+
+from .cluster import dask_client
+from .plots import convergence_figure
+from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config
+
+log = logging.getLogger("isparse")
+ENGINES = ("dask", "inprocess")
+
+
+def run_job(cfg: DictConfig) -> dict:
+    """Run one job described by ``cfg``; returns its summary (final metrics)."""
+    # 1. checks that need no data, and the tracking store, before any work
+    check_static(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
+                 step_multiplier=cfg.step.multiplier, max_iter=cfg.max_iter, tol=cfg.tol,
+                 log_every=cfg.tracking.log_every)
+    check_choice("engine", cfg.engine, ENGINES)
+    uri = str(cfg.tracking.uri)
+    check_reachable(uri)
+
+    # 2. data, problem, x*, method, bound (validates n <= N, block size <= d, tau in [1/m, 1])
+    data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"))
+    setup = build(algorithm=cfg.algorithm.name, data=data, lam=cfg.problem.lam, n=cfg.workers.n,
+                  block_size=cfg.blocks.size, tau=cfg.tau, step_multiplier=cfg.step.multiplier, seed=cfg.seed,
+                  split=cfg.workers.split, split_seed=cfg.workers.split_seed, reg=cfg.problem.reg,
+                  reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box))
+    derived, bound, method = setup.derived, setup.bound, setup.method
+    run_name = cfg.tracking.run_name or f"{method.name}-{data.name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
+
+    # 3. the MLflow run
+    logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
+                       tags={"algorithm": method.name, "data": data.name, "engine": cfg.engine,
+                             "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower()})
+    log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
+    status = "FAILED"
+    try:
+        logger.log_params({**flatten(resolved_config(cfg)), **derived,
+                           "data.source": data.source, "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B"})
+        logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
+        target = cfg.tol * derived["r0"]
+        logger.log_metrics({"predicted_iterations": bound.iterations_to(target)}, step=0)
+        with _pool(cfg, setup) as pool:
+            logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
+            result = run(setup.method, pool, setup.problem, setup.reference, bound, x0=setup.x0,
+                         max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
+                         observer=lambda rec: logger.log_metrics(_metrics(rec, method.n), rec["step"]),
+                         progress=bool(cfg.progress))
+        last = result.records[-1]
+        summary = {"iterations": result.iterations, "converged": float(result.converged),
+                   "final_dist_sq": last["dist_sq"], "final_bound": last["bound"],
+                   "uplink_bytes_total": last["uplink_bytes"],
+                   "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
+                   "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
+                   "wall_s_total": last["wall_s"]}
+        logger.log_metrics(summary, step=result.iterations)
+        logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
+        fig = convergence_figure(result.records, f"{run_name}  ({bound.theorem.split(',')[0]})")
+        logger.log_figure(fig, "convergence.png")
+        fig.savefig(Path(HydraConfig.get().runtime.output_dir) / "convergence.png", dpi=100)
+        if not result.converged:
+            logger.set_tags({"stopped": f"max_iter={cfg.max_iter} reached before tol={cfg.tol}"})
+        log.info("%s: %d iterations, dist_sq %.3e (bound %.3e), converged=%s, uplink %d B, %.2f s",
+                 run_name, result.iterations, last["dist_sq"], last["bound"], result.converged,
+                 last["uplink_bytes"], last["wall_s"])
+        status = "FINISHED"
+        return summary
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            logger.set_tags({"error": f"{type(exc).__name__}: {exc}"})
+        if isinstance(exc, KeyboardInterrupt):
+            status = "KILLED"
+        raise
+    finally:
+        logger.end(status)
+
+
+def _metrics(rec: dict, n: int) -> dict:
+    out = {k: v for k, v in rec.items() if k != "step"}
+    out["uplink_bytes_per_worker"] = rec["uplink_bytes"] / n
+    if not math.isfinite(rec["bound"]):
+        out.pop("bound")
+    return out
+
+
+@contextlib.contextmanager
+def _pool(cfg, setup):
+    args = (setup.method, setup.problem.shards, setup.streams(), setup.x0)
+    if cfg.engine == "inprocess":
+        yield InProcessPool(*args)
+        return
+    from isparse.engines.dask import DaskPool
+
+    with dask_client(cfg.cluster) as client:
+        log.info("Dask dashboard: %s", client.dashboard_link)
+        pool = DaskPool(client, *args)
+        try:
+            yield pool
+        finally:
+            pool.close()
+
+
+#: conf/ at the root of the checkout (the package is installed editable from it: pip install -e .)
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def main(cfg: DictConfig):
+    np.seterr(over="ignore")
+    return run_job(cfg)
+
+
+if __name__ == "__main__":
+    main()

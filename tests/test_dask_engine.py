@@ -1,0 +1,29 @@
+"""The Dask engine on a real LocalCluster (2 worker processes) gives the in-process engine's iterates."""
+
+import numpy as np
+import pytest
+
+from isparse import InProcessPool, build, load_dataset, run
+from isparse.engines.dask import DaskPool, place_workers
+
+
+def test_placement_is_even_and_deterministic():
+    plan = place_workers(5, ["tcp://b:2", "tcp://a:1"])
+    assert plan == {"tcp://a:1": [0, 1, 2], "tcp://b:2": [3, 4]}
+    assert place_workers(1, ["tcp://b:2", "tcp://a:1"]) == {"tcp://a:1": [0]}
+
+
+@pytest.mark.parametrize("algorithm", ["isega", "ibcd"])
+def test_dask_and_inprocess_iterates_agree(dask_client, algorithm):
+    s = build(algorithm=algorithm, data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
+
+    def iterates(pool):
+        return np.array(run(s.method, pool, s.problem, s.reference, s.bound, x0=s.x0, max_iter=60,
+                            tol=1e-300, keep_iterates=True).iterates)
+
+    local = iterates(InProcessPool(s.method, s.problem.shards, s.streams(), s.x0))
+    pool = DaskPool(dask_client, s.method, s.problem.shards, s.streams(), s.x0)
+    assert len(set(pool.placement.values())) == 2   # the 4 logical workers are spread over both processes
+    remote = iterates(pool)
+    np.testing.assert_allclose(remote, local, rtol=0, atol=1e-12)
+    assert np.abs(local[-1] - local[0]).max() > 0.1   # the run moved

@@ -1,0 +1,113 @@
+"""isparse-run end to end: the real Hydra CLI, a real LocalCluster, a real sqlite MLflow store."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from isparse import ConfigError
+from pipeline.main import run_job
+
+CLI = str(Path(sys.executable).parent / "isparse-run")
+
+
+def cli(tmp_path, *args, check=True):
+    flags = [a for a in args if a.startswith("-")]
+    overrides = [a for a in args if not a.startswith("-")]
+    proc = subprocess.run([CLI, *flags, f"paths.outputs={tmp_path}", "progress=false", *overrides],
+                          capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"isparse-run failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def store(tmp_path):
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.get_experiment_by_name("isparse")
+    runs = client.search_runs([exp.experiment_id]) if exp else []
+    return client, runs
+
+
+def test_default_run_on_local_dask_cluster(tmp_path):
+    cli(tmp_path)
+    client, runs = store(tmp_path)
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    m, p = run.data.metrics, run.data.params
+    for key in ("dist_sq", "subopt", "bound", "uplink_bytes", "downlink_bytes", "wall_s", "predicted_iterations"):
+        assert key in m, key
+    for key in ("n", "m", "d", "N", "tau", "tau_m", "L", "mu", "gamma", "r0", "f_star", "workers.n", "engine"):
+        assert key in p, key
+    assert p["engine"] == "dask" and p["data.name"] == "breast_cancer" and p["algorithm.name"] == "isega"
+    assert m["converged"] == 1.0
+    assert m["dist_sq"] <= m["bound"]
+    assert m["dist_sq"] <= float(p["tol"]) * float(p["r0"])
+    # uplink: every iteration each of the n workers sends tau*m values (8 B) and ids (4 B)
+    n, tau_m, iters = int(p["n"]), int(p["tau_m"]), int(m["iterations"])
+    assert m["uplink_bytes"] == iters * n * tau_m * 12
+    history = client.get_metric_history(run.info.run_id, "dist_sq")
+    assert [h.step for h in history][:3] == [0, 10, 20]
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.yaml", "convergence.png", "placement.json"} <= artifacts
+
+
+def test_multirun_makes_children_of_one_parent(tmp_path):
+    cli(tmp_path, "-m", "algorithm=isega,ibcd", "workers.n=2,4", "max_iter=300", "engine=inprocess")
+    client, runs = store(tmp_path)
+    parents = [r for r in runs if r.data.tags.get("isparse.sweep") == "true"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId")]
+    assert len(parents) == 1 and len(children) == 4
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
+    assert {(c.data.params["algorithm.name"], c.data.params["workers.n"]) for c in children} == {
+        ("isega", "2"), ("isega", "4"), ("ibcd", "2"), ("ibcd", "4")}
+    assert all(r.info.status == "FINISHED" for r in runs)
+    # IBCD on breast-cancer data violates Assumption 2: the bound carries the neighbourhood
+    ibcd = [c for c in children if c.data.params["algorithm.name"] == "ibcd"]
+    assert all(float(c.data.params["bound_neighbourhood"]) > 0 for c in ibcd)
+
+
+@pytest.mark.parametrize("overrides, key, text", [
+    (["tau=0"], "tau", r"'tau' parameter must be in \(0, 1\]; got 0"),
+    (["tau=1.5"], "tau", r"'tau' parameter must be in \(0, 1\]; got 1.5"),
+    (["tau=0.01"], "tau", r"'tau' parameter must be in \[1/m = 0.03333, 1\]; got 0.01"),
+    (["workers.n=0"], "workers.n", r"'workers.n' parameter must be in \[1, inf\]; got 0"),
+    (["workers.n=570"], "workers.n", r"'workers.n' parameter must be in \[1, N \(rows of the data set\) = 569\]; got 570"),
+    (["blocks.size=0"], "blocks.size", r"'blocks.size' parameter must be in \[1, inf\]; got 0"),
+    (["blocks.size=31"], "blocks.size", r"'blocks.size' parameter must be in \[1, d = 30\]; got 31"),
+    (["step.multiplier=0"], "step.multiplier", r"'step.multiplier' parameter must be in \(0, inf\]"),
+    (["engine=spark"], "engine", "'engine' parameter must be one of dask, inprocess; got 'spark'"),
+    (["data=a1a", "data.dir=/nonexistent"], "data.dir", "'data.dir' parameter must be an existing directory"),
+    (["data=libsvm", "data.path=/nonexistent/file.svm"], "data.path", "'data.path' parameter must be an existing file"),
+    (["algorithm=ibcd", "problem.reg=l1"], "problem.reg", "'problem.reg' parameter must be none for algorithm=ibcd"),
+])
+def test_bad_input_fails_before_any_work(compose, tmp_path, overrides, key, text):
+    cfg = compose([f"paths.outputs={tmp_path}", "engine=inprocess", *overrides])
+    with pytest.raises(ConfigError, match=text) as err:
+        run_job(cfg)
+    assert err.value.key == key
+    assert store(tmp_path)[1] == []   # no MLflow run was started
+
+
+def test_cli_rejects_unknown_algorithm_and_data_set(tmp_path):
+    proc = cli(tmp_path, "algorithm=adam", check=False)
+    assert proc.returncode != 0
+    assert "Could not find 'algorithm/adam'" in proc.stderr and "ibcd" in proc.stderr and "isega" in proc.stderr
+    proc = cli(tmp_path, "data=iris", check=False)
+    assert proc.returncode != 0 and "Could not find 'data/iris'" in proc.stderr and "mushrooms" in proc.stderr
+
+
+def test_unreachable_tracking_server_fails_before_work(compose, tmp_path):
+    cfg = compose([f"paths.outputs={tmp_path}", "tracking.uri=http://127.0.0.1:9"])
+    with pytest.raises(ConfigError, match=r"'tracking.uri'.*'http://127.0.0.1:9' did not answer"):
+        run_job(cfg)
+
+
+def test_unreachable_scheduler_names_cluster_address(compose, tmp_path):
+    cfg = compose([f"paths.outputs={tmp_path}", "cluster.address=tcp://127.0.0.1:9", "cluster.timeout=2"])
+    with pytest.raises(ConfigError, match=r"'cluster.address'.*tcp://127.0.0.1:9"):
+        run_job(cfg)
+    _, runs = store(tmp_path)
+    assert [r.info.status for r in runs] == ["FAILED"] and "cluster.address" in runs[0].data.tags["error"]

@@ -1,0 +1,53 @@
+"""x* from the reference solve against scikit-learn, and optimality conditions checked independently."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from isparse import LogisticProblem, load_dataset, reference_solve, split_rows
+from isparse.regularizers import Box, L1
+
+
+@pytest.mark.needs_data
+@pytest.mark.parametrize("name", ["mushrooms", "a1a"])
+def test_x_star_matches_scikit_learn(name):
+    lam = 1e-3
+    ds = load_dataset(name)
+    problem = LogisticProblem(ds, split_rows(ds.N, 7, "shuffle", 1), lam)  # unequal shards on purpose
+    ref = reference_solve(problem)
+    # scikit-learn minimizes sum_j log(1 + exp(-b_j a_j^T x)) + ||x||^2 / (2C) = N f(x) when C = 1/(lam N)
+    clf = LogisticRegression(C=1.0 / (lam * ds.N), fit_intercept=False, solver="newton-cholesky",
+                             tol=1e-14, max_iter=1000).fit(ds.A, ds.b)
+    x_sk = clf.coef_.ravel()
+    assert np.linalg.norm(ref.x_star - x_sk) <= 1e-6 * np.linalg.norm(x_sk)
+    # gradient of the global objective, computed here from the dense data, at x*
+    A, b = ds.A.toarray(), ds.b
+    z = b * (A @ ref.x_star)
+    grad = -(A.T @ (b / (1 + np.exp(z)))) / ds.N + lam * ref.x_star
+    assert np.linalg.norm(grad) <= 1e-10
+    # the weighted local gradients average to the global one, and are not all zero (no Assumption 2)
+    np.testing.assert_allclose(ref.local_grads.mean(0), grad, atol=1e-12)
+    assert ref.sum_sq_local_grads > 1e-8
+
+
+@pytest.mark.needs_data
+def test_l1_and_box_solutions_satisfy_optimality_conditions():
+    ds = load_dataset("a1a")
+    parts = split_rows(ds.N, 4)
+    # l1: |grad_j| <= s where x_j = 0, grad_j = -s sign(x_j) elsewhere
+    s = 5e-3
+    p = LogisticProblem(ds, parts, 1e-3, L1(s))
+    x = reference_solve(p).x_star
+    g = p.grad(x)
+    nz = x != 0
+    assert 0 < nz.sum() < ds.d
+    np.testing.assert_allclose(g[nz], -s * np.sign(x[nz]), atol=1e-10)
+    assert np.all(np.abs(g[~nz]) <= s + 1e-10)
+    # box [-0.3, 0.3]: grad_j = 0 inside, grad_j <= 0 at the upper bound, >= 0 at the lower one
+    p = LogisticProblem(ds, parts, 1e-3, Box(-0.3, 0.3))
+    x = reference_solve(p).x_star
+    g = p.grad(x)
+    inside = (x > -0.3) & (x < 0.3)
+    assert (~inside).sum() > 0
+    np.testing.assert_allclose(g[inside], 0, atol=1e-10)
+    assert np.all(g[x >= 0.3] <= 1e-10) and np.all(g[x <= -0.3] >= -1e-10)
