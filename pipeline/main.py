@@ -48,11 +48,15 @@ def run_job(cfg: DictConfig) -> dict:
                   reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box))
     derived, bound, method = setup.derived, setup.bound, setup.method
     run_name = cfg.tracking.run_name or f"{method.name}-{data.name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
+    if cfg.step.multiplier != 1:
+        run_name += f"-x{cfg.step.multiplier:g}"
+    overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""
 
     # 3. the MLflow run
     logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
                        tags={"algorithm": method.name, "data": data.name, "engine": cfg.engine,
-                             "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower()})
+                             "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
+                             "overrides": overrides})
     log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
     status = "FAILED"
     try:

@@ -6,6 +6,7 @@ leaves a run active for the next job of a multirun.
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -149,7 +150,9 @@ class SweepParentRun(Callback):
     ``on_multirun_start`` runs once in the launching process before any job: it creates the
     parent run and exports its id in ``$ISPARSE_PARENT_RUN_ID`` for the jobs (not
     ``MLFLOW_RUN_ID``, which would make every job reuse one run). ``on_multirun_end`` ends it:
-    FAILED if any child failed, else FINISHED.
+    FAILED if any child failed, else FINISHED. Hydra's basic sweeper re-raises a failed job's
+    exception after the batch and then skips ``on_multirun_end``; an ``atexit`` hook ends the
+    parent run in that case.
     """
 
     def __init__(self):
@@ -169,6 +172,7 @@ class SweepParentRun(Callback):
         overrides = list(HydraConfig.get().overrides.task)
         self.logger.set_tags({"sweep_overrides": " ".join(overrides)})
         os.environ[PARENT_ENV] = self.logger.run_id
+        atexit.register(self._end)
 
     def on_job_end(self, config: DictConfig, job_return, **kwargs) -> None:
         from hydra.core.utils import JobStatus
@@ -177,9 +181,13 @@ class SweepParentRun(Callback):
             self.failed += 1
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        self._end()
+
+    def _end(self) -> None:
         if self.logger is not None:
-            self.logger.set_tags({"failed_jobs": self.failed})
-            self.logger.end("FAILED" if self.failed else "FINISHED")
+            logger, self.logger = self.logger, None
+            logger.set_tags({"failed_jobs": self.failed})
+            logger.end("FAILED" if self.failed else "FINISHED")
             os.environ.pop(PARENT_ENV, None)
 
 

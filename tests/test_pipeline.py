@@ -55,7 +55,7 @@ def test_default_run_on_local_dask_cluster(tmp_path):
 
 
 def test_multirun_makes_children_of_one_parent(tmp_path):
-    cli(tmp_path, "-m", "algorithm=isega,ibcd", "workers.n=2,4", "max_iter=300", "engine=inprocess")
+    cli(tmp_path, "-m", "algorithm=isega,ibcd", "workers.n=2,4", "max_iter=300")  # engine=dask: a LocalCluster per job
     client, runs = store(tmp_path)
     parents = [r for r in runs if r.data.tags.get("isparse.sweep") == "true"]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId")]
@@ -69,6 +69,24 @@ def test_multirun_makes_children_of_one_parent(tmp_path):
     assert all(float(c.data.params["bound_neighbourhood"]) > 0 for c in ibcd)
 
 
+def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
+    """A diverging job (huge stepsize) is FAILED with its reason and keeps its logged metrics; the other finishes."""
+    proc = cli(tmp_path, "-m", "step.multiplier=1,400", "engine=inprocess", "max_iter=3000", check=False)
+    assert proc.returncode != 0
+    client, runs = store(tmp_path)
+    by_status = {}
+    for r in runs:
+        by_status.setdefault(r.info.status, []).append(r)
+    parent = [r for r in runs if r.data.tags.get("isparse.sweep")]
+    assert len(parent) == 1 and parent[0].info.status == "FAILED" and parent[0].data.tags["failed_jobs"] == "1"
+    failed = [r for r in by_status["FAILED"] if not r.data.tags.get("isparse.sweep")]
+    assert len(failed) == 1 and "DivergenceError" in failed[0].data.tags["error"]
+    assert failed[0].data.params["step.multiplier"] == "400"
+    assert failed[0].data.tags["bound_applicable"] == "false"
+    assert len(client.get_metric_history(failed[0].info.run_id, "dist_sq")) >= 2   # what was logged is kept
+    assert len(by_status["FINISHED"]) == 1
+
+
 @pytest.mark.parametrize("overrides, key, text", [
     (["tau=0"], "tau", r"'tau' parameter must be in \(0, 1\]; got 0"),
     (["tau=1.5"], "tau", r"'tau' parameter must be in \(0, 1\]; got 1.5"),
@@ -80,6 +98,7 @@ def test_multirun_makes_children_of_one_parent(tmp_path):
     (["step.multiplier=0"], "step.multiplier", r"'step.multiplier' parameter must be in \(0, inf\]"),
     (["engine=spark"], "engine", "'engine' parameter must be one of dask, inprocess; got 'spark'"),
     (["data=a1a", "data.dir=/nonexistent"], "data.dir", "'data.dir' parameter must be an existing directory"),
+    (["data=a1a", "data.dir=/"], "data.dir", "The data set 'a1a' was not found: no file '/a1a'"),
     (["data=libsvm", "data.path=/nonexistent/file.svm"], "data.path", "'data.path' parameter must be an existing file"),
     (["algorithm=ibcd", "problem.reg=l1"], "problem.reg", "'problem.reg' parameter must be none for algorithm=ibcd"),
 ])
