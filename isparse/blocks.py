@@ -133,13 +133,16 @@ class Message:
         Sorted block ids U_i.
     values : ndarray of float64, shape (number of coordinates in U_i,)
         The coordinates of the sent vector on U_i, in block order.
+    dense : bool
+        All m blocks are sent (tau = 1, or IBGD's full gradient): no block ids are needed.
     """
 
     worker: int
     blocks: np.ndarray
     values: np.ndarray
+    dense: bool = False
 
     @property
     def nbytes(self) -> int:
-        """Uplink payload in bytes: values x 8 + block ids x 4 (ALGORITHMS.md section 6)."""
-        return self.values.size * VALUE_BYTES + self.blocks.size * BLOCK_ID_BYTES
+        """Uplink payload in bytes: values x 8 + block ids x 4, no ids for a dense message (ALGORITHMS.md section 6)."""
+        return self.values.size * VALUE_BYTES + (0 if self.dense else self.blocks.size * BLOCK_ID_BYTES)

@@ -12,11 +12,11 @@ import numpy as np
 
 from .blocks import BlockPartition, resolve_tau, worker_streams
 from .data import Dataset, split_rows
-from .errors import check_choice, check_range
-from .methods import METHODS, make_method
+from .errors import ConfigError, check_choice, check_range
+from .methods import METHODS, isgd_schedule, make_method
 from .problems import LogisticProblem, Reference, reference_solve
 from .regularizers import make_regularizer
-from .theory import LinearBound, method_theory
+from .theory import NoBound
 
 
 def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1) -> None:
@@ -52,7 +52,7 @@ class RunSetup:
     reference : Reference
         x*, F*, grad f_i(x*).
     method : Method
-    bound : LinearBound
+    bound : LinearBound, SublinearBound or NoBound
         The theorem's bound for the stepsize used.
     x0 : ndarray of shape (d,)
         Zero.
@@ -63,7 +63,7 @@ class RunSetup:
     problem: LogisticProblem
     reference: Reference
     method: object
-    bound: LinearBound
+    bound: object
     x0: np.ndarray
     seed: int
 
@@ -79,33 +79,42 @@ class RunSetup:
                 "L": p.L, "mu": p.mu, "gamma": m.gamma, "gamma_theory": self.bound.gamma_theory,
                 "r0": float(np.sum((self.x0 - self.reference.x_star) ** 2)), "f_star": self.reference.F_star,
                 "sum_sq_local_grads_star": self.reference.sum_sq_local_grads,
-                "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate}
+                "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate,
+                "bound_quantity": self.bound.quantity}
 
 
-def build(*, algorithm: str, data: Dataset, lam: float, n: int, block_size: int, tau="auto",
+def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: int, block_size: int, tau="auto",
           step_multiplier: float = 1.0, seed: int = 0, split: str = "shuffle", split_seed: int = 0,
-          reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), reference: Reference | None = None) -> RunSetup:
+          reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), options: dict | None = None,
+          reference: Reference | None = None, problem=None) -> RunSetup:
     """Build a run: split the rows, set up the problem, solve for x*, pick gamma = multiplier x theorem's gamma.
 
     Parameters
     ----------
-    algorithm : {"ibcd", "isega"}
+    algorithm : str
+        An id of ``isparse.methods.SPECS`` (ibcd, ibgd, isega, isaga, isgd, gd, sgd, saga, shared_bcd, diana, ef21).
     data : Dataset
+        Builds an l2-regularized logistic problem split over n workers; or pass ``problem``.
     lam : float
-        lambda > 0 of the l2 term.
+        lambda > 0 of the l2 term (with ``data``).
+    problem : QuadraticProblem, optional
+        A problem already split over n workers, with its own start and closed-form reference.
     n : int
         Workers, 1 <= n <= N.
     block_size : int
         b, 1 <= b <= d; m = ceil(d/b).
     tau : "auto" or float
-        Fraction of blocks sent, in [1/m, 1] with tau*m integer; auto = ceil(m/n)/m.
+        Fraction of blocks sent, in [1/m, 1] with tau*m integer; auto = ceil(m/n)/m. Forced to 1
+        for the full-communication baselines gd, sgd, saga.
     step_multiplier : float
-        gamma = step_multiplier x the theorem's gamma (> 0).
+        gamma = step_multiplier x the theorem's gamma (> 0); for decreasing steps every gamma_t is scaled.
     seed : int
         Seed of the workers' sampling streams.
     split, split_seed : str, int
         Row split (``isparse.data.split_rows``).
-    reg, reg_strength, box : R for ISEGA: ``none``, ``l1`` (strength) or ``box`` (lower, upper).
+    reg, reg_strength, box : R for the proximal methods: ``none``, ``l1`` (strength) or ``box`` (lower, upper).
+    options : dict, optional
+        Method options: ``batch`` (minibatch per worker), ``schedule`` (``constant`` or ``decreasing``), ``alpha``.
     reference : Reference, optional
         A cached reference solution of the same problem (skips the solve).
 
@@ -114,19 +123,59 @@ def build(*, algorithm: str, data: Dataset, lam: float, n: int, block_size: int,
     ConfigError
         n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg.
     """
+    from .methods import SPECS, check_compatible
+
+    options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
                  max_iter=1, tol=1.0)
-    check_range("workers.n", n, 1, data.N, high_text="N (rows of the data set)", integer=True)
-    blocks = BlockPartition(data.d, int(block_size))
+    spec = SPECS[algorithm]
+    if problem is None:
+        check_range("workers.n", n, 1, data.N, high_text="N (rows of the data set)", integer=True)
+    d = problem.d if problem is not None else data.d
+    blocks = BlockPartition(d, int(block_size))
+    if spec.full:
+        if tau not in ("auto", 1, 1.0):
+            raise ConfigError("tau", f"The 'tau' parameter must be auto or 1 for algorithm={algorithm} "
+                                     f"(a full-communication baseline); got {tau!r}.")
+        tau = 1.0
     tau_f, tau_m = resolve_tau(tau, blocks.m, int(n))
+    batch = check_range("algorithm.batch", options.get("batch", 1), 1, None, integer=True)
+    schedule = check_choice("algorithm.schedule", options.get("schedule", "constant"), ["constant", "decreasing"])
     regularizer = make_regularizer(reg, reg_strength, *box)
     make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=1.0, reg=regularizer)  # validate before solving
-    problem = LogisticProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer)
-    ref = reference if reference is not None else reference_solve(problem)
-    stepsize, make_bound = method_theory(algorithm)
-    gamma = step_multiplier * stepsize(problem.L, problem.mu, int(n), tau_f)
-    method = make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=gamma, reg=regularizer)
-    x0 = np.zeros(data.d)
-    bound = make_bound(L=problem.L, mu=problem.mu, n=int(n), tau=tau_f, gamma=gamma,
-                       r0=float(np.sum((x0 - ref.x_star) ** 2)), sum_sq_local_grads=ref.sum_sq_local_grads)
+    if problem is None:
+        problem = LogisticProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer)
+    elif regularizer.name != "none":
+        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for {problem.name}; got {reg!r}.")
+    check_compatible(algorithm, problem)
+    if reference is None:
+        reference = problem.reference() if hasattr(problem, "reference") else reference_solve(problem)
+    ref = reference
+    x0 = problem.start() if hasattr(problem, "start") else np.zeros(d)
+    constants = dict(L=problem.L, mu=problem.mu, n=int(n), tau=tau_f, r0=float(np.sum((x0 - ref.x_star) ** 2)),
+                     sum_sq_local_grads=ref.sum_sq_local_grads)
+    if spec.smoothness == "L_example":
+        constants.update(L_example=problem.L_example, l_max=max(s.l for s in problem.shards),
+                         sum_sq_example_grads=problem.sum_sq_example_grads(ref.x_star))
+    smooth = constants[spec.smoothness]
+    extra = {}
+    if spec.cls.__name__ == "ISGD":
+        constants["sigma_sq"] = float(np.mean([s.gradient_noise_bound(batch) for s in problem.shards]))
+        constants["decreasing"] = schedule == "decreasing"
+        extra["batch"] = batch
+        if schedule == "decreasing":
+            a, c = isgd_schedule(problem.L, problem.mu, int(n), tau_f)
+            extra["schedule"] = (a / step_multiplier, c / step_multiplier)
+    if "schedule" in extra:
+        gamma = 1.0 / extra["schedule"][0]          # gamma_0 of the decreasing schedule
+    else:
+        gamma = step_multiplier * spec.stepsize(smooth, problem.mu, int(n), tau_f)
+    if algorithm == "diana" and options.get("alpha") is not None:
+        extra["alpha"] = float(options["alpha"])
+    method = make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=gamma, reg=regularizer, seed=seed, **extra)
+    if spec.bound is None:
+        bound = NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {algorithm}",
+                        gamma_theory=spec.stepsize(smooth, problem.mu, int(n), tau_f), gamma=gamma)
+    else:
+        bound = spec.bound(gamma=gamma, **constants)
     return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed))

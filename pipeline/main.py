@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from isparse import build, check_static, load_dataset, run
 from isparse.engines import InProcessPool
+from isparse.problems import QuadraticProblem
 from isparse.errors import check_choice
 
 from .cluster import dask_client
@@ -41,27 +42,35 @@ def run_job(cfg: DictConfig) -> dict:
     check_reachable(uri)
 
     # 2. data, problem, x*, method, bound (validates n <= N, block size <= d, tau in [1/m, 1])
-    data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"))
-    setup = build(algorithm=cfg.algorithm.name, data=data, lam=cfg.problem.lam, n=cfg.workers.n,
-                  block_size=cfg.blocks.size, tau=cfg.tau, step_multiplier=cfg.step.multiplier, seed=cfg.seed,
-                  split=cfg.workers.split, split_seed=cfg.workers.split_seed, reg=cfg.problem.reg,
-                  reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box))
+    common = dict(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
+                  step_multiplier=cfg.step.multiplier, seed=cfg.seed, reg=cfg.problem.reg,
+                  reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box),
+                  options={k: v for k, v in cfg.algorithm.items() if k != "name"})
+    if cfg.data.name == "quadratic":
+        problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
+        setup = build(problem=problem, **common)
+        data_name, data_source = "quadratic", f"problem (17) of arXiv:1901.09437, d={cfg.data.d}, o={cfg.data.o}"
+    else:
+        data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"))
+        setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
+                      **common)
+        data_name, data_source = data.name, data.source
     derived, bound, method = setup.derived, setup.bound, setup.method
-    run_name = cfg.tracking.run_name or f"{method.name}-{data.name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
+    run_name = cfg.tracking.run_name or f"{method.name}-{data_name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
     if cfg.step.multiplier != 1:
         run_name += f"-x{cfg.step.multiplier:g}"
     overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""
 
     # 3. the MLflow run
     logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
-                       tags={"algorithm": method.name, "data": data.name, "engine": cfg.engine,
+                       tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
                              "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
                              "overrides": overrides})
     log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
     status = "FAILED"
     try:
         logger.log_params({**flatten(resolved_config(cfg)), **derived,
-                           "data.source": data.source, "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B"})
+                           "data.source": data_source, "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B"})
         logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
         target = cfg.tol * derived["r0"]
         logger.log_metrics({"predicted_iterations": bound.iterations_to(target)}, step=0)

@@ -55,3 +55,74 @@ def isega(A, b, parts, lam, size, tau_m, gamma, T, rngs, prox=lambda v, step: v)
         x = prox(x - gamma * np.mean(gs, axis=0), gamma)
         out.append(x)
     return np.array(out)
+
+
+def example_grad(A, b, rows, n, N, lam, x, j):
+    """grad f_ij for the j-th example of the shard ``rows``: f_ij = (n l_i/N) phi_j + (lam/2)||x||^2."""
+    a, bj = A[rows[j]], b[rows[j]]
+    return (n * len(rows) / N) * (-bj / (1 + np.exp(bj * (a @ x)))) * a + lam * x
+
+
+def ibgd(A, b, parts, lam, tau, gamma, T, rngs):
+    """Algorithm 3: worker i sends grad f_i(x) with probability tau; x <- x - (gamma/n) sum of what was sent."""
+    N, d = A.shape
+    n = len(parts)
+    x, out = np.zeros(d), [np.zeros(d)]
+    for _ in range(T):
+        total = np.zeros(d)
+        for i in range(n):
+            if tau >= 1 or rngs[i].random() < tau:
+                total += local_grad(A, b, parts[i], n, N, lam, x)
+        x = x - gamma / n * total
+        out.append(x)
+    return np.array(out)
+
+
+def isaga(A, b, parts, lam, size, tau_m, gamma, T, rngs):
+    """Algorithm 5: worker i draws U_i, then j; sends (grad f_ij - alpha_ij + mean_j alpha_ij)_{U_i}."""
+    N, d = A.shape
+    n, m = len(parts), -(-d // size)
+    tables = [np.zeros((len(p), d)) for p in parts]
+    x, out = np.zeros(d), [np.zeros(d)]
+    for _ in range(T):
+        total = np.zeros(d)
+        for i in range(n):
+            c = draw(rngs[i], m, tau_m, size, d)
+            j = int(rngs[i].integers(len(parts[i])))
+            g = example_grad(A, b, parts[i], n, N, lam, x, j)
+            total[c] += g[c] - tables[i][j, c] + tables[i].mean(0)[c]
+            tables[i][j, c] = g[c]
+        x = x - gamma / n * total
+        out.append(x)
+    return np.array(out)
+
+
+def isgd(A, b, parts, lam, size, tau_m, gamma, T, rngs, batch):
+    """Algorithm 6 with a constant step: minibatch gradient of f_i, sparsified on U_i."""
+    N, d = A.shape
+    n, m = len(parts), -(-d // size)
+    x, out = np.zeros(d), [np.zeros(d)]
+    for _ in range(T):
+        total = np.zeros(d)
+        for i in range(n):
+            c = draw(rngs[i], m, tau_m, size, d)
+            idx = rngs[i].choice(len(parts[i]), size=batch, replace=False)
+            g = np.mean([example_grad(A, b, parts[i], n, N, lam, x, j) for j in idx], axis=0)
+            total[c] += g[c]
+        x = x - gamma / n * total
+        out.append(x)
+    return np.array(out)
+
+
+def saga_single_node(A, b, lam, gamma, T, rng):
+    """Textbook SAGA on (1/N) sum_j phi_j + (lam/2)||x||^2 with a zero table, j drawn by rng.integers(N)."""
+    N, d = A.shape
+    table = np.zeros((N, d))
+    x, out = np.zeros(d), [np.zeros(d)]
+    for _ in range(T):
+        j = int(rng.integers(N))
+        g = -b[j] / (1 + np.exp(b[j] * (A[j] @ x))) * A[j] + lam * x
+        x = x - gamma * (g - table[j] + table.mean(0))
+        table[j] = g
+        out.append(x)
+    return np.array(out)

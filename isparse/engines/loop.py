@@ -67,8 +67,8 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
         For F(x) in the logged suboptimality.
     reference : Reference
         x* and F*.
-    bound : LinearBound, optional
-        Logged as ``bound`` (NaN when not applicable).
+    bound : LinearBound, SublinearBound or NoBound, optional
+        Logged as ``bound`` (NaN when not applicable); it bounds the record's ``bound.quantity``.
     x0 : ndarray of shape (d,)
     max_iter : int
     tol : float
@@ -109,6 +109,9 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
                "bound": bound(t) if bound is not None else math.nan,
                "uplink_bytes": int(uplink.sum()), "downlink_bytes": int(downlink_per_round * t),
                "wall_s": time.perf_counter() - start}
+        if hasattr(method, "extra_iterates"):   # e.g. ISGD's weighted average x_hat (Theorem 6)
+            for key, z in method.extra_iterates(master).items():
+                rec[f"subopt_{key}"] = problem.F(z) - reference.F_star
         result.records.append(rec)
         if observer is not None:
             observer(rec)

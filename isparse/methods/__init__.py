@@ -1,29 +1,121 @@
-"""The methods, each written once as worker and master steps, and their registry."""
+"""The methods, each written once as worker and master steps, and their registry.
+
+Each entry of :data:`SPECS` says which class runs an ``algorithm=<id>``, which stepsize rule and
+bound (``isparse.theory``) go with it, whether it is a full-communication baseline (tau forced
+to 1), and what it needs from a problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from ..errors import ConfigError, check_choice
+from ..theory import (isgd_bound, isgd_schedule, theorem1_bound, theorem1_stepsize, theorem3_bound,
+                      theorem3_stepsize, theorem5_bound, theorem5_stepsize)
 from .base import BlockMethod, Method
 from .ibcd import IBCD
+from .ibgd import IBGD
+from .isaga import ISAGA
 from .isega import ISEGA
+from .isgd import ISGD
+from .peers import DIANA, EF21, SharedBCD, diana_stepsize, ef21_stepsize, shared_bcd_stepsize
 
-#: algorithm id -> class
-METHODS = {"ibcd": IBCD, "isega": ISEGA}
+
+@dataclass(frozen=True)
+class Spec:
+    """How to run and bound one algorithm id.
+
+    Attributes
+    ----------
+    cls : type
+        The method class.
+    stepsize : callable(L, mu, n, tau) -> float
+        The default (theorem's) stepsize.
+    bound : callable(**constants) or None
+        The theorem's bound; None for peers.
+    smoothness : str
+        Which constant is "L" for the stepsize: ``L`` (of f_i) or ``L_example`` (of f_ij).
+    full : bool
+        A full-communication baseline: tau is forced to 1.
+    needs : tuple of str
+        Problem/shard attributes the method uses (checked before any work).
+    prox : bool
+        Supports a regularizer R.
+    """
+
+    cls: type
+    stepsize: object
+    bound: object = None
+    smoothness: str = "L"
+    full: bool = False
+    needs: tuple = ("grad",)
+    prox: bool = False
+    options: dict = field(default_factory=dict)
 
 
-def make_method(name: str, *, n, blocks, tau_m, gamma, reg=None):
+_SGD = dict(cls=ISGD, stepsize=theorem1_stepsize, bound=isgd_bound, needs=("grad", "minibatch_grad"))
+_SAGA = dict(cls=ISAGA, stepsize=theorem5_stepsize, bound=theorem5_bound, smoothness="L_example",
+             needs=("grad", "example_grad"))
+
+#: algorithm id -> Spec
+SPECS = {
+    "ibcd": Spec(IBCD, theorem1_stepsize, theorem1_bound),
+    "ibgd": Spec(IBGD, theorem1_stepsize, theorem1_bound),               # Theorem 4 = Theorem 1's rate
+    "isega": Spec(ISEGA, theorem3_stepsize, theorem3_bound, prox=True),
+    "isaga": Spec(**_SAGA),
+    "isgd": Spec(**_SGD),
+    "gd": Spec(IBCD, theorem1_stepsize, theorem1_bound, full=True),
+    "sgd": Spec(**_SGD, full=True),
+    "saga": Spec(**_SAGA, full=True),
+    "shared_bcd": Spec(SharedBCD, shared_bcd_stepsize),
+    "diana": Spec(DIANA, diana_stepsize, prox=True),
+    "ef21": Spec(EF21, ef21_stepsize),
+}
+METHODS = SPECS
+
+
+def make_method(name: str, *, n, blocks, tau_m, gamma, reg=None, seed=0, **options):
     """Build the method ``name`` (``algorithm=<name>``).
+
+    Parameters
+    ----------
+    options : dict
+        Method options from the algorithm config: ``batch`` (isgd/sgd), ``schedule`` (isgd/sgd:
+        None or (a, c)), ``alpha`` (diana).
 
     Raises
     ------
     ConfigError
-        Unknown name, or a regularizer the method does not support (IBCD needs R = 0).
+        Unknown name, or a regularizer the method does not support.
     """
-    check_choice("algorithm", name, METHODS)
-    if name == "ibcd":
-        if reg is not None and reg.name != "none":
-            raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm=ibcd "
-                                             f"(Algorithm 1 has no proximal step); got {reg.name!r}.")
-        return IBCD(n, blocks, tau_m, gamma)
-    return ISEGA(n, blocks, tau_m, gamma, reg=reg)
+    check_choice("algorithm", name, SPECS)
+    spec = SPECS[name]
+    if reg is not None and reg.name != "none" and not spec.prox:
+        allowed = ", ".join(k for k, s in SPECS.items() if s.prox)
+        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={name} "
+                                         f"(only {allowed} take a proximal step); got {reg.name!r}.")
+    kwargs = {}
+    if spec.prox:
+        kwargs["reg"] = reg
+    if spec.cls is ISGD:
+        kwargs.update(batch=options.get("batch", 1), schedule=options.get("schedule"))
+    if spec.cls is DIANA:
+        kwargs["alpha"] = options.get("alpha")
+    if spec.cls is SharedBCD:
+        kwargs["shared_seed"] = seed
+    method = spec.cls(n, blocks, tau_m, gamma, **kwargs)
+    method.name = name
+    return method
 
 
-__all__ = ["METHODS", "Method", "BlockMethod", "IBCD", "ISEGA", "make_method"]
+def check_compatible(name: str, problem) -> None:
+    """Raise ConfigError if the problem lacks what ``algorithm=name`` needs (skglm-style contract)."""
+    shard = problem.shards[0]
+    missing = [a for a in SPECS[name].needs if not hasattr(shard, a)]
+    if missing:
+        raise ConfigError("algorithm", f"{type(problem).__name__} is not compatible with {name}: its shards must "
+                                       f"provide {', '.join(missing)}.")
+
+
+__all__ = ["METHODS", "SPECS", "Spec", "Method", "BlockMethod", "IBCD", "IBGD", "ISAGA", "ISEGA", "ISGD",
+           "SharedBCD", "DIANA", "EF21", "make_method", "check_compatible", "isgd_schedule"]

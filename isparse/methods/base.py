@@ -74,6 +74,21 @@ class BlockMethod:
         U = sample_blocks(rng, self.blocks.m, self.tau_m)
         return U, self.blocks.coords(U)
 
+    def message(self, i: int, U: np.ndarray, values: np.ndarray) -> Message:
+        """The message of worker i carrying ``values`` on the blocks U (dense when U is every block)."""
+        return Message(i, U, values, dense=U.size == self.blocks.m)
+
+    # defaults for methods without per-worker state
+    def worker_init(self, i, shard, x0):
+        return None
+
+    def master_init(self, x0):
+        return None
+
+    def averaged_step(self, x, messages, gamma=None):
+        """x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5, 6."""
+        return x - ((self.gamma if gamma is None else gamma) / self.n) * self.aggregate(messages)
+
     def aggregate(self, messages: list[Message]) -> np.ndarray:
         """sum_i of the messages scattered into R^d, in worker order; shape (d,)."""
         total = np.zeros(self.blocks.d)

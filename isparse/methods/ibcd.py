@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blocks import Message
 from .base import BlockMethod
 
 
@@ -23,17 +22,10 @@ class IBCD(BlockMethod):
 
     name = "ibcd"
 
-    def worker_init(self, i, shard, x0):
-        return None  # Alg. 1 keeps nothing on the worker
-
     def worker_step(self, i, shard, state, x, rng):
         g = shard.grad(x)                                # line 4: grad f_i(x^t)
         U, coords = self.sample(rng)                      # line 3: U_i^t, tau*m-nice
-        return Message(i, U, g[coords]), state            # line 5: send (grad f_i)_{U_i}
-
-    def master_init(self, x0):
-        return None
+        return self.message(i, U, g[coords]), state       # line 5: send (grad f_i)_{U_i}
 
     def master_step(self, state, x, messages):
-        # line 7: x^{t+1} = (1/n) sum_i x_i^{t+1}
-        return x - (self.gamma / self.n) * self.aggregate(messages), state
+        return self.averaged_step(x, messages), state     # line 7: x^{t+1} = (1/n) sum_i x_i^{t+1}

@@ -22,7 +22,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..blocks import Message
 from ..regularizers import Zero
 from .base import BlockMethod
 
@@ -71,7 +70,7 @@ class ISEGA(BlockMethod):
         delta = g[coords] - state.h[coords]               # (grad f_i(x^t) - h_i^t)_{U_i}
         h = state.h.copy()
         h[coords] = g[coords]                             # h_i^{t+1} = h_i^t + Delta_i
-        return Message(i, U, delta), IsegaWorkerState(h)
+        return self.message(i, U, delta), IsegaWorkerState(h)
 
     def master_init(self, x0):
         return IsegaMasterState(h_bar=np.zeros_like(x0))

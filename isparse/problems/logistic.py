@@ -54,6 +54,44 @@ class LogisticShard:
         z = self.A @ x
         return self.scale * float(np.logaddexp(0.0, -self.b * z).sum()) + 0.5 * self.lam * float(x @ x)
 
+    @property
+    def l(self) -> int:
+        """Number of examples l_i on this worker."""
+        return self.A.shape[0]
+
+    def minibatch_grad(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """(1/|idx|) sum_{j in idx} grad f_ij(x), shape (d,), with f_i = (1/l_i) sum_j f_ij.
+
+        f_ij(x) = (n l_i / N) log(1 + exp(-b_j a_j^T x)) + (lambda/2)||x||^2, so a minibatch drawn
+        uniformly from the shard is an unbiased estimate of grad f_i(x).
+        """
+        Aj, bj = self.A[idx], self.b[idx]
+        r = -bj * expit(-bj * (Aj @ x))
+        return (self.scale * self.l / len(idx)) * (Aj.T @ r) + self.lam * x
+
+    def example_grad(self, x: np.ndarray, j: int) -> np.ndarray:
+        """grad f_ij(x) of one example j of this shard, shape (d,) (reads row j of the CSR data directly)."""
+        lo, hi = self.A.indptr[j], self.A.indptr[j + 1]
+        cols, vals = self.A.indices[lo:hi], self.A.data[lo:hi]
+        bj = self.b[j]
+        r = -bj * expit(-bj * float(vals @ x[cols]))
+        g = self.lam * x
+        g[cols] += (self.scale * self.l * r) * vals
+        return g
+
+    def gradient_noise_bound(self, batch: int) -> float:
+        """sigma_i^2 >= E||g_i - grad f_i(x)||^2 for all x, for a minibatch of ``batch`` examples without replacement.
+
+        Each example's loss gradient has norm <= (n l_i/N)||a_j|| (|sigmoid| <= 1; the lambda x terms
+        cancel), so the variance of one draw is <= (n l_i/N)^2 max_j ||a_j||^2, and a minibatch without
+        replacement divides it by batch (l_i - batch)/(l_i - 1).
+        """
+        if self.l <= 1 or batch >= self.l:
+            return 0.0
+        row_sq = np.asarray(self.A.multiply(self.A).sum(axis=1)).ravel()
+        one = (self.scale * self.l) ** 2 * float(row_sq.max())
+        return one * (self.l - batch) / (batch * (self.l - 1))
+
 
 class LogisticProblem:
     """F(x) = f(x) + R(x) with f the l2-regularized logistic loss of a data set, split over n workers.
@@ -112,6 +150,15 @@ class LogisticProblem:
         """All local gradients, shape (n, d); row i is grad f_i(x)."""
         return np.stack([s.grad(x) for s in self.shards])
 
+    def sum_sq_example_grads(self, x: np.ndarray) -> float:
+        """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*)."""
+        total = 0.0
+        for s in self.shards:
+            r = -s.b * expit(-s.b * (s.A @ x)) * (s.scale * s.l)      # loss-gradient weight of each example
+            row_sq = np.asarray(s.A.multiply(s.A).sum(axis=1)).ravel()
+            total += float(np.sum(r ** 2 * row_sq + 2 * self.lam * r * (s.A @ x)) + s.l * self.lam ** 2 * (x @ x))
+        return total
+
     # -- constants (ALGORITHMS.md section 4) ----------------------------------------------
     @property
     def L_i(self) -> np.ndarray:
@@ -124,6 +171,15 @@ class LogisticProblem:
     def L(self) -> float:
         """L = max_i L_i (Assumption 1: one constant for all workers)."""
         return float(self.L_i.max())
+
+    @property
+    def L_example(self) -> float:
+        """Smoothness of every f_ij: max_i (n l_i/N) max_j ||a_j||^2 / 4 + lambda (for SAGA-type theorems)."""
+        out = 0.0
+        for s in self.shards:
+            row_sq = np.asarray(s.A.multiply(s.A).sum(axis=1)).ravel()
+            out = max(out, s.scale * s.l * float(row_sq.max()) / 4.0)
+        return out + self.lam
 
     @property
     def mu(self) -> float:

@@ -55,3 +55,67 @@ class LinearBound:
         if self.initial <= gap:
             return 0.0
         return float(math.ceil(math.log(gap / self.initial) / math.log(self.rate)))
+
+
+@dataclass(frozen=True)
+class NoBound:
+    """No theorem is logged for this run (a peer method, or a theorem whose assumptions fail).
+
+    Attributes
+    ----------
+    theorem : str
+        Why there is none.
+    gamma : float
+        The stepsize used.
+    gamma_theory : float
+        The stepsize rule the method uses by default.
+    """
+
+    theorem: str
+    gamma_theory: float
+    gamma: float
+    quantity: str = "dist_sq"
+    applicable: bool = False
+    neighbourhood: float = math.nan
+    rate: float = math.nan
+
+    def __call__(self, t: int) -> float:
+        return math.nan
+
+    def iterations_to(self, target: float) -> float:
+        return math.nan
+
+
+@dataclass(frozen=True)
+class SublinearBound:
+    """E[quantity_t] <= formula(t), e.g. Theorem 6's O(1/t) bound on f(x_hat^t) - f*.
+
+    ``formula`` is a plain function of t; the other attributes are as in :class:`LinearBound`.
+    """
+
+    theorem: str
+    quantity: str
+    gamma_theory: float
+    gamma: float
+    applicable: bool
+    formula: object
+    neighbourhood: float = 0.0
+    rate: float = math.nan
+
+    def __call__(self, t: int) -> float:
+        return self.formula(t) if self.applicable else math.nan
+
+    def iterations_to(self, target: float, t_max: int = 10**9) -> float:
+        """Smallest t with formula(t) <= target, by bisection (the formula decreases in t)."""
+        if not self.applicable:
+            return math.nan
+        if self.formula(t_max) > target:
+            return math.inf
+        lo, hi = 0, t_max
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.formula(mid) <= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return float(lo)

@@ -1,0 +1,121 @@
+"""The paper's synthetic quadratic with interpolation (arXiv:1901.09437, problem (17)).
+
+.. math::
+
+    f_i(x) = \\tfrac12 x^T M_i x, \\quad
+    M_i = v v^T + (I - v v^T) \\frac{A_i A_i^T}{\\lambda_{\\max}(A_i A_i^T)} (I - v v^T),
+
+v = v'/||v'||, v' in R^d and A_i in R^{d x o} standard normal. Every f_i is minimized at x* = 0,
+so grad f_i(x*) = 0 (Assumption 2) and f* = 0; L = max_i lambda_max(M_i) = 1 and
+mu = lambda_min((1/n) sum_i M_i), positive when n o >= d - 1 (computed, not assumed).
+Each worker holds one "example" (l_i = 1), so stochastic methods see exact local gradients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError, check_range
+from ..regularizers import Zero
+from .reference import Reference
+
+
+@dataclass(frozen=True)
+class QuadraticShard:
+    """f_i(x) = x^T M x / 2 of one worker. M : ndarray (d, d), symmetric PSD."""
+
+    M: np.ndarray
+
+    l = 1
+
+    def grad(self, x):
+        return self.M @ x
+
+    def value(self, x):
+        return 0.5 * float(x @ (self.M @ x))
+
+    def minibatch_grad(self, x, idx):
+        return self.M @ x
+
+    def example_grad(self, x, j):
+        return self.M @ x
+
+    def gradient_noise_bound(self, batch):
+        return 0.0
+
+
+class QuadraticProblem:
+    """Problem (17) for n workers.
+
+    Parameters
+    ----------
+    d : int
+        Dimension (>= 2).
+    o : int
+        Columns of each A_i (>= 1).
+    n : int
+        Workers.
+    seed : int
+        Seed of v', the A_i and the start x^0 (a standard normal vector: x^0 = 0 would be x*).
+
+    Raises
+    ------
+    ConfigError
+        d < 2, o < 1, or mu = 0 (n o < d - 1).
+    """
+
+    name = "quadratic"
+
+    def __init__(self, d: int, o: int, n: int, seed: int = 0):
+        d = check_range("data.d", d, 2, None, integer=True)
+        o = check_range("data.o", o, 1, None, integer=True)
+        n = check_range("workers.n", n, 1, None, integer=True)
+        rng = np.random.default_rng(seed)
+        v = rng.normal(size=d)
+        v /= np.linalg.norm(v)
+        P = np.eye(d) - np.outer(v, v)
+        mats = []
+        for _ in range(n):
+            A = rng.normal(size=(d, o))
+            G = A @ A.T
+            mats.append(np.outer(v, v) + P @ (G / np.linalg.eigvalsh(G)[-1]) @ P)
+        self.d, self.n, self.N = d, n, n
+        self.reg = Zero()
+        self.shards = [QuadraticShard(M) for M in mats]
+        self.M = sum(mats) / n
+        self._x0 = rng.normal(size=d)
+        eig = np.linalg.eigvalsh(self.M)
+        if eig[0] <= 1e-12:
+            raise ConfigError("data.o", f"The 'data.o' parameter times workers.n must be at least d - 1 = {d - 1} "
+                                        f"so that mu > 0; got o = {o}, n = {n}.")
+        self.mu = float(eig[0])
+        self.L_i = np.array([np.linalg.eigvalsh(M)[-1] for M in mats])
+        self.L = float(self.L_i.max())
+        self.L_example = self.L
+
+    def start(self) -> np.ndarray:
+        """x^0: a standard normal vector from the problem's seed (x* = 0 would make the run trivial)."""
+        return self._x0.copy()
+
+    def f(self, x):
+        return 0.5 * float(x @ (self.M @ x))
+
+    F = f
+
+    def grad(self, x):
+        return self.M @ x
+
+    def hess(self, x):
+        return self.M
+
+    def local_grads(self, x):
+        return np.stack([s.grad(x) for s in self.shards])
+
+    def sum_sq_example_grads(self, x):
+        return float(sum(np.sum(s.grad(x) ** 2) for s in self.shards))
+
+    def reference(self) -> Reference:
+        """x* = 0, F* = 0, grad f_i(x*) = 0: known in closed form."""
+        return Reference(x_star=np.zeros(self.d), F_star=0.0, local_grads=np.zeros((self.n, self.d)), residual=0.0)

@@ -1,0 +1,45 @@
+"""ISGD (Algorithm 6) of arXiv:1901.09437: the constant-step neighbourhood and Theorem 6.
+
+Constant gamma <= 1/(2L(tau + 2(1 - tau)/n)) [derived from Lemma 2 as in ``theorem1``, with the
+minibatch noise E||g_i - grad f_i||^2 <= sigma_i^2 added to each worker's variance]:
+
+    E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu),
+    D = sigma^2 + (1 - tau)(2/n) sum_i ||grad f_i(x*)||^2,  sigma^2 = (1/n) sum_i sigma_i^2.
+
+Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (Theorem 6) [paper]:
+
+    E[f(x_hat^t) - f*] <= a^2 (1 - tau mu/a) r_0 / (tau (t+1) a + (c tau/2) t (t+1))
+                          + D / (n (1 + 1/t) a + (n c/2)(t + 1)),
+
+x_hat^t the average of x^0..x^t weighted by 1/gamma_s.
+"""
+
+from __future__ import annotations
+
+from .bound import LinearBound, SublinearBound
+from .theorem1 import theorem1_stepsize
+
+
+def isgd_schedule(L: float, mu: float, n: int, tau: float) -> tuple[float, float]:
+    """(a, c) of Theorem 6: gamma_t = 1/(a + c t)."""
+    return 2.0 * (tau + 2.0 * (1.0 - tau) / n) * L, mu * tau / 4.0
+
+
+def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float, sum_sq_local_grads: float,
+               sigma_sq: float, decreasing: bool = False, **_ignored):
+    """The constant-step bound on dist_sq, or Theorem 6's bound on subopt of x_hat (``subopt_avg``)."""
+    D = sigma_sq + (1.0 - tau) * (2.0 / n) * sum_sq_local_grads
+    if decreasing:
+        a, c = isgd_schedule(L, mu, n, tau)
+
+        def formula(t, a=a, c=c):
+            first = a * a * (1.0 - tau * mu / a) * r0 / (tau * (t + 1) * a + 0.5 * c * tau * t * (t + 1))
+            second = 0.0 if t == 0 else D / (n * (1.0 + 1.0 / t) * a + 0.5 * n * c * (t + 1))
+            return first + second
+
+        return SublinearBound(theorem="Theorem 6 (ISGD, decreasing steps), arXiv:1901.09437", quantity="subopt_avg",
+                              gamma_theory=1.0 / a, gamma=gamma, applicable=True, formula=formula)
+    gamma_max = theorem1_stepsize(L, mu, n, tau)
+    return LinearBound(theorem="ISGD constant step, derived from Lemma 2 of arXiv:1901.09437", quantity="dist_sq",
+                       gamma_theory=gamma_max, gamma=gamma, applicable=gamma <= gamma_max * (1 + 1e-12),
+                       rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu))
