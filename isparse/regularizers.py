@@ -1,88 +1,117 @@
-"""Closed convex regularizers R with a cheap proximal operator (used by ISEGA, Alg. 2).
+"""Separable closed convex regularizers R with a cheap proximal operator (ISEGA's and DIANA's prox step).
 
-Each regularizer gives ``value(x)``, ``prox(v, step)`` = argmin_x R(x) + ||x - v||^2 / (2 step),
-and ``free_set(x, grad)``, used by the reference solver to polish x* with Newton steps on the
-coordinates where R is smooth.
+One class covers the shipped ones: R(x) = l1 ||x||_1 + (l2/2)||x||^2 + indicator of [lower, upper]^d,
+with ``none``, ``l1``, ``l2``, ``elastic_net`` and ``box`` as named cases (l1 together with a box is
+not offered). Per coordinate the prox is the clipped, shrunk soft threshold
+
+.. math::
+
+    \\operatorname{prox}_{\\gamma R}(v) = \\operatorname{clip}\\Big(\\frac{\\operatorname{sign}(v)\\max(|v| - \\gamma l_1, 0)}{1 + \\gamma l_2}, \\text{lower}, \\text{upper}\\Big),
+
+exact because a one-dimensional convex function restricted to an interval is minimized at the
+projection of its unconstrained minimizer.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ConfigError, check_range
 
-
-@dataclass(frozen=True)
-class Zero:
-    """R = 0."""
-
-    name = "none"
-
-    def value(self, x):
-        return 0.0
-
-    def prox(self, v, step):
-        return v
-
-    def free_set(self, x):
-        """(mask of free coordinates, gradient of R on them) at x; here all free, zero gradient."""
-        return np.ones(x.shape, bool), np.zeros_like(x)
+NAMES = ("none", "l1", "l2", "elastic_net", "box")
 
 
 @dataclass(frozen=True)
-class L1:
-    """R(x) = strength * ||x||_1; prox is soft thresholding at step * strength."""
+class Regularizer:
+    """R(x) = l1 ||x||_1 + (l2/2)||x||^2 + indicator of [lower, upper]^d.
 
-    strength: float
-    name = "l1"
+    Attributes
+    ----------
+    name : str
+        One of :data:`NAMES`.
+    l1, l2 : float
+        Weights (>= 0).
+    lower, upper : float
+        Box bounds (-inf, inf when there is no box).
+    """
 
-    def __post_init__(self):
-        check_range("problem.reg_strength", self.strength, 0.0, None)
+    name: str = "none"
+    l1: float = 0.0
+    l2: float = 0.0
+    lower: float = -math.inf
+    upper: float = math.inf
 
-    def value(self, x):
-        return self.strength * float(np.abs(x).sum())
+    @property
+    def has_box(self) -> bool:
+        return math.isfinite(self.lower) or math.isfinite(self.upper)
 
-    def prox(self, v, step):
-        t = step * self.strength
-        return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
-
-    def free_set(self, x):
-        free = x != 0
-        return free, self.strength * np.sign(x)
-
-
-@dataclass(frozen=True)
-class Box:
-    """R = indicator of the box [lower, upper]^d; prox is the projection (clipping)."""
-
-    lower: float
-    upper: float
-    name = "box"
-
-    def __post_init__(self):
-        if not self.lower < self.upper:
-            raise ConfigError("problem.box", f"The 'problem.box' parameter must have lower < upper; "
-                                             f"got [{self.lower}, {self.upper}].")
-
-    def value(self, x):
-        return 0.0 if np.all((x >= self.lower) & (x <= self.upper)) else np.inf
+    def value(self, x) -> float:
+        if self.has_box and not np.all((x >= self.lower) & (x <= self.upper)):
+            return math.inf
+        return self.l1 * float(np.abs(x).sum()) + 0.5 * self.l2 * float(x @ x)
 
     def prox(self, v, step):
-        return np.clip(v, self.lower, self.upper)
+        """prox_{step R}(v), shape of v."""
+        if self.name == "none":
+            return v
+        out = v
+        if self.l1:
+            out = np.sign(out) * np.maximum(np.abs(out) - step * self.l1, 0.0)
+        if self.l2:
+            out = out / (1.0 + step * self.l2)
+        if self.has_box:
+            out = np.clip(out, self.lower, self.upper)
+        return out
 
     def free_set(self, x):
-        free = (x > self.lower) & (x < self.upper)
-        return free, np.zeros_like(x)
+        """(mask of coordinates where R is smooth at x, gradient of R there): for Newton polishing of x*."""
+        free = np.ones(x.shape, bool)
+        if self.l1:
+            free &= x != 0
+        if self.has_box:
+            free &= (x > self.lower) & (x < self.upper)
+        return free, self.l1 * np.sign(x) + self.l2 * x
 
 
-def make_regularizer(name: str, strength: float = 0.0, lower: float = -1.0, upper: float = 1.0):
-    """Build a regularizer from its config name: ``none``, ``l1`` or ``box``."""
+def make_regularizer(name: str = "none", strength: float = 0.0, lower: float = -1.0, upper: float = 1.0,
+                     l2_strength: float = 0.0) -> Regularizer:
+    """Build R from its config: ``problem.reg`` (name), ``problem.reg_strength`` (the l1 weight, or the
+    l2 weight for ``l2``), ``problem.reg_l2`` (elastic net's l2 weight), ``problem.box`` (lower, upper).
+
+    Raises
+    ------
+    ConfigError
+        Unknown name, a negative weight, or lower >= upper.
+    """
     if name in (None, "none"):
-        return Zero()
+        return Regularizer()
+    if name not in NAMES:
+        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be one of {', '.join(NAMES)}; got {name!r}.")
+    strength = float(check_range("problem.reg_strength", strength, 0.0, None))
     if name == "l1":
-        return L1(float(strength))
-    if name == "box":
-        return Box(float(lower), float(upper))
-    raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be one of none, l1, box; got {name!r}.")
+        return Regularizer("l1", l1=strength)
+    if name == "l2":
+        return Regularizer("l2", l2=strength)
+    if name == "elastic_net":
+        return Regularizer("elastic_net", l1=strength, l2=float(check_range("problem.reg_l2", l2_strength, 0.0, None)))
+    if not float(lower) < float(upper):
+        raise ConfigError("problem.box", f"The 'problem.box' parameter must have lower < upper; got [{lower}, {upper}].")
+    return Regularizer("box", lower=float(lower), upper=float(upper))
+
+
+def Zero() -> Regularizer:
+    """R = 0."""
+    return Regularizer()
+
+
+def L1(strength: float) -> Regularizer:
+    """R = strength ||x||_1."""
+    return make_regularizer("l1", strength)
+
+
+def Box(lower: float, upper: float) -> Regularizer:
+    """R = indicator of [lower, upper]^d."""
+    return make_regularizer("box", lower=lower, upper=upper)

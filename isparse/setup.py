@@ -85,7 +85,7 @@ class RunSetup:
 
 def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: int, block_size: int, tau="auto",
           step_multiplier: float = 1.0, seed: int = 0, split: str = "shuffle", split_seed: int = 0,
-          reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), options: dict | None = None,
+          reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), reg_l2: float = 0.0, options: dict | None = None,
           reference: Reference | None = None, problem=None) -> RunSetup:
     """Build a run: split the rows, set up the problem, solve for x*, pick gamma = multiplier x theorem's gamma.
 
@@ -112,7 +112,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         Seed of the workers' sampling streams.
     split, split_seed : str, int
         Row split (``isparse.data.split_rows``).
-    reg, reg_strength, box : R for the proximal methods: ``none``, ``l1`` (strength) or ``box`` (lower, upper).
+    reg, reg_strength, box, reg_l2 : R for the proximal methods (isega, diana): ``none``, ``l1`` or ``l2``
+        (weight ``reg_strength``), ``elastic_net`` (l1 weight ``reg_strength``, l2 weight ``reg_l2``), ``box``.
     options : dict, optional
         Method options: ``batch`` (minibatch per worker), ``schedule`` (``constant`` or ``decreasing``), ``alpha``.
     reference : Reference, optional
@@ -141,7 +142,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     tau_f, tau_m = resolve_tau(tau, blocks.m, int(n))
     batch = check_range("algorithm.batch", options.get("batch", 1), 1, None, integer=True)
     schedule = check_choice("algorithm.schedule", options.get("schedule", "constant"), ["constant", "decreasing"])
-    regularizer = make_regularizer(reg, reg_strength, *box)
+    regularizer = make_regularizer(reg, reg_strength, *box, l2_strength=reg_l2)
     make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=1.0, reg=regularizer)  # validate before solving
     if problem is None:
         problem = LogisticProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer)

@@ -44,7 +44,7 @@ def run_job(cfg: DictConfig) -> dict:
     # 2. data, problem, x*, method, bound (validates n <= N, block size <= d, tau in [1/m, 1])
     common = dict(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
                   step_multiplier=cfg.step.multiplier, seed=cfg.seed, reg=cfg.problem.reg,
-                  reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box),
+                  reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box), reg_l2=cfg.problem.reg_l2,
                   options={k: v for k, v in cfg.algorithm.items() if k != "name"})
     if cfg.data.name == "quadratic":
         problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from ..regularizers import Box, L1, Zero
 
 
 @dataclass(frozen=True)
@@ -51,29 +50,27 @@ def _residual(problem, x):
 
 def _newton_free(problem, x, max_iter=100):
     """Newton on the coordinates where R is smooth at x, with the active set held fixed."""
+    reg = problem.reg
     best = _residual(problem, x)
     for _ in range(max_iter):
-        free, g_reg = problem.reg.free_set(x)
+        free, g_reg = reg.free_set(x)
         g = problem.grad(x) + g_reg
         if not free.any():
             break
-        H = problem.hess(x)[np.ix_(free, free)]
+        H = problem.hess(x)[np.ix_(free, free)] + reg.l2 * np.eye(int(free.sum()))
         step = np.zeros_like(x)
         step[free] = np.linalg.solve(H, -g[free])
-        # backtrack on F, keeping signs (l1) or bounds (box) of the free set
+        # backtrack on F, keeping the signs (l1) and the box of the free set
         t, F0 = 1.0, problem.F(x)
         while t > 1e-12:
             cand = x + t * step
-            if _keeps_face(problem.reg, x, cand) and problem.F(cand) <= F0 + 1e-4 * t * float(g @ step) + 1e-15 * abs(F0):
+            if _keeps_face(reg, x, cand) and problem.F(cand) <= F0 + 1e-4 * t * float(g @ step) + 1e-15 * abs(F0):
                 break
             t *= 0.5
         else:
             break
         cand = x + t * step
         r = _residual(problem, cand)
-        if r >= best and t == 1.0 and r < 1e-13:
-            x = cand
-            break
         if r > best * (1 + 1e-9) and best < 1e-10:
             break
         x, best = cand, min(best, r)
@@ -83,11 +80,12 @@ def _newton_free(problem, x, max_iter=100):
 
 
 def _keeps_face(reg, x, cand):
-    if isinstance(reg, L1):
-        return bool(np.all(np.sign(cand[x != 0]) == np.sign(x[x != 0])))
-    if isinstance(reg, Box):
-        return bool(np.all((cand >= reg.lower) & (cand <= reg.upper)))
-    return True
+    ok = True
+    if reg.l1:
+        ok &= bool(np.all(np.sign(cand[x != 0]) == np.sign(x[x != 0])))
+    if reg.has_box:
+        ok &= bool(np.all((cand >= reg.lower) & (cand <= reg.upper)))
+    return ok
 
 
 def reference_solve(problem) -> Reference:
@@ -102,24 +100,23 @@ def reference_solve(problem) -> Reference:
     Reference
     """
     d, reg = problem.d, problem.reg
-    if isinstance(reg, Zero):
-        x = np.zeros(d)
-    elif isinstance(reg, Box):
-        res = minimize(problem.f, np.clip(np.zeros(d), reg.lower, reg.upper), jac=problem.grad,
-                       method="L-BFGS-B", bounds=[(reg.lower, reg.upper)] * d,
-                       options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-12})
-        x = res.x
-    elif isinstance(reg, L1):
+    opts = {"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-12}
+    if reg.l1:   # split x = u - v, u, v >= 0: smooth with bounds
         def obj(z):
-            u, v = z[:d], z[d:]
-            g = problem.grad(u - v)
-            return problem.f(u - v) + reg.strength * (u.sum() + v.sum()), np.concatenate([g + reg.strength, -g + reg.strength])
-        res = minimize(obj, np.zeros(2 * d), jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d),
-                       options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-12})
+            x = z[:d] - z[d:]
+            g = problem.grad(x) + reg.l2 * x
+            val = problem.f(x) + 0.5 * reg.l2 * float(x @ x) + reg.l1 * float(z.sum())
+            return val, np.concatenate([g + reg.l1, -g + reg.l1])
+        res = minimize(obj, np.zeros(2 * d), jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d), options=opts)
         x = res.x[:d] - res.x[d:]
         x[np.abs(x) < 1e-10] = 0.0
-    else:  # pragma: no cover - guarded by make_regularizer
-        raise TypeError(f"no reference solver for regularizer {reg!r}")
+    elif reg.has_box:
+        res = minimize(lambda x: problem.f(x) + 0.5 * reg.l2 * float(x @ x),
+                       np.clip(np.zeros(d), reg.lower, reg.upper), jac=lambda x: problem.grad(x) + reg.l2 * x,
+                       method="L-BFGS-B", bounds=[(reg.lower, reg.upper)] * d, options=opts)
+        x = res.x
+    else:        # R smooth (none or l2): Newton from 0
+        x = np.zeros(d)
     x = _newton_free(problem, x)
     return Reference(x_star=x, F_star=problem.F(x), local_grads=problem.local_grads(x),
                      residual=_residual(problem, x))
