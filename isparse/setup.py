@@ -124,7 +124,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     ConfigError
         n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg.
     """
-    from .methods import SPECS, check_compatible
+    from .methods import SPECS, check_compatible, check_regularizer
 
     options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
@@ -143,7 +143,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     batch = check_range("algorithm.batch", options.get("batch", 1), 1, None, integer=True)
     schedule = check_choice("algorithm.schedule", options.get("schedule", "constant"), ["constant", "decreasing"])
     regularizer = make_regularizer(reg, reg_strength, *box, l2_strength=reg_l2)
-    make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=1.0, reg=regularizer)  # validate before solving
+    check_regularizer(algorithm, regularizer)      # before the reference solve
     if problem is None:
         problem = LogisticProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer)
     elif regularizer.name != "none":
@@ -167,7 +167,14 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         if schedule == "decreasing":
             a, c = isgd_schedule(problem.L, problem.mu, int(n), tau_f)
             extra["schedule"] = (a / step_multiplier, c / step_multiplier)
-    if "schedule" in extra:
+    if spec.cls.__name__ == "IASGD":
+        rho, computed = _iasgd_rho(problem, options.get("rho"), batch, int(n), tau_f)
+        rho /= step_multiplier                      # a larger multiplier means a larger step 1/(rho L)
+        computed = computed and step_multiplier <= 1
+        constants.update(rho=rho, rho_is_computed=computed, subopt0=problem.F(x0) - ref.F_star)
+        extra.update(L=problem.L, mu=problem.mu, rho=rho, batch=batch)
+        gamma = 1.0 / (rho * problem.L)
+    elif "schedule" in extra:
         gamma = 1.0 / extra["schedule"][0]          # gamma_0 of the decreasing schedule
     else:
         gamma = step_multiplier * spec.stepsize(smooth, problem.mu, int(n), tau_f)
@@ -180,3 +187,18 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     else:
         bound = spec.bound(gamma=gamma, **constants)
     return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed))
+
+
+def _iasgd_rho(problem, rho, batch, n, tau):
+    """(rho, computed): the configured rho, or rho_hat of ``isparse.theory.iasgd`` where it can be computed."""
+    from .theory import strong_growth_rho
+
+    if rho is not None:
+        return float(check_range("algorithm.rho", rho, 1.0, None)), False
+    rho_tilde = problem.strong_growth_constant() if hasattr(problem, "strong_growth_constant") else None
+    exact = all(s.l <= batch for s in problem.shards)   # minibatch = whole shard: rho_bar = 0
+    if rho_tilde is None or not exact:
+        raise ConfigError("algorithm.rho", f"The 'algorithm.rho' parameter must be set (a number >= 1) for "
+                                           f"{type(problem).__name__}: its strong-growth constant cannot be computed "
+                                           f"(it needs Assumption 2 and exact local gradients); got null.")
+    return strong_growth_rho(rho_tilde, 0.0, n, tau), True

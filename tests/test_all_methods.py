@@ -146,3 +146,34 @@ def test_baselines_force_full_communication(a1a):
     assert build(algorithm="gd", data=a1a, lam=0.1, n=4, block_size=1).method.tau == 1.0
     with pytest.raises(ConfigError, match="'tau' parameter must be auto or 1 for algorithm=saga"):
         build(algorithm="saga", data=a1a, lam=0.1, n=4, block_size=1, tau=0.5)
+
+
+def test_asgd_is_nesterov_on_the_quadratic(quadratic):
+    """tau = 1 and rho_hat = 1 (exact local gradients): the accelerated method of Vaswani et al. with rho = 1."""
+    s = build(algorithm="asgd", problem=quadratic, n=10, block_size=1)
+    assert s.method.rho == 1.0
+    L, mu, M = quadratic.L, quadratic.mu, quadratic.M
+    sq = np.sqrt(mu / L)
+    a, b, ge = sq / (1 + sq), 1 - sq, 1 / np.sqrt(mu * L)
+    w = v = quadratic.start()
+    want = [w]
+    for _ in range(60):
+        zeta = a * v + (1 - a) * w
+        g = M @ zeta
+        w, v = zeta - g / L, b * v + (1 - b) * zeta - ge * g
+        want.append(w)
+    np.testing.assert_allclose(np.array(_run(s, 60, keep=True).iterates), np.array(want), rtol=1e-12, atol=1e-12)
+
+
+def test_iasgd_beats_isgd_on_interpolating_quadratic(quadratic):
+    iters = {}
+    for algorithm in ("iasgd", "isgd"):
+        s = build(algorithm=algorithm, problem=quadratic, n=10, block_size=1)   # tau = auto = 1/n
+        iters[algorithm] = np.median([_run(s, 20000, seed=k, tol=1e-8, log_every=1000).iterations for k in range(5)])
+    assert iters["iasgd"] < iters["isgd"], iters
+
+
+def test_iasgd_mean_subopt_under_bound(quadratic):
+    s = build(algorithm="iasgd", problem=quadratic, n=10, block_size=1)
+    assert s.bound.applicable and s.bound.quantity == "subopt"
+    _mean_under_bound(s, 400)

@@ -104,8 +104,12 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
                    disable=None)  # None: only on a terminal
     start = time.perf_counter()
 
+    def current():
+        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k)."""
+        return method.iterate(master, x) if hasattr(method, "iterate") else x
+
     def record(t, dist_sq):
-        rec = {"step": t, "dist_sq": dist_sq, "subopt": problem.F(x) - reference.F_star,
+        rec = {"step": t, "dist_sq": dist_sq, "subopt": problem.F(current()) - reference.F_star,
                "bound": bound(t) if bound is not None else math.nan,
                "uplink_bytes": int(uplink.sum()), "downlink_bytes": int(downlink_per_round * t),
                "wall_s": time.perf_counter() - start}
@@ -129,11 +133,11 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
             t += 1
             for msg in messages:
                 uplink[msg.worker] += msg.nbytes
-            dist_sq = float(np.sum((x - x_star) ** 2))
+            dist_sq = float(np.sum((current() - x_star) ** 2))
             if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
                 raise DivergenceError(t, method.gamma, x_prev)
             if keep_iterates:
-                result.iterates.append(x.copy())
+                result.iterates.append(current().copy())
             if t % log_every == 0 or dist_sq <= target or t == max_iter:
                 record(t, dist_sq)
             if bar is not None:
@@ -141,5 +145,5 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
     finally:
         if bar is not None:
             bar.close()
-        result.x, result.iterations, result.converged = x, t, dist_sq <= target
+        result.x, result.iterations, result.converged = current(), t, dist_sq <= target
     return result

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, check_choice
-from ..theory import (isgd_bound, isgd_schedule, theorem1_bound, theorem1_stepsize, theorem3_bound,
+from ..theory import (iasgd_bound, isgd_bound, isgd_schedule, theorem1_bound, theorem1_stepsize, theorem3_bound,
                       theorem3_stepsize, theorem5_bound, theorem5_stepsize)
 from .base import BlockMethod, Method
 from .ibcd import IBCD
+from .iasgd import IASGD
 from .ibgd import IBGD
 from .isaga import ISAGA
 from .isega import ISEGA
@@ -64,7 +65,9 @@ SPECS = {
     "isega": Spec(ISEGA, theorem3_stepsize, theorem3_bound, prox=True),
     "isaga": Spec(**_SAGA),
     "isgd": Spec(**_SGD),
+    "iasgd": Spec(IASGD, None, iasgd_bound, needs=("grad", "minibatch_grad")),
     "gd": Spec(IBCD, theorem1_stepsize, theorem1_bound, full=True),
+    "asgd": Spec(IASGD, None, iasgd_bound, needs=("grad", "minibatch_grad"), full=True),
     "sgd": Spec(**_SGD, full=True),
     "saga": Spec(**_SAGA, full=True),
     "shared_bcd": Spec(SharedBCD, shared_bcd_stepsize),
@@ -81,24 +84,22 @@ def make_method(name: str, *, n, blocks, tau_m, gamma, reg=None, seed=0, **optio
     ----------
     options : dict
         Method options from the algorithm config: ``batch`` (isgd/sgd), ``schedule`` (isgd/sgd:
-        None or (a, c)), ``alpha`` (diana).
+        None or (a, c)), ``alpha`` (diana), ``L``, ``mu``, ``rho`` (iasgd/asgd).
 
     Raises
     ------
     ConfigError
         Unknown name, or a regularizer the method does not support.
     """
-    check_choice("algorithm", name, SPECS)
+    check_regularizer(name, reg)
     spec = SPECS[name]
-    if reg is not None and reg.name != "none" and not spec.prox:
-        allowed = ", ".join(k for k, s in SPECS.items() if s.prox)
-        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={name} "
-                                         f"(only {allowed} take a proximal step); got {reg.name!r}.")
     kwargs = {}
     if spec.prox:
         kwargs["reg"] = reg
     if spec.cls is ISGD:
         kwargs.update(batch=options.get("batch", 1), schedule=options.get("schedule"))
+    if spec.cls is IASGD:
+        kwargs.update(L=options["L"], mu=options["mu"], rho=options["rho"], batch=options.get("batch", 1))
     if spec.cls is DIANA:
         kwargs["alpha"] = options.get("alpha")
     if spec.cls is SharedBCD:
@@ -106,6 +107,15 @@ def make_method(name: str, *, n, blocks, tau_m, gamma, reg=None, seed=0, **optio
     method = spec.cls(n, blocks, tau_m, gamma, **kwargs)
     method.name = name
     return method
+
+
+def check_regularizer(name: str, reg) -> None:
+    """Raise ConfigError for an unknown algorithm, or a regularizer it cannot take (no proximal step)."""
+    check_choice("algorithm", name, SPECS)
+    if reg is not None and reg.name != "none" and not SPECS[name].prox:
+        allowed = ", ".join(k for k, s in SPECS.items() if s.prox)
+        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={name} "
+                                         f"(only {allowed} take a proximal step); got {reg.name!r}.")
 
 
 def check_compatible(name: str, problem) -> None:
@@ -117,5 +127,5 @@ def check_compatible(name: str, problem) -> None:
                                        f"provide {', '.join(missing)}.")
 
 
-__all__ = ["METHODS", "SPECS", "Spec", "Method", "BlockMethod", "IBCD", "IBGD", "ISAGA", "ISEGA", "ISGD",
-           "SharedBCD", "DIANA", "EF21", "make_method", "check_compatible", "isgd_schedule"]
+__all__ = ["METHODS", "SPECS", "Spec", "Method", "BlockMethod", "IASGD", "IBCD", "IBGD", "ISAGA", "ISEGA", "ISGD",
+           "SharedBCD", "DIANA", "EF21", "make_method", "check_compatible", "check_regularizer", "isgd_schedule"]

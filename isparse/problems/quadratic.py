@@ -116,6 +116,13 @@ class QuadraticProblem:
     def sum_sq_example_grads(self, x):
         return float(sum(np.sum(s.grad(x) ** 2) for s in self.shards))
 
+    def strong_growth_constant(self) -> float:
+        """rho_tilde = max_x (1/n) sum_i ||M_i x||^2 / ||M x||^2: the top generalized eigenvalue of ((1/n) sum M_i^2, M^2)."""
+        from scipy.linalg import eigh
+
+        S = sum(s.M @ s.M for s in self.shards) / self.n
+        return float(eigh(S, self.M @ self.M, eigvals_only=True)[-1])
+
     def reference(self) -> Reference:
         """x* = 0, F* = 0, grad f_i(x*) = 0: known in closed form."""
         return Reference(x_star=np.zeros(self.d), F_star=0.0, local_grads=np.zeros((self.n, self.d)), residual=0.0)
