@@ -6,13 +6,11 @@ the m parameter blocks, sampled independently of the other workers; the master a
 
 The public surface::
 
-    from isparse import load_dataset, build, run, InProcessPool
+    from isparse import load_dataset, build
     setup = build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=1)
-    pool = InProcessPool(setup.method, setup.problem.shards, setup.streams(), setup.x0)
-    result = run(setup.method, pool, setup.problem, setup.reference, setup.bound,
-                 x0=setup.x0, max_iter=10_000, tol=1e-8)
+    result = setup.run(max_iter=10_000, tol=1e-8)          # in-process
 
-``isparse.engines.dask.DaskPool(client, ...)`` runs the same steps on a Dask cluster.
+``setup.run(isparse.engines.dask.DaskPool(client, *setup.pool_args()), ...)`` runs the same steps on Dask.
 """
 
 from .blocks import BlockPartition, Message, resolve_tau, sample_blocks, worker_streams

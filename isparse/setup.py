@@ -58,6 +58,8 @@ class RunSetup:
         Zero.
     seed : int
         Seed of the workers' random streams.
+    shards : list
+        What each worker holds: the problem's shards, or the whole data set for shared-data methods.
     """
 
     problem: LogisticProblem
@@ -66,10 +68,22 @@ class RunSetup:
     bound: object
     x0: np.ndarray
     seed: int
+    shards: list
 
-    def streams(self):
-        """Fresh per-worker random streams spawned from ``seed``."""
-        return worker_streams(self.seed, self.method.n)
+    def streams(self, seed: int | None = None):
+        """Fresh per-worker random streams spawned from ``seed`` (default: the run's)."""
+        return worker_streams(self.seed if seed is None else seed, self.method.n)
+
+    def pool_args(self, seed: int | None = None) -> tuple:
+        """(method, shards, streams, x0): the arguments of ``InProcessPool`` and ``DaskPool(client, ...)``."""
+        return self.method, self.shards, self.streams(seed), self.x0
+
+    def run(self, pool=None, **kwargs):
+        """Run on ``pool`` (default: a fresh in-process pool); kwargs go to :func:`isparse.engines.run`."""
+        from .engines import InProcessPool, run
+
+        pool = pool if pool is not None else InProcessPool(*self.pool_args())
+        return run(self.method, pool, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)
 
     @property
     def derived(self) -> dict:
@@ -153,13 +167,22 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         reference = problem.reference() if hasattr(problem, "reference") else reference_solve(problem)
     ref = reference
     x0 = problem.start() if hasattr(problem, "start") else np.zeros(d)
+    extra = {}
     constants = dict(L=problem.L, mu=problem.mu, n=int(n), tau=tau_f, r0=float(np.sum((x0 - ref.x_star) ** 2)),
                      sum_sq_local_grads=ref.sum_sq_local_grads)
-    if spec.smoothness == "L_example":
+    shards = problem.shards
+    if getattr(spec.cls, "shared_data", False):    # Alg. 4: every worker holds the whole data set
+        if data is None:
+            raise ConfigError("data", f"The 'data' parameter must be a data set for algorithm={algorithm} "
+                                      f"(the workers share its examples); got {problem.name!r}.")
+        whole = LogisticProblem(data, [np.arange(data.N)], lam)      # psi_j = phi_j + (lambda/2)||x||^2
+        shards = [whole.shards[0]] * int(n)
+        constants.update(L_example=whole.L_example, N=data.N, sum_sq_example_grads=whole.sum_sq_example_grads(ref.x_star))
+        extra["N"] = data.N
+    elif spec.smoothness == "L_example":
         constants.update(L_example=problem.L_example, l_max=max(s.l for s in problem.shards),
                          sum_sq_example_grads=problem.sum_sq_example_grads(ref.x_star))
     smooth = constants[spec.smoothness]
-    extra = {}
     if spec.cls.__name__ == "ISGD":
         constants["sigma_sq"] = float(np.mean([s.gradient_noise_bound(batch) for s in problem.shards]))
         constants["decreasing"] = schedule == "decreasing"
@@ -186,7 +209,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
                         gamma_theory=spec.stepsize(smooth, problem.mu, int(n), tau_f), gamma=gamma)
     else:
         bound = spec.bound(gamma=gamma, **constants)
-    return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed))
+    return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed), shards=shards)
 
 
 def _iasgd_rho(problem, rho, batch, n, tau):

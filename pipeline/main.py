@@ -18,7 +18,7 @@ import numpy as np
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from isparse import build, check_static, load_dataset, run
+from isparse import build, check_static, load_dataset
 from isparse.engines import InProcessPool
 from isparse.problems import QuadraticProblem
 from isparse.errors import check_choice
@@ -76,8 +76,7 @@ def run_job(cfg: DictConfig) -> dict:
         logger.log_metrics({"predicted_iterations": bound.iterations_to(target)}, step=0)
         with _pool(cfg, setup) as pool:
             logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
-            result = run(setup.method, pool, setup.problem, setup.reference, bound, x0=setup.x0,
-                         max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
+            result = setup.run(pool, max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
                          observer=lambda rec: logger.log_metrics(_metrics(rec, method.n), rec["step"]),
                          progress=bool(cfg.progress))
         last = result.records[-1]
@@ -119,7 +118,7 @@ def _metrics(rec: dict, n: int) -> dict:
 
 @contextlib.contextmanager
 def _pool(cfg, setup):
-    args = (setup.method, setup.problem.shards, setup.streams(), setup.x0)
+    args = setup.pool_args()
     if cfg.engine == "inprocess":
         yield InProcessPool(*args)
         return

@@ -10,16 +10,14 @@ import numpy as np
 import pytest
 
 import plain
-from isparse import InProcessPool, build, load_dataset, run, worker_streams
+from isparse import InProcessPool, build, load_dataset, worker_streams
 from isparse.problems import QuadraticProblem
 
 pytestmark = pytest.mark.needs_data
 
 
 def _run(s, T, seed=None, tol=1e-300, log_every=1, keep=False):
-    pool = InProcessPool(s.method, s.problem.shards, worker_streams(s.seed if seed is None else seed, s.method.n), s.x0)
-    return run(s.method, pool, s.problem, s.reference, s.bound, x0=s.x0, max_iter=T, tol=tol,
-               log_every=log_every, keep_iterates=keep)
+    return s.run(InProcessPool(*s.pool_args(seed)), max_iter=T, tol=tol, log_every=log_every, keep_iterates=keep)
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +175,28 @@ def test_iasgd_mean_subopt_under_bound(quadratic):
     s = build(algorithm="iasgd", problem=quadratic, n=10, block_size=1)
     assert s.bound.applicable and s.bound.quantity == "subopt"
     _mean_under_bound(s, 400)
+
+
+def test_shared_data_isaga_converges_on_heterogeneous_data_under_theorem2(hetero):
+    """Alg. 4 learns every grad psi_j(x*): it reaches x* without Assumption 2; mean over 20 seeds <= Theorem 2."""
+    s = build(algorithm="isaga_shared", **hetero)
+    assert s.bound.applicable and len({id(sh) for sh in s.shards}) == 1 and s.shards[0].l == hetero["data"].N
+    _mean_under_bound(s, 1500, log_every=100)
+    assert _run(s, 40000, tol=1e-8, log_every=5000).converged
+
+
+def test_shared_data_isaga_equals_plain_saga_with_distinct_indices(a1a):
+    """n workers, tau = 1: n distinct examples per iteration from the shared stream, one SAGA table."""
+    s = build(algorithm="isaga_shared", data=a1a, lam=1e-2, n=3, block_size=1, tau=1.0, seed=6)
+    A, b, N, gamma = a1a.A.toarray(), a1a.b, a1a.N, s.method.gamma
+    rng = np.random.default_rng(6)           # the shared index stream is seeded with the run's seed
+    table, x, want = np.zeros((N, a1a.d)), np.zeros(a1a.d), [np.zeros(a1a.d)]
+    for _ in range(40):
+        js = rng.choice(N, size=3, replace=False)
+        grads = [-b[j] / (1 + np.exp(b[j] * (A[j] @ x))) * A[j] + 1e-2 * x for j in js]
+        x_new = x - gamma / 3 * sum(g - table[j] + table.mean(0) for g, j in zip(grads, js))
+        for g, j in zip(grads, js):
+            table[j] = g
+        x = x_new
+        want.append(x)
+    np.testing.assert_allclose(np.array(_run(s, 40, keep=True).iterates), np.array(want), rtol=0, atol=1e-12)

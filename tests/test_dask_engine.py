@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from isparse import InProcessPool, build, load_dataset, run
+from isparse import InProcessPool, build, load_dataset
 from isparse.engines.dask import DaskPool, place_workers
 
 
@@ -18,11 +18,10 @@ def test_dask_and_inprocess_iterates_agree(dask_client, algorithm):
     s = build(algorithm=algorithm, data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
 
     def iterates(pool):
-        return np.array(run(s.method, pool, s.problem, s.reference, s.bound, x0=s.x0, max_iter=60,
-                            tol=1e-300, keep_iterates=True).iterates)
+        return np.array(s.run(pool, max_iter=60, tol=1e-300, keep_iterates=True).iterates)
 
-    local = iterates(InProcessPool(s.method, s.problem.shards, s.streams(), s.x0))
-    pool = DaskPool(dask_client, s.method, s.problem.shards, s.streams(), s.x0)
+    local = iterates(InProcessPool(*s.pool_args()))
+    pool = DaskPool(dask_client, *s.pool_args())
     assert len(set(pool.placement.values())) == 2   # the 4 logical workers are spread over both processes
     remote = iterates(pool)
     np.testing.assert_allclose(remote, local, rtol=0, atol=1e-12)

@@ -4,16 +4,14 @@ import numpy as np
 import pytest
 
 import plain
-from isparse import InProcessPool, build, load_dataset, run, worker_streams
+from isparse import InProcessPool, build, load_dataset, worker_streams
 
 pytestmark = pytest.mark.needs_data
 
 
 def _run(setup, T=None, tol=1e-300, seed=None, log_every=1):
-    streams = worker_streams(setup.seed if seed is None else seed, setup.method.n)
-    pool = InProcessPool(setup.method, setup.problem.shards, streams, setup.x0)
-    return run(setup.method, pool, setup.problem, setup.reference, setup.bound, x0=setup.x0,
-               max_iter=T, tol=tol, log_every=log_every, keep_iterates=True)
+    return setup.run(InProcessPool(*setup.pool_args(seed)), max_iter=T, tol=tol, log_every=log_every,
+                     keep_iterates=True)
 
 
 @pytest.fixture(scope="module")

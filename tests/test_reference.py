@@ -58,7 +58,7 @@ def test_l1_and_box_solutions_satisfy_optimality_conditions():
                                          ("elastic_net", dict(reg_strength=3e-3, reg_l2=0.05))])
 def test_isega_prox_l2_and_elastic_net_converge_to_reference(reg, kwargs):
     """ISEGA's prox iterates reach the reference x*, whose optimality is checked here by hand."""
-    from isparse import InProcessPool, build, run
+    from isparse import build
 
     ds = load_dataset("a1a")
     s = build(algorithm="isega", data=ds, lam=1e-2, n=4, block_size=2, reg=reg, **kwargs)
@@ -68,6 +68,5 @@ def test_isega_prox_l2_and_elastic_net_converge_to_reference(reg, kwargs):
     nz = x != 0
     np.testing.assert_allclose(g[nz], -l1 * np.sign(x[nz]), atol=1e-10)
     assert np.all(np.abs(g[~nz]) <= l1 + 1e-10)
-    res = run(s.method, InProcessPool(s.method, s.problem.shards, s.streams(), s.x0), s.problem, s.reference,
-              s.bound, x0=s.x0, max_iter=30000, tol=1e-10, log_every=1000)
+    res = s.run(max_iter=30000, tol=1e-10, log_every=1000)
     assert res.converged

@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, check_choice
-from ..theory import (iasgd_bound, isgd_bound, isgd_schedule, theorem1_bound, theorem1_stepsize, theorem3_bound,
+from ..theory import (iasgd_bound, isgd_bound, isgd_schedule, theorem1_bound, theorem1_stepsize, theorem2_bound,
+                      theorem2_stepsize, theorem3_bound,
                       theorem3_stepsize, theorem5_bound, theorem5_stepsize)
 from .base import BlockMethod, Method
 from .ibcd import IBCD
 from .iasgd import IASGD
 from .ibgd import IBGD
 from .isaga import ISAGA
+from .isaga_shared import ISAGAShared
 from .isega import ISEGA
 from .isgd import ISGD
 from .peers import DIANA, EF21, SharedBCD, diana_stepsize, ef21_stepsize, shared_bcd_stepsize
@@ -64,6 +66,8 @@ SPECS = {
     "ibgd": Spec(IBGD, theorem1_stepsize, theorem1_bound),               # Theorem 4 = Theorem 1's rate
     "isega": Spec(ISEGA, theorem3_stepsize, theorem3_bound, prox=True),
     "isaga": Spec(**_SAGA),
+    "isaga_shared": Spec(ISAGAShared, theorem2_stepsize, theorem2_bound, smoothness="L_example",
+                         needs=("grad", "example_grad")),
     "isgd": Spec(**_SGD),
     "iasgd": Spec(IASGD, None, iasgd_bound, needs=("grad", "minibatch_grad")),
     "gd": Spec(IBCD, theorem1_stepsize, theorem1_bound, full=True),
@@ -104,6 +108,8 @@ def make_method(name: str, *, n, blocks, tau_m, gamma, reg=None, seed=0, **optio
         kwargs["alpha"] = options.get("alpha")
     if spec.cls is SharedBCD:
         kwargs["shared_seed"] = seed
+    if spec.cls is ISAGAShared:
+        kwargs.update(N=options["N"], shared_seed=seed)
     method = spec.cls(n, blocks, tau_m, gamma, **kwargs)
     method.name = name
     return method
@@ -127,5 +133,5 @@ def check_compatible(name: str, problem) -> None:
                                        f"provide {', '.join(missing)}.")
 
 
-__all__ = ["METHODS", "SPECS", "Spec", "Method", "BlockMethod", "IASGD", "IBCD", "IBGD", "ISAGA", "ISEGA", "ISGD",
+__all__ = ["METHODS", "SPECS", "Spec", "Method", "BlockMethod", "IASGD", "IBCD", "IBGD", "ISAGA", "ISAGAShared", "ISEGA", "ISGD",
            "SharedBCD", "DIANA", "EF21", "make_method", "check_compatible", "check_regularizer", "isgd_schedule"]

@@ -8,8 +8,9 @@ from .bound import LinearBound, NoBound, SublinearBound
 from .iasgd import iasgd_bound, strong_growth_rho
 from .isgd import isgd_bound, isgd_schedule
 from .theorem1 import theorem1_bound, theorem1_stepsize
+from .theorem2 import theorem2_bound, theorem2_stepsize
 from .theorem3 import theorem3_bound, theorem3_stepsize
 from .theorem5 import theorem5_bound, theorem5_stepsize
 
 __all__ = ["iasgd_bound", "strong_growth_rho", "LinearBound", "NoBound", "SublinearBound", "isgd_bound", "isgd_schedule", "theorem1_bound",
-           "theorem1_stepsize", "theorem3_bound", "theorem3_stepsize", "theorem5_bound", "theorem5_stepsize"]
+           "theorem1_stepsize", "theorem2_bound", "theorem2_stepsize", "theorem3_bound", "theorem3_stepsize", "theorem5_bound", "theorem5_stepsize"]

@@ -1,0 +1,35 @@
+"""Theorem 2 (shared-data ISAGA, Algorithm 4) of arXiv:1901.09437; statement reconstructed.
+
+With L the smoothness of every psi_j and N examples:
+
+    gamma <= 1/(L(3/n + tau)),  c = (1/n)(1/(gamma L) - 1/n - tau),
+    rho = min{gamma tau mu, (n tau/N)(1 - 2/(n^2 c))},
+    E[r_t + c gamma^2 sum_j ||alpha_j^t - grad psi_j(x*)||^2] <= (1 - rho)^t (r_0 + c gamma^2 Psi^0).
+
+The default stepsize gamma = 1/(L(tau + 4/n)) gives c = 3/n^2 and rho = min{gamma tau mu, n tau/(3N)};
+at tau = 1/n, gamma = n/(5L) and the rate is min{mu/(5L), 1/(3N)} (Corollary 2). No Assumption 2.
+"""
+
+from __future__ import annotations
+
+from .bound import LinearBound, NoBound
+
+
+def theorem2_stepsize(L: float, mu: float, n: int, tau: float) -> float:
+    """gamma = 1/(L(tau + 4/n))."""
+    return 1.0 / (L * (tau + 4.0 / n))
+
+
+def theorem2_bound(*, L_example: float, mu: float, n: int, N: int, tau: float, gamma: float, r0: float,
+                   sum_sq_example_grads: float, **_ignored):
+    """Bound on E[r_t + c gamma^2 Psi^t] >= E||x^t - x*||^2, with the table starting at 0 (Psi^0 = sum_j ||grad psi_j(x*)||^2)."""
+    gamma_max = 1.0 / (L_example * (3.0 / n + tau))
+    c = (1.0 / n) * (1.0 / (gamma * L_example) - 1.0 / n - tau)
+    if c <= 2.0 / n ** 2:
+        return NoBound(theorem="Theorem 2 (shared ISAGA): the stepsize leaves no contraction",
+                       gamma_theory=theorem2_stepsize(L_example, mu, n, tau), gamma=gamma)
+    rho = min(gamma * tau * mu, (n * tau / N) * (1.0 - 2.0 / (n ** 2 * c)))
+    return LinearBound(theorem="Theorem 2 (shared-data ISAGA), arXiv:1901.09437; reconstructed", quantity="dist_sq",
+                       gamma_theory=theorem2_stepsize(L_example, mu, n, tau), gamma=gamma,
+                       applicable=gamma <= gamma_max * (1 + 1e-12), rate=1.0 - rho,
+                       initial=r0 + c * gamma ** 2 * sum_sq_example_grads)
