@@ -19,7 +19,7 @@ from .regularizers import make_regularizer
 from .theory import NoBound
 
 
-def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1) -> None:
+def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1, seed=None) -> None:
     """Checks that need no data: run them before loading anything.
 
     Raises
@@ -40,6 +40,8 @@ def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_ite
     check_range("max_iter", max_iter, 1, None, integer=True)
     check_range("tol", tol, 0.0, None, low_open=True)
     check_range("tracking.log_every", log_every, 1, None, integer=True)
+    if seed is not None:
+        check_range("seed", seed, 0, None, integer=True)
 
 
 @dataclass
@@ -142,7 +144,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
 
     options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
-                 max_iter=1, tol=1.0)
+                 max_iter=1, tol=1.0, seed=seed)
     spec = SPECS[algorithm]
     if problem is None:
         check_range("workers.n", n, 1, data.N, high_text="N (rows of the data set)", integer=True)

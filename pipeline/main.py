@@ -11,6 +11,8 @@ import contextlib
 import logging
 import math
 import os
+import signal
+import threading
 from pathlib import Path
 
 import hydra
@@ -21,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from isparse import build, check_static, load_dataset
 from isparse.engines import InProcessPool
 from isparse.problems import QuadraticProblem
-from isparse.errors import check_choice
+from isparse.errors import check_choice, check_range
 
 from .cluster import dask_client
 from .plots import convergence_figure
@@ -36,8 +38,11 @@ def run_job(cfg: DictConfig) -> dict:
     # 1. checks that need no data, and the tracking store, before any work
     check_static(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
                  step_multiplier=cfg.step.multiplier, max_iter=cfg.max_iter, tol=cfg.tol,
-                 log_every=cfg.tracking.log_every)
+                 log_every=cfg.tracking.log_every, seed=cfg.seed)
     check_choice("engine", cfg.engine, ENGINES)
+    if cfg.engine == "dask" and not cfg.cluster.get("address"):
+        check_range("cluster.n_workers", cfg.cluster.n_workers, 1, None, integer=True)
+        check_range("cluster.threads_per_worker", cfg.cluster.threads_per_worker, 1, None, integer=True)
     uri = str(cfg.tracking.uri)
     check_reachable(uri)
 
@@ -49,63 +54,99 @@ def run_job(cfg: DictConfig) -> dict:
     if cfg.data.name == "quadratic":
         problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
         setup = build(problem=problem, **common)
-        data_name, data_source = "quadratic", f"problem (17) of arXiv:1901.09437, d={cfg.data.d}, o={cfg.data.o}"
+        data_name = "quadratic"
     else:
         data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"))
         setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
                       **common)
-        data_name, data_source = data.name, data.source
-    derived, bound, method = setup.derived, setup.bound, setup.method
+        data_name = data.name
+    method, bound = setup.method, setup.bound
     run_name = cfg.tracking.run_name or f"{method.name}-{data_name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
     if cfg.step.multiplier != 1:
         run_name += f"-x{cfg.step.multiplier:g}"
     overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""
 
-    # 3. the MLflow run
-    logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
-                       tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
-                             "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
-                             "overrides": overrides})
-    log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
-    status = "FAILED"
+    # 3. the cluster first (an unreachable scheduler fails before any MLflow run), then the MLflow run
+    with _stop_on_signals() as stop, _pool(cfg, setup) as pool:
+        logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
+                           tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
+                                 "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
+                                 "bound_quantity": bound.quantity, "overrides": overrides})
+        log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
+        status = "FAILED"
+        try:
+            summary = _run_and_log(cfg, setup, pool, logger, run_name, stop)
+            status = "FINISHED"
+            return summary
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                logger.set_tags({"error": f"{type(exc).__name__}: {exc}"})
+            if isinstance(exc, KeyboardInterrupt):
+                status = "KILLED"
+            raise
+        finally:
+            logger.end(status)
+
+
+def _run_and_log(cfg, setup, pool, logger, run_name, stop) -> dict:
+    derived, bound, method = setup.derived, setup.bound, setup.method
+    logger.log_params({**flatten(resolved_config(cfg)), **derived, "data.source": _source(cfg, setup),
+                       "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B (none when dense)"})
+    logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
+    predicted = bound.iterations_to(cfg.tol * derived["r0"])
+    logger.set_tags({"predicted_iterations": predicted})
+    logger.log_metrics({"predicted_iterations": predicted}, step=0)
+    logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
+    result = setup.run(pool, max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
+                       observer=lambda rec: logger.log_metrics(_metrics(rec, method.n), rec["step"]),
+                       progress=bool(cfg.progress), should_stop=stop)
+    last = result.records[-1]
+    summary = {"iterations": result.iterations, "converged": float(result.converged),
+               "final_dist_sq": last["dist_sq"], "final_bound": last["bound"],
+               "uplink_bytes_total": last["uplink_bytes"],
+               "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
+               "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
+               "wall_s_total": last["wall_s"]}
+    logger.log_metrics(summary, step=result.iterations)
+    logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
+    fig = convergence_figure(result.records, f"{run_name}  ({bound.theorem.split(',')[0]})")
+    logger.log_figure(fig, "convergence.png")
+    fig.savefig(Path(HydraConfig.get().runtime.output_dir) / "convergence.png", dpi=100)
+    if not result.converged:
+        note = f"max_iter={cfg.max_iter} reached before tol={cfg.tol} (predicted iterations: {predicted})"
+        logger.set_tags({"stopped": note})
+        log.warning("%s: %s; dist_sq/r0 = %.3e", run_name, note, last["dist_sq"] / max(derived["r0"], 1e-300))
+    log.info("%s: %d iterations, dist_sq %.3e (bound %.3e), converged=%s, uplink %d B, %.2f s",
+             run_name, result.iterations, last["dist_sq"], last["bound"], result.converged,
+             last["uplink_bytes"], last["wall_s"])
+    return summary
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGINT and SIGTERM end the run as KILLED: the handler raises KeyboardInterrupt and also sets a flag the
+    master loop checks every iteration (so an interrupt swallowed inside a blocking Dask call still stops it)."""
+    flag = {"stop": False}
+
+    def handler(signum, frame):
+        flag["stop"] = True
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    installed = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            installed[sig] = signal.signal(sig, handler)
     try:
-        logger.log_params({**flatten(resolved_config(cfg)), **derived,
-                           "data.source": data_source, "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B"})
-        logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
-        target = cfg.tol * derived["r0"]
-        logger.log_metrics({"predicted_iterations": bound.iterations_to(target)}, step=0)
-        with _pool(cfg, setup) as pool:
-            logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
-            result = setup.run(pool, max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
-                         observer=lambda rec: logger.log_metrics(_metrics(rec, method.n), rec["step"]),
-                         progress=bool(cfg.progress))
-        last = result.records[-1]
-        summary = {"iterations": result.iterations, "converged": float(result.converged),
-                   "final_dist_sq": last["dist_sq"], "final_bound": last["bound"],
-                   "uplink_bytes_total": last["uplink_bytes"],
-                   "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
-                   "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
-                   "wall_s_total": last["wall_s"]}
-        logger.log_metrics(summary, step=result.iterations)
-        logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
-        fig = convergence_figure(result.records, f"{run_name}  ({bound.theorem.split(',')[0]})")
-        logger.log_figure(fig, "convergence.png")
-        fig.savefig(Path(HydraConfig.get().runtime.output_dir) / "convergence.png", dpi=100)
-        if not result.converged:
-            logger.set_tags({"stopped": f"max_iter={cfg.max_iter} reached before tol={cfg.tol}"})
-        log.info("%s: %d iterations, dist_sq %.3e (bound %.3e), converged=%s, uplink %d B, %.2f s",
-                 run_name, result.iterations, last["dist_sq"], last["bound"], result.converged,
-                 last["uplink_bytes"], last["wall_s"])
-        status = "FINISHED"
-        return summary
-    except BaseException as exc:
-        with contextlib.suppress(Exception):
-            logger.set_tags({"error": f"{type(exc).__name__}: {exc}"})
-        if isinstance(exc, KeyboardInterrupt):
-            status = "KILLED"
-        raise
+        yield lambda: flag["stop"]
     finally:
-        logger.end(status)
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
+
+
+def _source(cfg, setup) -> str:
+    if cfg.data.name == "quadratic":
+        return f"problem (17) of arXiv:1901.09437, d={cfg.data.d}, o={cfg.data.o}, seed={cfg.data.seed}"
+    return setup.problem.data.source
 
 
 def _metrics(rec: dict, n: int) -> dict:

@@ -1,7 +1,9 @@
 """isparse-run end to end: the real Hydra CLI, a real LocalCluster, a real sqlite MLflow store."""
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,8 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["blocks.size=0"], "blocks.size", r"'blocks.size' parameter must be in \[1, inf\]; got 0"),
     (["blocks.size=31"], "blocks.size", r"'blocks.size' parameter must be in \[1, d = 30\]; got 31"),
     (["step.multiplier=0"], "step.multiplier", r"'step.multiplier' parameter must be in \(0, inf\]"),
+    (["seed=-1"], "seed", r"'seed' parameter must be in \[0, inf\]; got -1"),
+    (["engine=dask", "cluster.n_workers=0"], "cluster.n_workers", r"'cluster.n_workers' parameter must be in \[1, inf\]; got 0"),
     (["engine=spark"], "engine", "'engine' parameter must be one of dask, inprocess; got 'spark'"),
     (["data=a1a", "data.dir=/nonexistent"], "data.dir", "'data.dir' parameter must be an existing directory"),
     (["data=a1a", "data.dir=/"], "data.dir", "The data set 'a1a' was not found: no file '/a1a'"),
@@ -103,7 +107,8 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["algorithm=ibcd", "problem.reg=l1"], "problem.reg", "'problem.reg' parameter must be none for algorithm=ibcd"),
 ])
 def test_bad_input_fails_before_any_work(compose, tmp_path, overrides, key, text):
-    cfg = compose([f"paths.outputs={tmp_path}", "engine=inprocess", *overrides])
+    engine = [] if any(o.startswith("engine=") for o in overrides) else ["engine=inprocess"]
+    cfg = compose([f"paths.outputs={tmp_path}", *engine, *overrides])
     with pytest.raises(ConfigError, match=text) as err:
         run_job(cfg)
     assert err.value.key == key
@@ -128,5 +133,31 @@ def test_unreachable_scheduler_names_cluster_address(compose, tmp_path):
     cfg = compose([f"paths.outputs={tmp_path}", "cluster.address=tcp://127.0.0.1:9", "cluster.timeout=2"])
     with pytest.raises(ConfigError, match=r"'cluster.address'.*tcp://127.0.0.1:9"):
         run_job(cfg)
-    _, runs = store(tmp_path)
-    assert [r.info.status for r in runs] == ["FAILED"] and "cluster.address" in runs[0].data.tags["error"]
+    assert store(tmp_path)[1] == []   # the cluster is reached before any MLflow run is made
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_marks_run_killed_and_leaves_no_worker_processes(tmp_path, sig):
+    """Ctrl-C (SIGINT) or SIGTERM to isparse-run alone: the run ends KILLED, the LocalCluster's processes are gone."""
+    import psutil
+
+    MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").create_experiment("isparse")  # schema made before polling it
+    proc = subprocess.Popen([CLI, f"paths.outputs={tmp_path}", "progress=false", "algorithm=ibcd", "max_iter=1000000",
+                             "tracking.log_every=50"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    children = []
+    while time.time() < deadline:   # wait until iterations are being logged
+        runs = store(tmp_path)[1]
+        if runs and runs[0].data.metrics.get("dist_sq") is not None:
+            break
+        time.sleep(0.5)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert len(children) >= 2                      # the Dask worker processes (and their nannies)
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    proc.wait(timeout=90)
+    runs = store(tmp_path)[1]
+    assert [r.info.status for r in runs] == ["KILLED"], proc.stderr.read()[-2000:]
+    assert "KeyboardInterrupt" in runs[0].data.tags["error"]
+    time.sleep(2.0)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]

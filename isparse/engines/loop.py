@@ -55,7 +55,8 @@ class RunResult:
 
 
 def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol: float,
-        log_every: int = 1, observer=None, progress: bool = False, keep_iterates: bool = False) -> RunResult:
+        log_every: int = 1, observer=None, progress: bool = False, keep_iterates: bool = False,
+        should_stop=None) -> RunResult:
     """Run ``method`` on ``pool`` from x0 until dist_sq <= tol * r_0 or ``max_iter`` iterations.
 
     Parameters
@@ -81,6 +82,8 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
         Show a tqdm progress bar.
     keep_iterates : bool
         Keep every iterate in the result (for tests).
+    should_stop : callable() -> bool, optional
+        Checked every iteration; True raises KeyboardInterrupt (a signal handler's flag).
 
     Raises
     ------
@@ -127,6 +130,8 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
     t = 0
     try:
         while t < max_iter and dist_sq > target:
+            if should_stop is not None and should_stop():
+                raise KeyboardInterrupt(f"stopped at iteration {t}")
             messages = pool.step(x)
             x_prev = x
             x, master = method.master_step(master, x, messages)
