@@ -60,11 +60,15 @@ def test_isega_converges_linearly_and_stays_under_theorem3(a1a):
     s = build(algorithm="isega", data=a1a, lam=0.1, n=10, block_size=1, seed=0)
     assert s.bound.applicable and s.reference.sum_sq_local_grads > 0   # no Assumption 2 needed
     T = 1500
-    curves = []
+    curves, lyap = [], []
     for seed in range(20):
         res = _run(s, T, seed=seed, log_every=50)
         curves.append([r["dist_sq"] for r in res.records])
-    curves = np.array(curves)
+        lyap.append([r["lyapunov"] for r in res.records])
+    curves, lyap = np.array(curves), np.array(lyap)
+    # the Lyapunov function Phi^t of Theorem 3 starts at the bound's Phi^0 and its mean stays under the bound
+    assert np.allclose(lyap[:, 0], s.bound.initial)
+    assert np.all(lyap.mean(0) - 3 * lyap.std(0, ddof=1) / np.sqrt(20) <= [s.bound(r["step"]) for r in res.records])
     steps = np.array([r["step"] for r in res.records])
     bound = np.array([s.bound(t) for t in steps])
     mean, se = curves.mean(0), curves.std(0, ddof=1) / np.sqrt(len(curves))

@@ -60,5 +60,10 @@ class DaskPool:
         pending = [h.step(x) for h in self.hosts]  # all hosts compute concurrently
         return [msg for p in pending for msg in p.result()]
 
+    def lyapunov(self, x_star):
+        """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink)."""
+        pending = [h.lyapunov(x_star) for h in self.hosts]
+        return float(sum(p.result() for p in pending))
+
     def close(self):
         self.hosts = []

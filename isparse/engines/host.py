@@ -42,6 +42,15 @@ class WorkerHost:
             out.append(msg)
         return out
 
+    def lyapunov(self, x_star: np.ndarray) -> float:
+        """sum over hosted workers of ``method.lyapunov_term`` (the memory part of a Lyapunov function).
+
+        The targets (grad f_i(x*), or per-example gradients) are computed here once, where the data live.
+        """
+        if getattr(self, "_targets", None) is None:
+            self._targets = [self.method.lyapunov_target(s, x_star) for s in self.shards]
+        return float(sum(self.method.lyapunov_term(st, tg) for st, tg in zip(self.states, self._targets)))
+
     def ping(self) -> list[int]:
         """The hosted worker ids (a cheap call to check the host is alive)."""
         return self.ids

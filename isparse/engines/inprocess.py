@@ -26,5 +26,8 @@ class InProcessPool:
         """Messages of all workers for the broadcast x, ordered by worker index."""
         return self.host.step(x)
 
+    def lyapunov(self, x_star):
+        return self.host.lyapunov(x_star)
+
     def close(self):
         pass

@@ -39,7 +39,8 @@ class RunResult:
     converged : bool
         dist_sq <= tol * r_0 was reached.
     records : list of dict
-        The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s).
+        The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s;
+        ``lyapunov`` where the theorem has one, ``subopt_avg`` for ISGD).
     uplink_per_worker : ndarray of shape (n,)
         Bytes each worker sent in total.
     iterates : list of ndarray, optional
@@ -116,6 +117,9 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
                "bound": bound(t) if bound is not None else math.nan,
                "uplink_bytes": int(uplink.sum()), "downlink_bytes": int(downlink_per_round * t),
                "wall_s": time.perf_counter() - start}
+        weight = getattr(bound, "lyapunov_weight", None)
+        if weight is not None and hasattr(method, "lyapunov_term"):   # the theorem's Lyapunov function
+            rec["lyapunov"] = dist_sq + weight * pool.lyapunov(x_star)
         if hasattr(method, "extra_iterates"):   # e.g. ISGD's weighted average x_hat (Theorem 6)
             for key, z in method.extra_iterates(master).items():
                 rec[f"subopt_{key}"] = problem.F(z) - reference.F_star

@@ -47,5 +47,13 @@ class ISAGA(BlockMethod):
         alpha[j, c] = g
         return self.message(i, U, sent), IsagaWorkerState(alpha, alpha_bar)
 
+    def lyapunov_target(self, shard, x_star):
+        """grad f_ij(x*) for every local example j, shape (l_i, d): what the table learns."""
+        return np.stack([shard.example_grad(x_star, j) for j in range(shard.l)])
+
+    def lyapunov_term(self, state, target) -> float:
+        """sum_j ||alpha_ij - grad f_ij(x*)||^2, worker i's part of Psi in Theorem 5."""
+        return float(np.sum((state.alpha - target) ** 2))
+
     def master_step(self, state, x, messages):
         return self.averaged_step(x, messages), state

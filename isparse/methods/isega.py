@@ -72,6 +72,14 @@ class ISEGA(BlockMethod):
         h[coords] = g[coords]                             # h_i^{t+1} = h_i^t + Delta_i
         return self.message(i, U, delta), IsegaWorkerState(h)
 
+    def lyapunov_target(self, shard, x_star):
+        """grad f_i(x*), what h_i learns."""
+        return shard.grad(x_star)
+
+    def lyapunov_term(self, state, target) -> float:
+        """||h_i - grad f_i(x*)||^2, worker i's part of Theorem 3's Lyapunov function."""
+        return float(np.sum((state.h - target) ** 2))
+
     def master_init(self, x0):
         return IsegaMasterState(h_bar=np.zeros_like(x0))
 

@@ -28,6 +28,9 @@ class LinearBound:
         The bound at t = 0 (r_0, or the Lyapunov value Phi^0).
     neighbourhood : float
         The limit as t -> inf (0 under the theorem's assumptions).
+    lyapunov_weight : float, optional
+        Where the theorem bounds a Lyapunov function dist_sq + weight x (sum of the workers' memory
+        errors, see ``Method.lyapunov_term``), the weight; the bound then holds for it too.
     """
 
     theorem: str
@@ -38,6 +41,7 @@ class LinearBound:
     rate: float
     initial: float
     neighbourhood: float = 0.0
+    lyapunov_weight: float | None = None
 
     def __call__(self, t: int) -> float:
         """The bound after t iterations; NaN when not applicable."""

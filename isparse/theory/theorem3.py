@@ -36,4 +36,4 @@ def theorem3_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0:
     phi0 = r0 + gamma / (2.0 * L * tau * n) * sum_sq_local_grads
     return LinearBound(theorem="Theorem 3 (ISEGA), arXiv:1901.09437", quantity="dist_sq",
                        gamma_theory=gamma_max, gamma=gamma, applicable=gamma <= gamma_max * (1 + 1e-12),
-                       rate=1.0 - gamma * mu, initial=phi0)
+                       rate=1.0 - gamma * mu, initial=phi0, lyapunov_weight=gamma / (2.0 * L * tau * n))

@@ -55,4 +55,4 @@ def theorem5_bound(*, L_example: float, mu: float, n: int, tau: float, gamma: fl
     return LinearBound(theorem="Theorem 5 (ISAGA), arXiv:1901.09437; Lyapunov weight reconstructed",
                        quantity="dist_sq", gamma_theory=gamma_max, gamma=gamma,
                        applicable=gamma <= gamma_max * (1 + 1e-12), rate=1.0 - theta,
-                       initial=r0 + c * gamma ** 2 * sum_sq_example_grads)
+                       initial=r0 + c * gamma ** 2 * sum_sq_example_grads, lyapunov_weight=c * gamma ** 2)
