@@ -28,4 +28,4 @@ def test_dask_and_inprocess_iterates_agree(dask_client, algorithm):
     np.testing.assert_allclose(remote, local, rtol=0, atol=1e-12)
     if lyap_local[0] is not None:   # ISEGA and ISAGA log their Lyapunov function; it needs the worker states
         assert lyap_remote == pytest.approx(lyap_local, rel=1e-12)
-    assert np.abs(local[-1] - local[0]).max() > 0.05   # the run moved
+    assert np.abs(local[-1] - local[0]).max() > 0.01   # the run moved
