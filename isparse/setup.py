@@ -14,7 +14,7 @@ from .blocks import BlockPartition, resolve_tau, worker_streams
 from .data import Dataset, split_rows
 from .errors import ConfigError, check_choice, check_range
 from .methods import METHODS, isgd_schedule, make_method
-from .problems import LogisticProblem, Reference, reference_solve
+from .problems import GLMProblem, Reference, reference_solve
 from .regularizers import make_regularizer
 from .theory import NoBound
 
@@ -50,7 +50,7 @@ class RunSetup:
 
     Attributes
     ----------
-    problem : LogisticProblem
+    problem : GLMProblem or QuadraticProblem
     reference : Reference
         x*, F*, grad f_i(x*).
     method : Method
@@ -64,7 +64,7 @@ class RunSetup:
         What each worker holds: the problem's shards, or the whole data set for shared-data methods.
     """
 
-    problem: LogisticProblem
+    problem: object
     reference: Reference
     method: object
     bound: object
@@ -102,7 +102,7 @@ class RunSetup:
 def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: int, block_size: int, tau="auto",
           step_multiplier: float = 1.0, seed: int = 0, split: str = "shuffle", split_seed: int = 0,
           reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), reg_l2: float = 0.0, options: dict | None = None,
-          reference: Reference | None = None, problem=None) -> RunSetup:
+          reference: Reference | None = None, problem=None, loss: str = "logistic", penalty: str = "l2") -> RunSetup:
     """Build a run: split the rows, set up the problem, solve for x*, pick gamma = multiplier x theorem's gamma.
 
     Parameters
@@ -115,6 +115,10 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         lambda > 0 of the l2 term (with ``data``).
     problem : QuadraticProblem, optional
         A problem already split over n workers, with its own start and closed-form reference.
+    loss : {"logistic", "squared"}
+        The loss of the linear model built from ``data`` (squared = least squares / ridge).
+    penalty : {"l2", "nonconvex"}
+        (lambda/2)||x||^2, or the non-convex lambda sum_k x_k^2/(1 + x_k^2) (Theorem 7; only isgd/sgd get a bound).
     n : int
         Workers, 1 <= n <= N.
     block_size : int
@@ -141,11 +145,14 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg.
     """
     from .methods import SPECS, check_compatible, check_regularizer
+    from .problems import GLMProblem
 
     options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
                  max_iter=1, tol=1.0, seed=seed)
     spec = SPECS[algorithm]
+    check_choice("problem.loss", loss, ["logistic", "squared"])
+    check_choice("problem.penalty", penalty, ["l2", "nonconvex"])
     if problem is None:
         check_range("workers.n", n, 1, data.N, high_text="N (rows of the data set)", integer=True)
     d = problem.d if problem is not None else data.d
@@ -161,9 +168,12 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     regularizer = make_regularizer(reg, reg_strength, *box, l2_strength=reg_l2)
     check_regularizer(algorithm, regularizer)      # before the reference solve
     if problem is None:
-        problem = LogisticProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer)
+        problem = GLMProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer, loss, penalty)
     elif regularizer.name != "none":
         raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for {problem.name}; got {reg!r}.")
+    if problem.mu <= 0 and spec.cls.__name__ == "IASGD":
+        raise ConfigError("problem.penalty", f"The 'problem.penalty' parameter must be l2 for algorithm={algorithm} "
+                                             f"(the accelerated step needs mu > 0); got {penalty!r}.")
     check_compatible(algorithm, problem)
     if reference is None:
         reference = problem.reference() if hasattr(problem, "reference") else reference_solve(problem)
@@ -177,7 +187,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         if data is None:
             raise ConfigError("data", f"The 'data' parameter must be a data set for algorithm={algorithm} "
                                       f"(the workers share its examples); got {problem.name!r}.")
-        whole = LogisticProblem(data, [np.arange(data.N)], lam)      # psi_j = phi_j + (lambda/2)||x||^2
+        whole = GLMProblem(data, [np.arange(data.N)], lam, loss=loss, penalty=penalty)   # psi_j = phi_j + P
         shards = [whole.shards[0]] * int(n)
         constants.update(L_example=whole.L_example, N=data.N, sum_sq_example_grads=whole.sum_sq_example_grads(ref.x_star))
         extra["N"] = data.N
@@ -188,6 +198,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     if spec.cls.__name__ == "ISGD":
         constants["sigma_sq"] = float(np.mean([s.gradient_noise_bound(batch) for s in problem.shards]))
         constants["decreasing"] = schedule == "decreasing"
+        if problem.mu <= 0:   # Theorem 7's constants
+            constants.update(nu_sq=problem.gradient_dissimilarity_bound(), f0_minus_low=problem.F(x0))
         extra["batch"] = batch
         if schedule == "decreasing":
             a, c = isgd_schedule(problem.L, problem.mu, int(n), tau_f)
@@ -209,6 +221,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     if spec.bound is None:
         bound = NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {algorithm}",
                         gamma_theory=spec.stepsize(smooth, problem.mu, int(n), tau_f), gamma=gamma)
+    elif problem.mu <= 0 and spec.cls.__name__ != "ISGD":
+        bound = NoBound(theorem=f"the theorem for {algorithm} needs a strongly convex f", gamma_theory=gamma, gamma=gamma)
     else:
         bound = spec.bound(gamma=gamma, **constants)
     return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed), shards=shards)

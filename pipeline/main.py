@@ -58,7 +58,7 @@ def run_job(cfg: DictConfig) -> dict:
     else:
         data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"))
         setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
-                      **common)
+                      loss=cfg.problem.loss, penalty=cfg.problem.penalty, **common)
         data_name = data.name
     method, bound = setup.method, setup.bound
     run_name = cfg.tracking.run_name or f"{method.name}-{data_name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"

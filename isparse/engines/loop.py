@@ -112,11 +112,20 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
         """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k)."""
         return method.iterate(master, x) if hasattr(method, "iterate") else x
 
+    grad_sq = {"sum": 0.0, "count": 0}   # for a non-convex bound on the average of ||grad f(x^s)||^2
+
+    def track_gradient():
+        if getattr(bound, "quantity", None) == "grad_norm_sq_avg":
+            grad_sq["sum"] += float(np.sum(problem.grad(current()) ** 2))
+            grad_sq["count"] += 1
+
     def record(t, dist_sq):
         rec = {"step": t, "dist_sq": dist_sq, "subopt": problem.F(current()) - reference.F_star,
                "bound": bound(t) if bound is not None else math.nan,
                "uplink_bytes": int(uplink.sum()), "downlink_bytes": int(downlink_per_round * t),
                "wall_s": time.perf_counter() - start}
+        if grad_sq["count"]:
+            rec["grad_norm_sq_avg"] = grad_sq["sum"] / grad_sq["count"]
         weight = getattr(bound, "lyapunov_weight", None)
         if weight is not None and hasattr(method, "lyapunov_term"):   # the theorem's Lyapunov function
             rec["lyapunov"] = dist_sq + weight * pool.lyapunov(x_star)
@@ -130,6 +139,7 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
             bar.set_postfix(dist_sq=f"{dist_sq / r0 if r0 else 0:.2e} r0", refresh=False)
 
     dist_sq = r0
+    track_gradient()
     record(0, dist_sq)
     t = 0
     try:
@@ -147,6 +157,7 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
                 raise DivergenceError(t, method.gamma, x_prev)
             if keep_iterates:
                 result.iterates.append(current().copy())
+            track_gradient()
             if t % log_every == 0 or dist_sq <= target or t == max_iter:
                 record(t, dist_sq)
             if bar is not None:

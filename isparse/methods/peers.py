@@ -117,7 +117,8 @@ def ef21_stepsize(L, mu, n, tau):
         return 1.0 / L
     theta = 1.0 - math.sqrt(1.0 - tau)
     beta = (1.0 - tau) / theta
-    return min(1.0 / (L * (1.0 + math.sqrt(2.0 * beta / theta))), theta / (2.0 * mu))
+    step = 1.0 / (L * (1.0 + math.sqrt(2.0 * beta / theta)))
+    return min(step, theta / (2.0 * mu)) if mu > 0 else step
 
 
 def shared_bcd_stepsize(L, mu, n, tau):

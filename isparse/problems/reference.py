@@ -1,5 +1,7 @@
 """High-precision reference solution x*, F*, and the local gradients grad f_i(x*).
 
+(For the non-convex penalty, x* is a local minimizer: L-BFGS from 0, then Newton.)
+
 Theorems 1 and 3 of arXiv:1901.09437 measure ||x^t - x*||^2 and need grad f_i(x*) (the
 neighbourhood of IBCD without Assumption 2, and Phi^0 of ISEGA), so x* has to be accurate to
 near machine precision. For R = 0: damped Newton with the exact Hessian (quadratic convergence)
@@ -60,6 +62,8 @@ def _newton_free(problem, x, max_iter=100):
         H = problem.hess(x)[np.ix_(free, free)] + reg.l2 * np.eye(int(free.sum()))
         step = np.zeros_like(x)
         step[free] = np.linalg.solve(H, -g[free])
+        if float(g @ step) >= 0:   # not a descent direction (an indefinite Hessian, non-convex P)
+            break
         # backtrack on F, keeping the signs (l1) and the box of the free set
         t, F0 = 1.0, problem.F(x)
         while t > 1e-12:
@@ -114,6 +118,10 @@ def reference_solve(problem) -> Reference:
         res = minimize(lambda x: problem.f(x) + 0.5 * reg.l2 * float(x @ x),
                        np.clip(np.zeros(d), reg.lower, reg.upper), jac=lambda x: problem.grad(x) + reg.l2 * x,
                        method="L-BFGS-B", bounds=[(reg.lower, reg.upper)] * d, options=opts)
+        x = res.x
+    elif getattr(problem, "mu", 1.0) <= 0:   # non-convex f: a local minimizer by L-BFGS, then Newton
+        res = minimize(lambda x: problem.f(x) + 0.5 * reg.l2 * float(x @ x), np.zeros(d),
+                       jac=lambda x: problem.grad(x) + reg.l2 * x, method="L-BFGS-B", options=opts)
         x = res.x
     else:        # R smooth (none or l2): Newton from 0
         x = np.zeros(d)

@@ -12,11 +12,21 @@ Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (T
                           + D / (n (1 + 1/t) a + (n c/2)(t + 1)),
 
 x_hat^t the average of x^0..x^t weighted by 1/gamma_s.
+
+Non-convex f (Theorem 7, derived): for gamma <= 1/(L(tau + (1 - tau)/n)),
+
+    E||grad f(x_hat^t)||^2 <= 2(f(x^0) - f*)/(gamma tau (t + 1)) + (L gamma/n)((1 - tau) nu^2 + sigma^2),
+
+x_hat^t uniform over x^0..x^t (so the left side is the average of ||grad f(x^s)||^2, logged as
+``grad_norm_sq_avg``) and nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2. f* is replaced by a lower
+bound (0 for non-negative losses and penalties), which keeps the bound valid.
 """
 
 from __future__ import annotations
 
-from .bound import LinearBound, SublinearBound
+import math
+
+from .bound import LinearBound, NoBound, SublinearBound
 from .theorem1 import theorem1_stepsize
 
 
@@ -25,10 +35,30 @@ def isgd_schedule(L: float, mu: float, n: int, tau: float) -> tuple[float, float
     return 2.0 * (tau + 2.0 * (1.0 - tau) / n) * L, mu * tau / 4.0
 
 
+def theorem7_stepsize(L: float, mu: float, n: int, tau: float) -> float:
+    """gamma = 1/(L(tau + (1 - tau)/n)), the largest step of the non-convex bound."""
+    return 1.0 / (L * (tau + (1.0 - tau) / n))
+
+
 def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float, sum_sq_local_grads: float,
-               sigma_sq: float, decreasing: bool = False, **_ignored):
-    """The constant-step bound on dist_sq, or Theorem 6's bound on subopt of x_hat (``subopt_avg``)."""
+               sigma_sq: float, decreasing: bool = False, nu_sq: float = math.nan, f0_minus_low: float = math.nan,
+               **_ignored):
+    """The constant-step bound on dist_sq, Theorem 6's bound on subopt of x_hat (``subopt_avg``), or, for a
+    non-convex f (mu = 0), the Theorem 7 bound on the average squared gradient norm (``grad_norm_sq_avg``)."""
+    if mu <= 0:
+        gamma_max = theorem7_stepsize(L, mu, n, tau)
+        if decreasing or not math.isfinite(sigma_sq):
+            return NoBound(theorem="Theorem 7 (non-convex ISGD) is for a constant step and bounded noise",
+                           gamma_theory=gamma_max, gamma=gamma, quantity="grad_norm_sq_avg")
+        floor = (L * gamma / n) * ((1.0 - tau) * nu_sq + sigma_sq)
+        return SublinearBound(theorem="Theorem 7 (non-convex ISGD), derived; f* replaced by the lower bound 0",
+                              quantity="grad_norm_sq_avg", gamma_theory=gamma_max, gamma=gamma,
+                              applicable=gamma <= gamma_max * (1 + 1e-12), neighbourhood=floor,
+                              formula=lambda t: 2.0 * f0_minus_low / (gamma * tau * (t + 1)) + floor)
     D = sigma_sq + (1.0 - tau) * (2.0 / n) * sum_sq_local_grads
+    if not math.isfinite(D):
+        return NoBound(theorem="ISGD: the minibatch noise of this loss has no uniform bound", gamma_theory=gamma,
+                       gamma=gamma)
     if decreasing:
         a, c = isgd_schedule(L, mu, n, tau)
 

@@ -1,0 +1,316 @@
+"""Linear-model problems split across n workers (ALGORITHMS.md section 4): logistic regression,
+least squares (ridge), and logistic regression with a non-convex penalty (for Theorem 7).
+
+With N rows split into shards of l_i rows, worker i owns
+
+.. math::
+
+    f_i(x) = \\frac{n}{N} \\sum_{j \\in \\text{shard } i} \\phi(a_j^T x; b_j) + P(x),
+
+so that f = (1/n) sum_i f_i is exactly the data set's objective (1/N) sum_j phi(a_j^T x; b_j) + P(x)
+whatever the shard sizes. phi is the logistic loss log(1 + exp(-b z)) or the squared loss
+(z - b)^2 / 2; P is (lambda/2)||x||^2, or the non-convex lambda sum_k x_k^2 / (1 + x_k^2).
+scikit-learn's ``LogisticRegression(C=1/(lambda N), fit_intercept=False)`` minimizes N f for the
+logistic loss with the l2 penalty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+
+from ..data import Dataset
+from ..errors import check_range
+from ..regularizers import Zero
+
+
+# -- losses phi(z; b) and penalties P(x) ----------------------------------------------------
+@dataclass(frozen=True)
+class Logistic:
+    """phi(z; b) = log(1 + exp(-b z)), b in {-1, +1}; phi'' <= 1/4, |phi'| <= 1."""
+
+    name = "logistic"
+    curvature = 0.25
+    bounded_derivative = True
+
+    @staticmethod
+    def value(z, b):
+        return np.logaddexp(0.0, -b * z)
+
+    @staticmethod
+    def deriv(z, b):
+        return -b * expit(-b * z)
+
+    @staticmethod
+    def second(z, b):
+        s = expit(z)
+        return s * (1.0 - s)
+
+
+@dataclass(frozen=True)
+class Squared:
+    """phi(z; b) = (z - b)^2 / 2; phi'' = 1."""
+
+    name = "squared"
+    curvature = 1.0
+    bounded_derivative = False
+
+    @staticmethod
+    def value(z, b):
+        return 0.5 * (z - b) ** 2
+
+    @staticmethod
+    def deriv(z, b):
+        return z - b
+
+    @staticmethod
+    def second(z, b):
+        return np.ones_like(z)
+
+
+@dataclass(frozen=True)
+class L2Penalty:
+    """P(x) = (lam/2)||x||^2: smooth with constant lam, strongly convex with lam."""
+
+    lam: float
+    name = "l2"
+
+    def value(self, x):
+        return 0.5 * self.lam * float(x @ x)
+
+    def grad(self, x):
+        return self.lam * x
+
+    def hess_diag(self, x):
+        return np.full_like(x, self.lam)
+
+    @property
+    def smoothness(self):
+        return self.lam
+
+
+@dataclass(frozen=True)
+class NonconvexPenalty:
+    """P(x) = lam sum_k x_k^2 / (1 + x_k^2): non-convex, P'' in [-lam/2, 2 lam], so smooth with constant 2 lam."""
+
+    lam: float
+    name = "nonconvex"
+
+    def value(self, x):
+        return self.lam * float(np.sum(x * x / (1.0 + x * x)))
+
+    def grad(self, x):
+        return self.lam * 2.0 * x / (1.0 + x * x) ** 2
+
+    def hess_diag(self, x):
+        u = x * x
+        return self.lam * (2.0 - 6.0 * u) / (1.0 + u) ** 3
+
+    @property
+    def smoothness(self):
+        return 2.0 * self.lam
+
+
+LOSSES = {"logistic": Logistic(), "squared": Squared()}
+
+
+@dataclass(frozen=True)
+class GLMShard:
+    """The data and local function f_i of one worker.
+
+    Attributes
+    ----------
+    A : csr_matrix of shape (l_i, d)
+    b : ndarray of shape (l_i,), labels (or targets for the squared loss)
+    scale : float
+        n / N, the weight of each local loss term.
+    loss : Logistic or Squared
+    penalty : L2Penalty or NonconvexPenalty
+    """
+
+    A: sp.csr_matrix
+    b: np.ndarray
+    scale: float
+    loss: object
+    penalty: object
+
+    @property
+    def lam(self) -> float:
+        return self.penalty.lam
+
+    @property
+    def l(self) -> int:
+        """Number of examples l_i on this worker."""
+        return self.A.shape[0]
+
+    def grad(self, x: np.ndarray) -> np.ndarray:
+        """Gradient of f_i at x, shape (d,)."""
+        return self.scale * (self.A.T @ self.loss.deriv(self.A @ x, self.b)) + self.penalty.grad(x)
+
+    def value(self, x: np.ndarray) -> float:
+        """f_i(x)."""
+        return self.scale * float(self.loss.value(self.A @ x, self.b).sum()) + self.penalty.value(x)
+
+    def minibatch_grad(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """(1/|idx|) sum_{j in idx} grad f_ij(x), shape (d,), with f_ij = (n l_i/N) phi_j + P, so that
+        f_i = (1/l_i) sum_j f_ij and a uniform minibatch is an unbiased estimate of grad f_i(x)."""
+        Aj = self.A[idx]
+        return (self.scale * self.l / len(idx)) * (Aj.T @ self.loss.deriv(Aj @ x, self.b[idx])) + self.penalty.grad(x)
+
+    def example_grad(self, x: np.ndarray, j: int) -> np.ndarray:
+        """grad f_ij(x) of one example j of this shard, shape (d,) (reads row j of the CSR data directly)."""
+        lo, hi = self.A.indptr[j], self.A.indptr[j + 1]
+        cols, vals = self.A.indices[lo:hi], self.A.data[lo:hi]
+        r = float(self.loss.deriv(float(vals @ x[cols]), self.b[j]))
+        g = self.penalty.grad(x)
+        g[cols] += (self.scale * self.l * r) * vals
+        return g
+
+    def row_sq(self) -> np.ndarray:
+        """||a_j||^2 of every row, shape (l_i,)."""
+        return np.asarray(self.A.multiply(self.A).sum(axis=1)).ravel()
+
+    def gradient_noise_bound(self, batch: int) -> float:
+        """sigma_i^2 >= E||g_i - grad f_i(x)||^2 for all x, for a minibatch of ``batch`` examples without replacement.
+
+        For a loss with |phi'| <= 1 each example's loss gradient has norm <= (n l_i/N)||a_j|| (the
+        penalty terms cancel), so one draw has variance <= (n l_i/N)^2 max_j ||a_j||^2 and a minibatch
+        without replacement divides it by batch (l_i - 1)/(l_i - batch). Infinite for the squared loss.
+        """
+        if self.l <= 1 or batch >= self.l:
+            return 0.0
+        if not self.loss.bounded_derivative:
+            return float("inf")
+        one = (self.scale * self.l) ** 2 * float(self.row_sq().max())
+        return one * (self.l - batch) / (batch * (self.l - 1))
+
+
+class GLMProblem:
+    """F(x) = f(x) + R(x), f a linear-model loss of a data set plus a penalty, split over n workers.
+
+    Parameters
+    ----------
+    data : Dataset
+        A of shape (N, d), labels b.
+    parts : list of ndarray
+        Row indices of each worker's shard (n parts, non-empty, covering all rows).
+    lam : float
+        lambda > 0, the penalty weight.
+    reg : Regularizer, optional
+        R (``isparse.regularizers``); default R = 0.
+    loss : {"logistic", "squared"}
+    penalty : {"l2", "nonconvex"}
+    """
+
+    def __init__(self, data: Dataset, parts, lam: float, reg=None, loss: str = "logistic", penalty: str = "l2"):
+        check_range("problem.lam", lam, 0.0, None, low_open=True)
+        self.data = data
+        self.A, self.b = data.A, data.b
+        self.N, self.d = data.A.shape
+        self.n = len(parts)
+        self.lam = float(lam)
+        self.reg = reg if reg is not None else Zero()
+        self.loss = LOSSES[loss]
+        self.penalty = L2Penalty(self.lam) if penalty == "l2" else NonconvexPenalty(self.lam)
+        self.name = loss if penalty == "l2" else f"{loss}+nonconvex"
+        scale = self.n / self.N
+        self.shards = [GLMShard(A=data.A[p], b=data.b[p], scale=scale, loss=self.loss, penalty=self.penalty)
+                       for p in parts]
+        self._L_i = None
+
+    # -- global objective -------------------------------------------------------------
+    def f(self, x: np.ndarray) -> float:
+        """f(x) = (1/N) sum_j phi(a_j^T x; b_j) + P(x)."""
+        return float(self.loss.value(self.A @ x, self.b).mean()) + self.penalty.value(x)
+
+    def F(self, x: np.ndarray) -> float:
+        """F(x) = f(x) + R(x)."""
+        return self.f(x) + self.reg.value(x)
+
+    def grad(self, x: np.ndarray) -> np.ndarray:
+        """Gradient of f, shape (d,)."""
+        return (self.A.T @ self.loss.deriv(self.A @ x, self.b)) / self.N + self.penalty.grad(x)
+
+    def hess(self, x: np.ndarray) -> np.ndarray:
+        """Hessian of f, dense, shape (d, d)."""
+        w = self.loss.second(self.A @ x, self.b) / self.N
+        H = (self.A.T @ sp.diags(w) @ self.A).toarray()
+        H[np.diag_indices_from(H)] += self.penalty.hess_diag(x)
+        return H
+
+    def local_grads(self, x: np.ndarray) -> np.ndarray:
+        """All local gradients, shape (n, d); row i is grad f_i(x)."""
+        return np.stack([s.grad(x) for s in self.shards])
+
+    def sum_sq_example_grads(self, x: np.ndarray) -> float:
+        """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*)."""
+        total, p = 0.0, self.penalty.grad(x)
+        for s in self.shards:
+            z = s.A @ x
+            r = self.loss.deriv(z, s.b) * (s.scale * s.l)
+            total += float(np.sum(r ** 2 * s.row_sq() + 2 * r * (s.A @ p)) + s.l * (p @ p))
+        return total
+
+    # -- constants (ALGORITHMS.md section 4) ----------------------------------------------
+    @property
+    def L_i(self) -> np.ndarray:
+        """Smoothness of each f_i: (n/N) c lambda_max(A_i^T A_i) + smoothness of P (c = 1/4 logistic, 1 squared)."""
+        if self._L_i is None:
+            self._L_i = np.array([s.scale * self.loss.curvature * _top_eig(s.A) + self.penalty.smoothness
+                                  for s in self.shards])
+        return self._L_i
+
+    @property
+    def L(self) -> float:
+        """L = max_i L_i (Assumption 1: one constant for all workers)."""
+        return float(self.L_i.max())
+
+    @property
+    def L_example(self) -> float:
+        """Smoothness of every f_ij: max_i (n l_i/N) c max_j ||a_j||^2 + smoothness of P (SAGA-type theorems)."""
+        top = max(s.scale * s.l * float(s.row_sq().max()) for s in self.shards)
+        return self.loss.curvature * top + self.penalty.smoothness
+
+    @property
+    def mu(self) -> float:
+        """Strong convexity of f: lambda (logistic), lambda_min(A^T A)/N + lambda (squared); 0 for the non-convex penalty."""
+        if isinstance(self.penalty, NonconvexPenalty):
+            return 0.0
+        if self.loss.name == "squared" and self.d <= 2000:
+            return float(np.linalg.eigvalsh((self.A.T @ self.A).toarray())[0]) / self.N + self.lam
+        return self.lam
+
+    def gradient_dissimilarity_bound(self) -> float:
+        """nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 for all x, for a loss with |phi'| <= 1 (Theorem 7).
+
+        ||grad loss_i(x)|| = (n/N)||A_i^T r|| <= (n/N) sigma_max(A_i) sqrt(l_i) =: G_i (the penalties cancel),
+        so ||grad f - grad f_i|| <= G_i + (1/n) sum_k G_k.
+        """
+        G = np.array([s.scale * np.sqrt(_top_eig(s.A) * s.l) for s in self.shards])
+        return float(np.mean((G + G.mean()) ** 2))
+
+
+class LogisticProblem(GLMProblem):
+    """l2-regularized logistic regression (mu = lambda); see :class:`GLMProblem`."""
+
+    def __init__(self, data: Dataset, parts, lam: float, reg=None):
+        super().__init__(data, parts, lam, reg, loss="logistic", penalty="l2")
+
+
+#: the shard of every GLM problem
+LogisticShard = GLMShard
+
+
+def _top_eig(A: sp.csr_matrix) -> float:
+    """lambda_max(A^T A): dense eigvalsh for d <= 2000, else the top singular value from svds."""
+    if A.shape[0] == 0:
+        return 0.0
+    if A.shape[1] <= 2000:
+        G = (A.T @ A).toarray()
+        return float(np.linalg.eigvalsh(G)[-1])
+    from scipy.sparse.linalg import svds
+
+    return float(svds(A, k=1, return_singular_vectors=False)[0] ** 2)
