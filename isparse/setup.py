@@ -81,10 +81,17 @@ class RunSetup:
         return self.method, self.shards, self.streams(seed), self.x0
 
     def run(self, pool=None, **kwargs):
-        """Run on ``pool`` (default: a fresh in-process pool); kwargs go to :func:`isparse.engines.run`."""
+        """Run on ``pool`` (default: a fresh in-process pool); kwargs go to :func:`isparse.engines.run`
+        (or to :func:`isparse.engines.async_loop.run_async` for an asynchronous method)."""
         from .engines import InProcessPool, run
+        from .engines.async_loop import run_async
 
         pool = pool if pool is not None else InProcessPool(*self.pool_args())
+        if getattr(self.method, "asynchronous", False):
+            kwargs.setdefault("async_pool", pool.asynchronous(seed=self.seed))
+            kwargs.pop("progress", None)
+            return run_async(self.method, pool, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)
+        kwargs.pop("async_pool", None)
         return run(self.method, pool, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)
 
     @property
@@ -195,7 +202,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         constants.update(L_example=problem.L_example, l_max=max(s.l for s in problem.shards),
                          sum_sq_example_grads=problem.sum_sq_example_grads(ref.x_star))
     smooth = constants[spec.smoothness]
-    if spec.cls.__name__ == "ISGD":
+    if spec.cls.__name__ in ("ISGD", "AsyncISGD"):
         constants["sigma_sq"] = float(np.mean([s.gradient_noise_bound(batch) for s in problem.shards]))
         constants["decreasing"] = schedule == "decreasing"
         if problem.mu <= 0:   # Theorem 7's constants

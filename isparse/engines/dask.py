@@ -65,5 +65,45 @@ class DaskPool:
         pending = [h.lyapunov(x_star) for h in self.hosts]
         return float(sum(p.result() for p in pending))
 
+    def asynchronous(self, **_ignored):
+        """A truly asynchronous view: one pending actor call per logical worker, collected as they finish."""
+        return DaskAsync(self)
+
     def close(self):
         self.hosts = []
+
+
+class DaskAsync:
+    """Asynchronous view of a :class:`DaskPool`: worker i's step runs on its host as soon as it gets a model.
+
+    Calls to the logical workers of one host queue behind each other (one actor thread per Dask
+    worker), as the compute of one Dask worker would. Finished calls are found by polling
+    ``ActorFuture.done()`` (actor futures support no ``wait``/``as_completed``).
+    """
+
+    def __init__(self, pool, poll_seconds=2e-4):
+        self.pool, self.poll = pool, poll_seconds
+        self.host_of = {i: h for h, ids in zip(pool.hosts, pool.plan.values()) for i in ids}
+        self.pending = {}
+
+    def start(self, x):
+        for i in sorted(self.host_of):
+            self.resume(i, x)
+
+    def resume(self, i, x):
+        self.pending[i] = self.host_of[i].step_one(i, x)
+
+    def next(self):
+        import time
+
+        while True:
+            for i, fut in list(self.pending.items()):
+                if fut.done():
+                    del self.pending[i]
+                    return i, fut.result()
+            time.sleep(self.poll)
+
+    def stop(self):
+        for fut in self.pending.values():   # let the last calls finish so the actors stay consistent
+            fut.result()
+        self.pending.clear()

@@ -42,6 +42,12 @@ class WorkerHost:
             out.append(msg)
         return out
 
+    def step_one(self, i: int, x: np.ndarray):
+        """One worker step of the hosted logical worker i only (asynchronous methods)."""
+        k = self.ids.index(i)
+        msg, self.states[k] = self.method.worker_step(i, self.shards[k], self.states[k], x, self.rngs[k])
+        return msg
+
     def lyapunov(self, x_star: np.ndarray) -> float:
         """sum over hosted workers of ``method.lyapunov_term`` (the memory part of a Lyapunov function).
 

@@ -15,6 +15,7 @@ from ..theory import (iasgd_bound, isgd_bound, isgd_schedule, theorem1_bound, th
                       theorem3_stepsize, theorem5_bound, theorem5_stepsize)
 from .base import BlockMethod, Method
 from .ibcd import IBCD
+from .async_isgd import AsyncISGD
 from .iasgd import IASGD
 from .ibgd import IBGD
 from .isaga import ISAGA
@@ -70,6 +71,7 @@ SPECS = {
                          needs=("grad", "example_grad")),
     "isgd": Spec(**_SGD),
     "iasgd": Spec(IASGD, None, iasgd_bound, needs=("grad", "minibatch_grad")),
+    "async_isgd": Spec(AsyncISGD, theorem1_stepsize, None, needs=("grad", "minibatch_grad")),
     "gd": Spec(IBCD, theorem1_stepsize, theorem1_bound, full=True),
     "asgd": Spec(IASGD, None, iasgd_bound, needs=("grad", "minibatch_grad"), full=True),
     "sgd": Spec(**_SGD, full=True),
@@ -100,7 +102,7 @@ def make_method(name: str, *, n, blocks, tau_m, gamma, reg=None, seed=0, **optio
     kwargs = {}
     if spec.prox:
         kwargs["reg"] = reg
-    if spec.cls is ISGD:
+    if spec.cls in (ISGD, AsyncISGD):
         kwargs.update(batch=options.get("batch", 1), schedule=options.get("schedule"))
     if spec.cls is IASGD:
         kwargs.update(L=options["L"], mu=options["mu"], rho=options["rho"], batch=options.get("batch", 1))
@@ -133,5 +135,5 @@ def check_compatible(name: str, problem) -> None:
                                        f"provide {', '.join(missing)}.")
 
 
-__all__ = ["METHODS", "SPECS", "Spec", "Method", "BlockMethod", "IASGD", "IBCD", "IBGD", "ISAGA", "ISAGAShared", "ISEGA", "ISGD",
+__all__ = ["METHODS", "SPECS", "Spec", "Method", "AsyncISGD", "BlockMethod", "IASGD", "IBCD", "IBGD", "ISAGA", "ISAGAShared", "ISEGA", "ISGD",
            "SharedBCD", "DIANA", "EF21", "make_method", "check_compatible", "check_regularizer", "isgd_schedule"]
