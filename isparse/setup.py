@@ -225,6 +225,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     if algorithm == "diana" and options.get("alpha") is not None:
         extra["alpha"] = float(options["alpha"])
     method = make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=gamma, reg=regularizer, seed=seed, **extra)
+    if getattr(spec.cls, "shared_data", False):       # Theorem 2's Lyapunov targets, grad psi_j(x*)
+        method.targets = np.stack([shards[0].example_grad(ref.x_star, j) for j in range(data.N)])
     if spec.bound is None:
         bound = NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {algorithm}",
                         gamma_theory=spec.stepsize(smooth, problem.mu, int(n), tau_f), gamma=gamma)

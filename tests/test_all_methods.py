@@ -184,6 +184,7 @@ def test_shared_data_isaga_converges_on_heterogeneous_data_under_theorem2(hetero
     s = build(algorithm="isaga_shared", **hetero)
     assert s.bound.applicable and len({id(sh) for sh in s.shards}) == 1 and s.shards[0].l == hetero["data"].N
     _mean_under_bound(s, 1500, log_every=100)
+    _mean_under_bound(s, 1500, log_every=100, key="lyapunov")   # Theorem 2 bounds r_t + c gamma^2 Psi^t itself
     assert _run(s, 40000, tol=1e-8, log_every=5000).converged
 
 
@@ -202,3 +203,14 @@ def test_shared_data_isaga_equals_plain_saga_with_distinct_indices(a1a):
         x = x_new
         want.append(x)
     np.testing.assert_allclose(np.array(_run(s, 40, keep=True).iterates), np.array(want), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm, problem", [("gd", "hetero"), ("sgd", "hetero"), ("asgd", "quadratic"),
+                                                ("isega", "quadratic")])
+def test_baselines_stay_under_their_bounds(request, algorithm, problem):
+    if problem == "hetero":
+        s = build(algorithm=algorithm, **request.getfixturevalue("hetero"))
+    else:
+        s = build(algorithm=algorithm, problem=request.getfixturevalue("quadratic"), n=10, block_size=1)
+    assert s.bound.applicable
+    _mean_under_bound(s, 400, seeds=20 if algorithm in ("sgd", "isega") else 2)

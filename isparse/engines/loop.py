@@ -129,6 +129,8 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
         weight = getattr(bound, "lyapunov_weight", None)
         if weight is not None and hasattr(method, "lyapunov_term"):   # the theorem's Lyapunov function
             rec["lyapunov"] = dist_sq + weight * pool.lyapunov(x_star)
+        elif weight is not None and hasattr(method, "master_lyapunov"):
+            rec["lyapunov"] = dist_sq + weight * method.master_lyapunov(master)
         if hasattr(method, "extra_iterates"):   # e.g. ISGD's weighted average x_hat (Theorem 6)
             for key, z in method.extra_iterates(master).items():
                 rec[f"subopt_{key}"] = problem.F(z) - reference.F_star

@@ -17,6 +17,7 @@ The table starts at 0. Theorem 2 (``isparse.theory.theorem2``) needs no Assumpti
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -64,6 +65,13 @@ class ISAGAShared(BlockMethod):
     def master_init(self, x0):
         return SharedSagaMasterState(np.zeros((self.N, x0.size)), np.zeros_like(x0),
                                      np.random.default_rng(self.shared_seed))
+
+    #: grad psi_j(x*) for every example, shape (N, d); set by ``isparse.setup.build`` for the Lyapunov function
+    targets = None
+
+    def master_lyapunov(self, state) -> float:
+        """Psi^t = sum_j ||alpha_j - grad psi_j(x*)||^2 (Theorem 2); the table lives on the master."""
+        return math.nan if self.targets is None else float(np.sum((state.alpha - self.targets) ** 2))
 
     def master_step(self, state, x, messages):
         js = self._indices(state.rng)
