@@ -90,6 +90,9 @@ class RunSetup:
         if getattr(self.method, "asynchronous", False):
             kwargs.setdefault("async_pool", pool.asynchronous(seed=self.seed))
             kwargs.pop("progress", None)
+            if kwargs.pop("resume", None) is not None:
+                raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
+            kwargs.pop("checkpoint_every", None), kwargs.pop("on_checkpoint", None)
             return run_async(self.method, pool, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)
         kwargs.pop("async_pool", None)
         return run(self.method, pool, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)

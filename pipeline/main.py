@@ -11,6 +11,7 @@ import contextlib
 import logging
 import math
 import os
+import pickle
 import signal
 import threading
 from pathlib import Path
@@ -35,6 +36,9 @@ ENGINES = ("dask", "inprocess")
 
 def run_job(cfg: DictConfig) -> dict:
     """Run one job described by ``cfg``; returns its summary (final metrics)."""
+    checkpoint = None
+    if cfg.get("resume"):   # the stored config and last checkpoint of an earlier run
+        cfg, checkpoint = _load_resume(cfg)
     # 1. checks that need no data, and the tracking store, before any work
     check_static(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
                  step_multiplier=cfg.step.multiplier, max_iter=cfg.max_iter, tol=cfg.tol,
@@ -68,14 +72,18 @@ def run_job(cfg: DictConfig) -> dict:
 
     # 3. the cluster first (an unreachable scheduler fails before any MLflow run), then the MLflow run
     with _stop_on_signals() as stop, _pool(cfg, setup) as pool:
-        logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
-                           tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
-                                 "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
-                                 "bound_quantity": bound.quantity, "overrides": overrides})
+        if checkpoint is not None:
+            logger = RunLogger.attach(uri, str(cfg.resume))
+            logger.set_tags({"resumed_from_iteration": checkpoint.t})
+        else:
+            logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
+                               tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
+                                     "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
+                                     "bound_quantity": bound.quantity, "overrides": overrides})
         log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
         status = "FAILED"
         try:
-            summary = _run_and_log(cfg, setup, pool, logger, run_name, stop)
+            summary = _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint)
             status = "FINISHED"
             return summary
         except BaseException as exc:
@@ -88,18 +96,34 @@ def run_job(cfg: DictConfig) -> dict:
             logger.end(status)
 
 
-def _run_and_log(cfg, setup, pool, logger, run_name, stop) -> dict:
+def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> dict:
     derived, bound, method = setup.derived, setup.bound, setup.method
-    logger.log_params({**flatten(resolved_config(cfg)), **derived, "data.source": _source(cfg, setup),
-                       "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B (none when dense)"})
-    logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
+    outdir = Path(HydraConfig.get().runtime.output_dir)
     predicted = bound.iterations_to(cfg.tol * derived["r0"])
-    logger.set_tags({"predicted_iterations": predicted})
-    logger.log_metrics({"predicted_iterations": predicted}, step=0)
+    if checkpoint is None:   # a resumed run has these already
+        logger.log_params({**flatten(resolved_config(cfg)), **derived, "data.source": _source(cfg, setup),
+                           "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B (none when dense)"})
+        logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
+        logger.set_tags({"predicted_iterations": predicted})
+        logger.log_metrics({"predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
+
+    def save_checkpoint(ck):
+        """Pickle at once (states mutate as the run goes on), then upload; metrics first, so nothing logged lags it."""
+        tmp, path = outdir / "checkpoint.pkl.tmp", outdir / "checkpoint.pkl"
+        with open(tmp, "wb") as fh:
+            pickle.dump(ck, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        logger.flush()
+        logger.log_artifact(path)
+        logger.log_metrics({"checkpoint_iteration": ck.t}, step=ck.t)
+
     result = setup.run(pool, max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
                        observer=lambda rec: logger.log_metrics(_metrics(rec, method.n), rec["step"]),
-                       progress=bool(cfg.progress), should_stop=stop)
+                       progress=bool(cfg.progress), should_stop=stop, resume=checkpoint,
+                       checkpoint_every=int(cfg.checkpoint.every), on_checkpoint=save_checkpoint)
+    np.save(outdir / "x_final.npy", result.x)
+    logger.log_artifact(outdir / "x_final.npy")
     last = result.records[-1]
     summary = {"iterations": result.iterations, "converged": float(result.converged),
                "final_dist_sq": last["dist_sq"], "final_bound": last["bound"],
@@ -120,6 +144,39 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop) -> dict:
              run_name, result.iterations, last["dist_sq"], last["bound"], result.converged,
              last["uplink_bytes"], last["wall_s"])
     return summary
+
+
+def _load_resume(cfg):
+    """The stored config of run ``cfg.resume`` (with this invocation's engine, cluster and tracking URI) and its
+    last checkpoint.
+
+    Raises
+    ------
+    ConfigError
+        The run does not exist in ``tracking.uri`` or has no checkpoint.
+    """
+    from isparse.errors import ConfigError
+    from .tracking import client_for
+
+    run_id, uri = str(cfg.resume), str(cfg.tracking.uri)
+    check_reachable(uri)
+    client = client_for(uri)
+    try:
+        client.get_run(run_id)
+    except Exception as exc:
+        raise ConfigError("resume", f"The 'resume' parameter must be the id of a run in {uri}; got {run_id!r}: {exc}") from exc
+    dst = Path(HydraConfig.get().runtime.output_dir)
+    try:
+        stored = OmegaConf.load(client.download_artifacts(run_id, "config.yaml", str(dst)))
+        with open(client.download_artifacts(run_id, "checkpoint.pkl", str(dst)), "rb") as fh:
+            checkpoint = pickle.load(fh)
+    except Exception as exc:
+        raise ConfigError("resume", f"The 'resume' parameter must name a run with a checkpoint "
+                                    f"(checkpoint.every > 0 and at least that many iterations); {run_id!r} has none: {exc}") from exc
+    for key in ("engine", "cluster", "progress", "resume"):
+        stored[key] = cfg[key]
+    stored.tracking.uri = uri
+    return stored, checkpoint
 
 
 @contextlib.contextmanager

@@ -97,6 +97,20 @@ class RunLogger:
         self.flush_seconds = flush_seconds
         self._buffer, self._last_flush = [], time.monotonic()
 
+    @classmethod
+    def attach(cls, uri: str, run_id: str, flush_seconds: float = 2.0) -> "RunLogger":
+        """Continue an existing run (``resume=<run_id>``): mark it RUNNING again and log into it."""
+        self = cls.__new__(cls)
+        self.client = client_for(uri)
+        self.run = self.client.get_run(run_id)
+        self.run_id, self.experiment_id = run_id, self.run.info.experiment_id
+        self.flush_seconds, self._buffer, self._last_flush = flush_seconds, [], time.monotonic()
+        self.client.update_run(run_id, status="RUNNING")
+        return self
+
+    def log_artifact(self, path) -> None:
+        self.client.log_artifact(self.run_id, str(path))
+
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
 

@@ -60,6 +60,17 @@ class DaskPool:
         pending = [h.step(x) for h in self.hosts]  # all hosts compute concurrently
         return [msg for p in pending for msg in p.result()]
 
+    def snapshot(self) -> dict:
+        """Every logical worker's (state, random stream state), fetched from the actors."""
+        out = {}
+        for p in [h.snapshot() for h in self.hosts]:
+            out.update(p.result())
+        return out
+
+    def restore(self, snapshot: dict) -> None:
+        for p in [h.restore({i: snapshot[i] for i in ids}) for h, ids in zip(self.hosts, self.plan.values())]:
+            p.result()
+
     def lyapunov(self, x_star):
         """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink)."""
         pending = [h.lyapunov(x_star) for h in self.hosts]

@@ -42,6 +42,17 @@ class WorkerHost:
             out.append(msg)
         return out
 
+    def snapshot(self) -> dict:
+        """{i: (method state, random stream state)} of every hosted worker, picklable (a checkpoint's worker part)."""
+        return {i: (st, rng.bit_generator.state) for i, st, rng in zip(self.ids, self.states, self.rngs)}
+
+    def restore(self, snapshot: dict) -> None:
+        """Put back the states and random streams of :meth:`snapshot` for the hosted workers."""
+        for k, i in enumerate(self.ids):
+            state, rng_state = snapshot[i]
+            self.states[k] = state
+            self.rngs[k].bit_generator.state = rng_state
+
     def step_one(self, i: int, x: np.ndarray):
         """One worker step of the hosted logical worker i only (asynchronous methods)."""
         k = self.ids.index(i)

@@ -31,6 +31,13 @@ class InProcessPool:
     def lyapunov(self, x_star):
         return self.host.lyapunov(x_star)
 
+    def snapshot(self) -> dict:
+        """Every logical worker's (state, random stream state)."""
+        return self.host.snapshot()
+
+    def restore(self, snapshot: dict) -> None:
+        self.host.restore(snapshot)
+
     def asynchronous(self, seed: int = 0, spread: float = 1.0):
         """A simulated asynchronous view: see :class:`SimulatedAsync`."""
         return SimulatedAsync(self.host, seed=seed, spread=spread)

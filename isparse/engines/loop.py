@@ -55,9 +55,33 @@ class RunResult:
     iterates: list | None = None
 
 
+@dataclass
+class Checkpoint:
+    """Everything needed to continue a run exactly: the iteration, the iterate, the master's and every
+    worker's state (with their random streams) and the byte counters.
+
+    Attributes
+    ----------
+    t : int
+    x : ndarray of shape (d,)
+    master : object
+        The method's master state.
+    workers : dict
+        {i: (worker state, random stream state)} from ``pool.snapshot()``.
+    uplink_per_worker : ndarray of shape (n,)
+    """
+
+    t: int
+    x: np.ndarray
+    master: object
+    workers: dict
+    uplink_per_worker: np.ndarray
+
+
 def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol: float,
         log_every: int = 1, observer=None, progress: bool = False, keep_iterates: bool = False,
-        should_stop=None) -> RunResult:
+        should_stop=None, checkpoint_every: int = 0, on_checkpoint=None, resume: Checkpoint | None = None
+        ) -> RunResult:
     """Run ``method`` on ``pool`` from x0 until dist_sq <= tol * r_0 or ``max_iter`` iterations.
 
     Parameters
@@ -85,6 +109,10 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
         Keep every iterate in the result (for tests).
     should_stop : callable() -> bool, optional
         Checked every iteration; True raises KeyboardInterrupt (a signal handler's flag).
+    checkpoint_every, on_checkpoint : int, callable(Checkpoint)
+        Every ``checkpoint_every`` iterations (0: never) a :class:`Checkpoint` is handed to ``on_checkpoint``.
+    resume : Checkpoint, optional
+        Continue from it: the iterates are then exactly those of the uninterrupted run.
 
     Raises
     ------
@@ -140,10 +168,15 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
         if bar is not None:
             bar.set_postfix(dist_sq=f"{dist_sq / r0 if r0 else 0:.2e} r0", refresh=False)
 
-    dist_sq = r0
-    track_gradient()
-    record(0, dist_sq)
-    t = 0
+    dist_sq, t = r0, 0
+    if resume is not None:
+        t, x, master = resume.t, np.array(resume.x, dtype=float), resume.master
+        uplink[:] = resume.uplink_per_worker
+        pool.restore(resume.workers)
+        dist_sq = float(np.sum((current() - x_star) ** 2))
+    else:
+        track_gradient()
+        record(0, dist_sq)
     try:
         while t < max_iter and dist_sq > target:
             if should_stop is not None and should_stop():
@@ -162,6 +195,8 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
             track_gradient()
             if t % log_every == 0 or dist_sq <= target or t == max_iter:
                 record(t, dist_sq)
+            if checkpoint_every and on_checkpoint is not None and t % checkpoint_every == 0:
+                on_checkpoint(Checkpoint(t, x.copy(), master, pool.snapshot(), uplink.copy()))
             if bar is not None:
                 bar.update(1)
     finally:
