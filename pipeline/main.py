@@ -73,13 +73,14 @@ def run_job(cfg: DictConfig) -> dict:
     # 3. the cluster first (an unreachable scheduler fails before any MLflow run), then the MLflow run
     with _stop_on_signals() as stop, _pool(cfg, setup) as pool:
         if checkpoint is not None:
-            logger = RunLogger.attach(uri, str(cfg.resume))
+            logger = RunLogger.attach(uri, str(cfg.resume), spill_dir=HydraConfig.get().runtime.output_dir)
             logger.set_tags({"resumed_from_iteration": checkpoint.t})
         else:
             logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
                                tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
                                      "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
-                                     "bound_quantity": bound.quantity, "overrides": overrides})
+                                     "bound_quantity": bound.quantity, "overrides": overrides},
+                               spill_dir=HydraConfig.get().runtime.output_dir)
         log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
         status = "FAILED"
         try:

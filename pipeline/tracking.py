@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import math
 import os
 import time
@@ -19,6 +20,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from isparse.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 PARENT_ENV = "ISPARSE_PARENT_RUN_ID"
 #: MLflow accepts at most 1000 metrics and 100 params/tags per log_batch call.
@@ -77,39 +80,106 @@ def flatten(cfg, prefix: str = "") -> dict:
 
 
 class RunLogger:
-    """One MLflow run: params, tags, batched metrics and artifacts.
+    """One MLflow run: params, tags, batched metrics and artifacts, kept through tracking-server outages.
 
     Metrics are buffered and sent in batches of at most 1000 points, at the latest every
-    ``flush_seconds``, so what was logged before a failure is kept.
+    ``flush_seconds``, so what was logged before a failure is kept. With an http(s) tracking URI a
+    call that fails (server gone) does not fail the run: metric points stay in a local buffer
+    (at most ``max_buffer``; older points spill to ``spill_dir/unsent_metrics.jsonl``), other calls
+    (tags, artifacts) queue in order, and everything is retried with exponential backoff (1 s to
+    30 s) and flushed when the server is back. If it is still away when the run ends (after
+    ``end_grace`` seconds of retries), the buffer is written to ``spill_dir/unsent_metrics.jsonl``
+    with the command that imports it.
     """
 
     def __init__(self, uri: str, experiment: str, run_name: str, parent_run_id: str | None = None,
-                 tags: dict | None = None, flush_seconds: float = 2.0):
+                 tags: dict | None = None, flush_seconds: float = 2.0, spill_dir=None, max_buffer: int = 200_000,
+                 end_grace: float = 60.0):
         from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-        self.client = client_for(uri)
+        self._setup(uri, flush_seconds, spill_dir, max_buffer, end_grace)
         self.experiment_id = experiment_id(self.client, experiment)
         all_tags = dict(tags or {})
         if parent_run_id:
             all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
         self.run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
         self.run_id = self.run.info.run_id
-        self.flush_seconds = flush_seconds
-        self._buffer, self._last_flush = [], time.monotonic()
+
+    def _setup(self, uri, flush_seconds, spill_dir, max_buffer, end_grace):
+        self.uri = uri
+        self.remote = uri.startswith(("http://", "https://"))
+        if self.remote:   # fail fast per call; this class does the retrying (MLflow's own would block for minutes)
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+            os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+        self.client = client_for(uri)
+        self.flush_seconds, self.max_buffer, self.end_grace = flush_seconds, int(max_buffer), float(end_grace)
+        self.spill_path = Path(spill_dir or ".") / "unsent_metrics.jsonl"
+        self._buffer, self._ops, self._last_flush = [], [], time.monotonic()
+        self._retry_at, self._backoff, self.outages = 0.0, 1.0, 0
 
     @classmethod
-    def attach(cls, uri: str, run_id: str, flush_seconds: float = 2.0) -> "RunLogger":
+    def attach(cls, uri: str, run_id: str, flush_seconds: float = 2.0, spill_dir=None) -> "RunLogger":
         """Continue an existing run (``resume=<run_id>``): mark it RUNNING again and log into it."""
         self = cls.__new__(cls)
-        self.client = client_for(uri)
+        self._setup(uri, flush_seconds, spill_dir, 200_000, 60.0)
         self.run = self.client.get_run(run_id)
         self.run_id, self.experiment_id = run_id, self.run.info.experiment_id
-        self.flush_seconds, self._buffer, self._last_flush = flush_seconds, [], time.monotonic()
         self.client.update_run(run_id, status="RUNNING")
         return self
 
+    # -- outage handling --------------------------------------------------------------
+    def _outage(self, exc) -> None:
+        if not self.remote:
+            raise exc
+        if self._retry_at == 0.0:
+            self.outages += 1
+            log.warning("tracking server %s unreachable (%s); keeping metrics locally and retrying", self.uri,
+                        str(exc).splitlines()[0][:200])
+        self._retry_at = time.monotonic() + self._backoff
+        self._backoff = min(30.0, self._backoff * 2)
+
+    def _do(self, op) -> None:
+        """Run a non-metric call now, or queue it behind earlier ones while the server is away."""
+        if self._ops or self._retry_at:
+            self._ops.append(op)
+            self.flush()
+            return
+        try:
+            op()
+        except Exception as exc:  # noqa: BLE001 - any failure of a remote call is treated as an outage
+            self._ops.append(op)
+            self._outage(exc)
+
+    def flush(self, force: bool = False) -> bool:
+        """Send queued calls and buffered metrics; False if the server is (still) away."""
+        if not force and self._retry_at and time.monotonic() < self._retry_at:
+            return False
+        try:
+            while self._ops:
+                self._ops[0]()
+                self._ops.pop(0)
+            while self._buffer:
+                batch = self._buffer[:MAX_METRICS]
+                self.client.log_batch(self.run_id, metrics=batch, synchronous=True)
+                del self._buffer[:len(batch)]
+        except Exception as exc:  # noqa: BLE001
+            self._outage(exc)
+            return False
+        if self._retry_at:
+            log.warning("tracking server %s is back; buffered metrics sent", self.uri)
+        self._retry_at, self._backoff, self._last_flush = 0.0, 1.0, time.monotonic()
+        return True
+
+    def _spill(self, points) -> None:
+        self.spill_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.spill_path, "a") as fh:
+            for m in points:
+                fh.write(json.dumps({"run_id": self.run_id, "key": m.key, "value": m.value,
+                                     "timestamp": m.timestamp, "step": m.step}) + "\n")
+
+    # -- logging ----------------------------------------------------------------------
     def log_artifact(self, path) -> None:
-        self.client.log_artifact(self.run_id, str(path))
+        self._do(lambda: self.client.log_artifact(self.run_id, str(path)))
 
     def log_params(self, params: dict) -> None:
         from mlflow.entities import Param
@@ -123,7 +193,8 @@ class RunLogger:
 
         items = [RunTag(str(k), str(v)[:5000]) for k, v in tags.items()]
         for i in range(0, len(items), MAX_PARAMS):
-            self.client.log_batch(self.run_id, tags=items[i:i + MAX_PARAMS], synchronous=True)
+            chunk = items[i:i + MAX_PARAMS]
+            self._do(lambda chunk=chunk: self.client.log_batch(self.run_id, tags=chunk, synchronous=True))
 
     def log_metrics(self, metrics: dict, step: int) -> None:
         """Queue metrics at ``step``; NaN/inf values are skipped (MLflow cannot plot them)."""
@@ -132,30 +203,55 @@ class RunLogger:
         ts = int(time.time() * 1000)
         self._buffer.extend(Metric(k, float(v), ts, int(step)) for k, v in metrics.items()
                             if v is not None and math.isfinite(float(v)))
+        if len(self._buffer) > self.max_buffer:   # bounded: the oldest points go to disk
+            overflow = len(self._buffer) - self.max_buffer
+            self._spill(self._buffer[:overflow])
+            del self._buffer[:overflow]
         if len(self._buffer) >= MAX_METRICS or time.monotonic() - self._last_flush > self.flush_seconds:
             self.flush()
 
-    def flush(self) -> None:
-        while self._buffer:
-            batch, self._buffer = self._buffer[:MAX_METRICS], self._buffer[MAX_METRICS:]
-            self.client.log_batch(self.run_id, metrics=batch, synchronous=True)
-        self._last_flush = time.monotonic()
-
     def log_text(self, text: str, name: str) -> None:
-        self.client.log_text(self.run_id, text, name)
+        self._do(lambda: self.client.log_text(self.run_id, text, name))
 
     def log_dict(self, obj, name: str) -> None:
-        self.client.log_text(self.run_id, json.dumps(obj, indent=2, default=str), name)
+        self.log_text(json.dumps(obj, indent=2, default=str), name)
 
     def log_figure(self, fig, name: str) -> None:
-        self.client.log_figure(self.run_id, fig, name)
+        self._do(lambda: self.client.log_figure(self.run_id, fig, name))
 
     def end(self, status: str = "FINISHED") -> None:
-        """Flush what is buffered (best effort on failure), then mark the run."""
-        try:
-            self.flush()
-        finally:
-            self.client.set_terminated(self.run_id, status=status)
+        """Flush everything (retrying up to ``end_grace`` seconds through an outage), then mark the run.
+
+        If the server stays away, the unsent metric points are written to ``spill_path`` and the
+        command that imports them is logged.
+        """
+        self._do(lambda: self.client.set_terminated(self.run_id, status=status))
+        deadline = time.monotonic() + (self.end_grace if self.remote else 0.0)
+        while not self.flush(force=True) and time.monotonic() < deadline:
+            time.sleep(min(self._backoff, max(0.0, deadline - time.monotonic())))
+        if self._buffer or self._ops:
+            self._spill(self._buffer)
+            self._buffer = []
+            log.error("tracking server %s still unreachable: %d calls not sent; metric points written to %s. "
+                      "Import them later with: python -m pipeline.tracking import %s --uri %s "
+                      "(the run's status, %s, is not set)", self.uri, len(self._ops), self.spill_path,
+                      self.spill_path, self.uri, status)
+
+
+def import_metrics(path, uri: str) -> int:
+    """Send the points of an ``unsent_metrics.jsonl`` file to ``uri``; returns how many."""
+    from mlflow.entities import Metric
+
+    client = client_for(uri)
+    by_run = {}
+    with open(path) as fh:
+        for line in fh:
+            r = json.loads(line)
+            by_run.setdefault(r["run_id"], []).append(Metric(r["key"], r["value"], r["timestamp"], r["step"]))
+    for run_id, points in by_run.items():
+        for i in range(0, len(points), MAX_METRICS):
+            client.log_batch(run_id, metrics=points[i:i + MAX_METRICS], synchronous=True)
+    return sum(len(p) for p in by_run.values())
 
 
 class SweepParentRun(Callback):
@@ -181,7 +277,7 @@ class SweepParentRun(Callback):
         uri, experiment = str(config.tracking.uri), str(config.tracking.experiment)
         check_reachable(uri)
         sweep_dir = HydraConfig.get().sweep.dir
-        self.logger = RunLogger(uri, experiment, run_name=f"sweep-{Path(sweep_dir).name}",
+        self.logger = RunLogger(uri, experiment, run_name=f"sweep-{Path(sweep_dir).name}", spill_dir=sweep_dir,
                                 tags={"isparse.sweep": "true", "sweep_dir": str(Path(sweep_dir).resolve())})
         overrides = list(HydraConfig.get().overrides.task)
         self.logger.set_tags({"sweep_overrides": " ".join(overrides)})
@@ -209,3 +305,14 @@ def resolved_config(cfg: DictConfig) -> dict:
     """The job's config, resolved, as plain containers (without the hydra node)."""
     return {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
             for k, v in cfg.items_ex(resolve=True) if k != "hydra"}
+
+
+if __name__ == "__main__":   # python -m pipeline.tracking import FILE --uri URI
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Import metric points a run could not send (unsent_metrics.jsonl).")
+    parser.add_argument("command", choices=["import"])
+    parser.add_argument("file")
+    parser.add_argument("--uri", required=True, help="the MLflow tracking URI")
+    args = parser.parse_args()
+    print(f"imported {import_metrics(args.file, args.uri)} metric points")
