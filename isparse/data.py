@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,16 +99,21 @@ _LIBSVM_LINE = re.compile(rf"^\s*(?:{_NUMBER})(?:,(?:{_NUMBER}))*(\s+qid:\d+)?(\
                           re.IGNORECASE)
 
 
-def _first_malformed_line(path: Path):
+def _first_malformed_line(path: Path, n_features: int | None = None):
+    """(line number, text, why) of the first line that is not LIBSVM or has an index past n_features."""
     with open(path, "rb") as fh:
         for k, raw in enumerate(fh, start=1):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if line.strip() and not _LIBSVM_LINE.match(line):
-                return k, line[:80]
+                return k, line[:80], "not 'label index:value ...'"
+            if n_features and line.strip():
+                idx = [int(tok.split(":")[0]) for tok in line.split("#")[0].split()[1:] if not tok.startswith("qid")]
+                if idx and max(idx) > n_features:
+                    return k, line[:80], f"feature index {max(idx)} is past the declared dimension {n_features}"
     return None
 
 
-def load_libsvm(path, n_features: int | None = None, name: str | None = None) -> Dataset:
+def load_libsvm(path, n_features: int | None = None, name: str | None = None, empty_rows: str = "keep") -> Dataset:
     """Read a LIBSVM/svmlight file with :func:`sklearn.datasets.load_svmlight_file`.
 
     Parameters
@@ -118,6 +124,9 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None) ->
         The dimension d; pass it so that files with unused trailing features line up.
     name : str, optional
         Short name (defaults to the file name).
+    empty_rows : {"keep", "drop", "error"}
+        Rows without any feature (w1a and w8a have some): kept with a warning, dropped, or an error
+        naming the first such line.
 
     Raises
     ------
@@ -133,12 +142,26 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None) ->
     try:
         A, y = load_svmlight_file(str(path), n_features=n_features)
     except Exception as exc:  # sklearn raises ValueError / RuntimeError with terse texts
-        where = _first_malformed_line(path)
-        detail = f" (line {where[0]}: {where[1]!r})" if where else ""
+        where = _first_malformed_line(path, n_features)
+        detail = f" (line {where[0]}: {where[1]!r}: {where[2]})" if where else ""
         raise DataError(f"{path} is not a valid LIBSVM file{detail}: {exc}") from exc
     A = sp.csr_matrix(A, dtype=np.float64)
     validate_arrays(A, str(path))
-    return Dataset(A=A, b=to_pm1(y, str(path)), name=name or path.name, source=str(path.resolve()))
+    b = to_pm1(y, str(path))
+    from .errors import check_choice
+
+    check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
+    empty = np.flatnonzero(np.diff(A.indptr) == 0)
+    if empty.size:
+        text = f"{path}: {empty.size} rows have no features (the first at line {empty[0] + 1})"
+        if empty_rows == "error":
+            raise DataError(text + "; set data.empty_rows=keep or drop to accept them.")
+        if empty_rows == "drop":
+            keep = np.setdiff1d(np.arange(A.shape[0]), empty)
+            A, b = A[keep], b[keep]
+        else:
+            warnings.warn(text + "; kept (data.empty_rows=drop or error to change that).", stacklevel=2)
+    return Dataset(A=A, b=b, name=name or path.name, source=str(path.resolve()))
 
 
 def load_breast_cancer() -> Dataset:
@@ -173,7 +196,8 @@ def resolve_data_dir(data_dir: str | None) -> Path:
     return p
 
 
-def load_dataset(name: str, data_dir: str | None = None, path: str | None = None) -> Dataset:
+def load_dataset(name: str, data_dir: str | None = None, path: str | None = None, empty_rows: str = "keep",
+                 n_features: int | None = None) -> Dataset:
     """Load a data set by name.
 
     Parameters
@@ -184,6 +208,10 @@ def load_dataset(name: str, data_dir: str | None = None, path: str | None = None
         Directory of the named files; falls back to ``$ISPARSE_DATA_DIR``.
     path : str, optional
         The file, for ``name="libsvm"``.
+    empty_rows : {"keep", "drop", "error"}
+        What to do with rows without features (see :func:`load_libsvm`).
+    n_features : int, optional
+        The declared dimension d of a ``libsvm`` file (an index past it is an error).
 
     Raises
     ------
@@ -200,7 +228,7 @@ def load_dataset(name: str, data_dir: str | None = None, path: str | None = None
         p = Path(path).expanduser()
         if not p.is_file():
             raise ConfigError("data.path", f"The 'data.path' parameter must be an existing file; got {str(p.resolve())!r}.")
-        return load_libsvm(p)
+        return load_libsvm(p, n_features=n_features, empty_rows=empty_rows)
     if name not in NAMED_FILES:
         allowed = ["breast_cancer", *NAMED_FILES, "libsvm"]
         raise ConfigError("data", f"The 'data' parameter must be one of {', '.join(allowed)}; got {name!r}.")
@@ -208,7 +236,7 @@ def load_dataset(name: str, data_dir: str | None = None, path: str | None = None
     if not file.is_file():
         raise ConfigError("data.dir", f"The data set {name!r} was not found: no file {str(file)!r} "
                           f"(set 'data.dir' or ${DATA_DIR_ENV} to the directory holding {NAMED_FILES[name]!r}).")
-    return load_libsvm(file, n_features=NAMED_FEATURES[name], name=name)
+    return load_libsvm(file, n_features=NAMED_FEATURES[name], name=name, empty_rows=empty_rows)
 
 
 def split_rows(N: int, n: int, how: str = "shuffle", seed: int = 0) -> list[np.ndarray]:

@@ -22,7 +22,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from isparse import build, check_static, load_dataset
-from isparse.engines import InProcessPool
+from isparse.engines import DivergenceError, InProcessPool
 from isparse.problems import QuadraticProblem
 from isparse.errors import check_choice, check_range
 
@@ -47,6 +47,7 @@ def run_job(cfg: DictConfig) -> dict:
     if cfg.engine == "dask" and not cfg.cluster.get("address"):
         check_range("cluster.n_workers", cfg.cluster.n_workers, 1, None, integer=True)
         check_range("cluster.threads_per_worker", cfg.cluster.threads_per_worker, 1, None, integer=True)
+    check_range("checkpoint.every", cfg.checkpoint.every, 0, None, integer=True)
     uri = str(cfg.tracking.uri)
     check_reachable(uri)
 
@@ -60,7 +61,8 @@ def run_job(cfg: DictConfig) -> dict:
         setup = build(problem=problem, **common)
         data_name = "quadratic"
     else:
-        data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"))
+        data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"),
+                            empty_rows=cfg.data.get("empty_rows", "keep"), n_features=cfg.data.get("n_features"))
         setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
                       loss=cfg.problem.loss, penalty=cfg.problem.penalty, **common)
         data_name = data.name
@@ -90,6 +92,12 @@ def run_job(cfg: DictConfig) -> dict:
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 logger.set_tags({"error": f"{type(exc).__name__}: {exc}"})
+            if isinstance(exc, DivergenceError):   # keep the last finite iterate and the stepsize that broke it
+                with contextlib.suppress(Exception):
+                    path = Path(HydraConfig.get().runtime.output_dir) / "x_last_finite.npy"
+                    np.save(path, exc.x_last)
+                    logger.log_artifact(path)
+                    logger.set_tags({"diverged_at_iteration": exc.t, "diverged_gamma": exc.gamma})
             if isinstance(exc, KeyboardInterrupt):
                 status = "KILLED"
             raise

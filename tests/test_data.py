@@ -70,3 +70,20 @@ def test_split_rows_is_a_partition():
     assert contiguous[0].tolist() == list(range(11))
     with pytest.raises(ConfigError, match="'workers.n' parameter must be in"):
         split_rows(5, 6)
+
+
+def test_index_past_declared_dimension_names_the_line(tmp_path):
+    f = tmp_path / "wide.svm"
+    f.write_text("1 1:0.5 2:1\n-1 3:1\n1 7:1\n")
+    with pytest.raises(DataError, match=r"line 3: '1 7:1': feature index 7 is past the declared dimension 5"):
+        load_libsvm(f, n_features=5)
+
+
+def test_empty_rows_keep_drop_or_error(tmp_path):
+    f = tmp_path / "empty.svm"
+    f.write_text("1 1:0.5\n-1\n1 2:1\n-1 1:1\n")
+    with pytest.warns(UserWarning, match="1 rows have no features \\(the first at line 2\\)"):
+        assert load_libsvm(f).N == 4
+    assert load_libsvm(f, empty_rows="drop").N == 3
+    with pytest.raises(DataError, match="empty.svm: 1 rows have no features \\(the first at line 2\\)"):
+        load_libsvm(f, empty_rows="error")

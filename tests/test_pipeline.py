@@ -85,6 +85,8 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     assert len(failed) == 1 and "DivergenceError" in failed[0].data.tags["error"]
     assert failed[0].data.params["step.multiplier"] == "400"
     assert failed[0].data.tags["bound_applicable"] == "false"
+    assert float(failed[0].data.tags["diverged_gamma"]) == pytest.approx(400 * float(by_status["FINISHED"][0].data.params["gamma"]))
+    assert "x_last_finite.npy" in {a.path for a in client.list_artifacts(failed[0].info.run_id)}
     assert len(client.get_metric_history(failed[0].info.run_id, "dist_sq")) >= 2   # what was logged is kept
     assert len(by_status["FINISHED"]) == 1
 
@@ -103,6 +105,9 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["problem.loss=hinge"], "problem.loss", "'problem.loss' parameter must be one of logistic, squared; got 'hinge'"),
     (["algorithm=iasgd", "problem.penalty=nonconvex", "algorithm.rho=2"], "problem.penalty", "must be l2 for algorithm=iasgd"),
     (["algorithm=iasgd"], "algorithm.rho", "'algorithm.rho' parameter must be set"),
+    (["checkpoint.every=-1"], "checkpoint.every", r"'checkpoint.every' parameter must be in \[0, inf\]; got -1"),
+    (["data=a1a", "data.empty_rows=maybe"], "data.empty_rows", "'data.empty_rows' parameter must be one of keep, drop, error"),
+    (["resume=0123456789abcdef"], "resume", "'resume' parameter must be the id of a run"),
     (["engine=spark"], "engine", "'engine' parameter must be one of dask, inprocess; got 'spark'"),
     (["data=a1a", "data.dir=/nonexistent"], "data.dir", "'data.dir' parameter must be an existing directory"),
     (["data=a1a", "data.dir=/"], "data.dir", "The data set 'a1a' was not found: no file '/a1a'"),
