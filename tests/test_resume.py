@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
-pytestmark = pytest.mark.needs_data
+pytestmark = [pytest.mark.needs_data, pytest.mark.slow]
 
 
 def _cli(tmp_path, name, *overrides, wait=True):

@@ -13,6 +13,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.slow   # starts an mlflow server twice; run by `pytest -m slow`
 
 
 def _free_port():
