@@ -154,7 +154,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     ConfigError
         n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg.
     """
-    from .methods import SPECS, check_compatible, check_regularizer
+    from .methods import IASGD, ISGD, SPECS, AsyncISGD, check_compatible, check_regularizer
     from .problems import GLMProblem
 
     options = dict(options or {})
@@ -181,7 +181,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         problem = GLMProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer, loss, penalty)
     elif regularizer.name != "none":
         raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for {problem.name}; got {reg!r}.")
-    if problem.mu <= 0 and spec.cls.__name__ == "IASGD":
+    if problem.mu <= 0 and issubclass(spec.cls, IASGD):
         raise ConfigError("problem.penalty", f"The 'problem.penalty' parameter must be l2 for algorithm={algorithm} "
                                              f"(the accelerated step needs mu > 0); got {penalty!r}.")
     check_compatible(algorithm, problem)
@@ -205,7 +205,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         constants.update(L_example=problem.L_example, l_max=max(s.l for s in problem.shards),
                          sum_sq_example_grads=problem.sum_sq_example_grads(ref.x_star))
     smooth = constants[spec.smoothness]
-    if spec.cls.__name__ in ("ISGD", "AsyncISGD"):
+    if spec.cls in (ISGD, AsyncISGD):
         constants["sigma_sq"] = float(np.mean([s.gradient_noise_bound(batch) for s in problem.shards]))
         constants["decreasing"] = schedule == "decreasing"
         if problem.mu <= 0:   # Theorem 7's constants
@@ -214,7 +214,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         if schedule == "decreasing":
             a, c = isgd_schedule(problem.L, problem.mu, int(n), tau_f)
             extra["schedule"] = (a / step_multiplier, c / step_multiplier)
-    if spec.cls.__name__ == "IASGD":
+    if issubclass(spec.cls, IASGD):
         rho, computed = _iasgd_rho(problem, options.get("rho"), batch, int(n), tau_f)
         rho /= step_multiplier                      # a larger multiplier means a larger step 1/(rho L)
         computed = computed and step_multiplier <= 1
@@ -233,7 +233,7 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     if spec.bound is None:
         bound = NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {algorithm}",
                         gamma_theory=spec.stepsize(smooth, problem.mu, int(n), tau_f), gamma=gamma)
-    elif problem.mu <= 0 and spec.cls.__name__ != "ISGD":
+    elif problem.mu <= 0 and spec.cls is not ISGD:
         bound = NoBound(theorem=f"the theorem for {algorithm} needs a strongly convex f", gamma_theory=gamma, gamma=gamma)
     else:
         bound = spec.bound(gamma=gamma, **constants)
