@@ -220,22 +220,28 @@ class RunLogger:
         self._do(lambda: self.client.log_figure(self.run_id, fig, name))
 
     def end(self, status: str = "FINISHED") -> None:
-        """Flush everything (retrying up to ``end_grace`` seconds through an outage), then mark the run.
+        """Flush everything, then mark the run (retrying up to ``end_grace`` seconds through an outage).
 
         If the server stays away, the unsent metric points are written to ``spill_path`` and the
         command that imports them is logged.
         """
-        self._do(lambda: self.client.set_terminated(self.run_id, status=status))
         deadline = time.monotonic() + (self.end_grace if self.remote else 0.0)
-        while not self.flush(force=True) and time.monotonic() < deadline:
+        while True:
+            if self.flush(force=True):
+                try:
+                    self.client.set_terminated(self.run_id, status=status)
+                    return
+                except Exception as exc:  # noqa: BLE001
+                    self._outage(exc)
+            if time.monotonic() >= deadline:
+                break
             time.sleep(min(self._backoff, max(0.0, deadline - time.monotonic())))
-        if self._buffer or self._ops:
-            self._spill(self._buffer)
-            self._buffer = []
-            log.error("tracking server %s still unreachable: %d calls not sent; metric points written to %s. "
-                      "Import them later with: python -m pipeline.tracking import %s --uri %s "
-                      "(the run's status, %s, is not set)", self.uri, len(self._ops), self.spill_path,
-                      self.spill_path, self.uri, status)
+        self._spill(self._buffer)
+        self._buffer = []
+        log.error("tracking server %s still unreachable: %d calls not sent; metric points written to %s. "
+                  "Import them later with: python -m pipeline.tracking import %s --uri %s "
+                  "(the run's status, %s, is not set)", self.uri, len(self._ops), self.spill_path,
+                  self.spill_path, self.uri, status)
 
 
 def import_metrics(path, uri: str) -> int:

@@ -78,3 +78,29 @@ def test_metrics_survive_a_tracking_server_restart(tmp_path):
     finally:
         if server.poll() is None:
             _stop(server)
+
+
+def test_points_unsent_at_the_end_are_written_and_import_back(tmp_path):
+    from pipeline.tracking import RunLogger, import_metrics
+
+    port = _free_port()
+    uri = f"http://127.0.0.1:{port}"
+    server = _server(tmp_path, port)
+    try:
+        logger = RunLogger(uri, "isparse", "outage-at-end", spill_dir=tmp_path, end_grace=2.0)
+        for t in range(5):
+            logger.log_metrics({"dist_sq": 1.0 / (t + 1)}, step=t)
+        assert logger.flush(force=True)
+        _stop(server)
+        for t in range(5, 12):
+            logger.log_metrics({"dist_sq": 1.0 / (t + 1)}, step=t)
+        logger.end("FINISHED")                        # the server is still away: the points go to disk
+        spill = tmp_path / "unsent_metrics.jsonl"
+        assert spill.is_file() and len(spill.read_text().splitlines()) == 7
+        server = _server(tmp_path, port)
+        assert import_metrics(spill, uri) == 7
+        history = MlflowClient(uri).get_metric_history(logger.run_id, "dist_sq")
+        assert sorted(m.step for m in history) == list(range(12))
+    finally:
+        if server.poll() is None:
+            _stop(server)
