@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from isparse import build, check_static, load_dataset
 from isparse.engines import DivergenceError, InProcessPool
 from isparse.problems import QuadraticProblem
-from isparse.errors import check_choice, check_range
+from isparse.errors import ConfigError, check_choice, check_range
 
 from .cluster import dask_client
 from .plots import convergence_figure
@@ -44,6 +44,9 @@ def run_job(cfg: DictConfig) -> dict:
                  step_multiplier=cfg.step.multiplier, max_iter=cfg.max_iter, tol=cfg.tol,
                  log_every=cfg.tracking.log_every, seed=cfg.seed)
     check_choice("engine", cfg.engine, ENGINES)
+    if cfg.engine == "dask" and OmegaConf.is_missing(cfg.cluster, "address"):
+        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
+                                             "(tcp://HOST:PORT of a running scheduler); got nothing.")
     if cfg.engine == "dask" and not cfg.cluster.get("address"):
         check_range("cluster.n_workers", cfg.cluster.n_workers, 1, None, integer=True)
         check_range("cluster.threads_per_worker", cfg.cluster.threads_per_worker, 1, None, integer=True)
@@ -164,7 +167,6 @@ def _load_resume(cfg):
     ConfigError
         The run does not exist in ``tracking.uri`` or has no checkpoint.
     """
-    from isparse.errors import ConfigError
     from .tracking import client_for
 
     run_id, uri = str(cfg.resume), str(cfg.tracking.uri)

@@ -108,6 +108,7 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["checkpoint.every=-1"], "checkpoint.every", r"'checkpoint.every' parameter must be in \[0, inf\]; got -1"),
     (["data=a1a", "data.empty_rows=maybe"], "data.empty_rows", "'data.empty_rows' parameter must be one of keep, drop, error"),
     (["resume=0123456789abcdef"], "resume", "'resume' parameter must be the id of a run"),
+    (["engine=dask", "cluster=address"], "cluster.address", "'cluster.address' parameter must be set for cluster=address"),
     (["engine=spark"], "engine", "'engine' parameter must be one of dask, inprocess; got 'spark'"),
     (["data=a1a", "data.dir=/nonexistent"], "data.dir", "'data.dir' parameter must be an existing directory"),
     (["data=a1a", "data.dir=/"], "data.dir", "The data set 'a1a' was not found: no file '/a1a'"),
