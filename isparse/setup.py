@@ -17,6 +17,7 @@ from .methods import METHODS, isgd_schedule, make_method
 from .problems import GLMProblem, Reference, reference_solve
 from .regularizers import make_regularizer
 from .theory import NoBound
+from .theory.isgd import theorem7_stepsize
 
 
 def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1, seed=None) -> None:
@@ -106,7 +107,7 @@ class RunSetup:
                 "r0": float(np.sum((self.x0 - self.reference.x_star) ** 2)), "f_star": self.reference.F_star,
                 "sum_sq_local_grads_star": self.reference.sum_sq_local_grads,
                 "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate,
-                "bound_quantity": self.bound.quantity}
+                "bound_quantity": self.bound.quantity, **({"rho": m.rho} if hasattr(m, "rho") else {})}
 
 
 def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: int, block_size: int, tau="auto",
@@ -223,6 +224,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         gamma = 1.0 / (rho * problem.L)
     elif "schedule" in extra:
         gamma = 1.0 / extra["schedule"][0]          # gamma_0 of the decreasing schedule
+    elif spec.cls is ISGD and problem.mu <= 0:      # non-convex: Theorem 7's stepsize
+        gamma = step_multiplier * theorem7_stepsize(problem.L, problem.mu, int(n), tau_f)
     else:
         gamma = step_multiplier * spec.stepsize(smooth, problem.mu, int(n), tau_f)
     if algorithm == "diana" and options.get("alpha") is not None:

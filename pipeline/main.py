@@ -80,6 +80,8 @@ def run_job(cfg: DictConfig) -> dict:
         if checkpoint is not None:
             logger = RunLogger.attach(uri, str(cfg.resume), spill_dir=HydraConfig.get().runtime.output_dir)
             logger.set_tags({"resumed_from_iteration": checkpoint.t})
+            with contextlib.suppress(Exception):   # the interruption's reason no longer describes the run
+                logger.client.delete_tag(logger.run_id, "error")
         else:
             logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
                                tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
@@ -173,9 +175,12 @@ def _load_resume(cfg):
     check_reachable(uri)
     client = client_for(uri)
     try:
-        client.get_run(run_id)
+        status = client.get_run(run_id).info.status
     except Exception as exc:
         raise ConfigError("resume", f"The 'resume' parameter must be the id of a run in {uri}; got {run_id!r}: {exc}") from exc
+    if status == "FINISHED":
+        raise ConfigError("resume", f"The 'resume' parameter must name a run that did not finish (KILLED, FAILED or "
+                                    f"RUNNING); run {run_id!r} is FINISHED: nothing to resume.")
     dst = Path(HydraConfig.get().runtime.output_dir)
     try:
         stored = OmegaConf.load(client.download_artifacts(run_id, "config.yaml", str(dst)))

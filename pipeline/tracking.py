@@ -238,9 +238,11 @@ class RunLogger:
             time.sleep(min(self._backoff, max(0.0, deadline - time.monotonic())))
         self._spill(self._buffer)
         self._buffer = []
+        with open(self.spill_path, "a") as fh:   # the import sets the status the run ended with
+            fh.write(json.dumps({"run_id": self.run_id, "status": status}) + "\n")
         log.error("tracking server %s still unreachable: %d calls not sent; metric points written to %s. "
                   "Import them later with: python -m pipeline.tracking import %s --uri %s "
-                  "(the run's status, %s, is not set)", self.uri, len(self._ops), self.spill_path,
+                  "(it also sets the run's status, %s; artifacts stay in the Hydra run dir)", self.uri, len(self._ops), self.spill_path,
                   self.spill_path, self.uri, status)
 
 
@@ -249,14 +251,19 @@ def import_metrics(path, uri: str) -> int:
     from mlflow.entities import Metric
 
     client = client_for(uri)
-    by_run = {}
+    by_run, statuses = {}, {}
     with open(path) as fh:
         for line in fh:
             r = json.loads(line)
-            by_run.setdefault(r["run_id"], []).append(Metric(r["key"], r["value"], r["timestamp"], r["step"]))
+            if "status" in r:
+                statuses[r["run_id"]] = r["status"]
+            else:
+                by_run.setdefault(r["run_id"], []).append(Metric(r["key"], r["value"], r["timestamp"], r["step"]))
     for run_id, points in by_run.items():
         for i in range(0, len(points), MAX_METRICS):
             client.log_batch(run_id, metrics=points[i:i + MAX_METRICS], synchronous=True)
+    for run_id, status in statuses.items():
+        client.set_terminated(run_id, status=status)
     return sum(len(p) for p in by_run.values())
 
 

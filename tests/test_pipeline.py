@@ -170,3 +170,21 @@ def test_signal_marks_run_killed_and_leaves_no_worker_processes(tmp_path, sig):
     assert "KeyboardInterrupt" in runs[0].data.tags["error"]
     time.sleep(2.0)
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_every_algorithm_and_data_set_has_a_config():
+    """Configs tested like code: every registered algorithm id is selectable as algorithm=<id>."""
+    from isparse.data import NAMED_FILES
+    from isparse.methods import SPECS
+    from conftest import CONF_DIR
+
+    assert {p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml")} == set(SPECS)
+    assert set(NAMED_FILES) | {"breast_cancer", "libsvm", "quadratic"} == {p.stem for p in (CONF_DIR / "data").glob("*.yaml")}
+
+
+def test_resuming_a_finished_run_is_refused_and_leaves_it_finished(tmp_path):
+    cli(tmp_path, "engine=inprocess", "max_iter=50")
+    client, runs = store(tmp_path)
+    proc = cli(tmp_path, f"resume={runs[0].info.run_id}", check=False)
+    assert proc.returncode != 0 and "is FINISHED: nothing to resume" in proc.stderr
+    assert client.get_run(runs[0].info.run_id).info.status == "FINISHED"

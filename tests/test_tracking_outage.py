@@ -96,11 +96,12 @@ def test_points_unsent_at_the_end_are_written_and_import_back(tmp_path):
             logger.log_metrics({"dist_sq": 1.0 / (t + 1)}, step=t)
         logger.end("FINISHED")                        # the server is still away: the points go to disk
         spill = tmp_path / "unsent_metrics.jsonl"
-        assert spill.is_file() and len(spill.read_text().splitlines()) == 7
+        assert spill.is_file() and len(spill.read_text().splitlines()) == 7 + 1   # 7 points and the status
         server = _server(tmp_path, port)
         assert import_metrics(spill, uri) == 7
         history = MlflowClient(uri).get_metric_history(logger.run_id, "dist_sq")
         assert sorted(m.step for m in history) == list(range(12))
+        assert MlflowClient(uri).get_run(logger.run_id).info.status == "FINISHED"
     finally:
         if server.poll() is None:
             _stop(server)

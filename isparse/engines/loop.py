@@ -199,6 +199,8 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
                 on_checkpoint(Checkpoint(t, x.copy(), master, pool.snapshot(), uplink.copy()))
             if bar is not None:
                 bar.update(1)
+        if not result.records:   # resumed at (or past) the end: record where it stands
+            record(t, dist_sq)
     finally:
         if bar is not None:
             bar.close()

@@ -8,6 +8,7 @@ to 1), and what it needs from a problem.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..errors import ConfigError, check_choice
 from ..theory import (iasgd_bound, isgd_bound, isgd_schedule, theorem1_bound, theorem1_stepsize, theorem2_bound,
@@ -64,7 +65,7 @@ _SAGA = dict(cls=ISAGA, stepsize=theorem5_stepsize, bound=theorem5_bound, smooth
 #: algorithm id -> Spec
 SPECS = {
     "ibcd": Spec(IBCD, theorem1_stepsize, theorem1_bound),
-    "ibgd": Spec(IBGD, theorem1_stepsize, theorem1_bound),               # Theorem 4 = Theorem 1's rate
+    "ibgd": Spec(IBGD, theorem1_stepsize, partial(theorem1_bound, theorem="Theorem 4 (IBGD; the rate of Theorem 1)")),
     "isega": Spec(ISEGA, theorem3_stepsize, theorem3_bound, prox=True),
     "isaga": Spec(**_SAGA),
     "isaga_shared": Spec(ISAGAShared, theorem2_stepsize, theorem2_bound, smoothness="L_example",

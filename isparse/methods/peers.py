@@ -58,7 +58,11 @@ class DIANA(ISEGA):
 
     def __init__(self, n, blocks, tau_m, gamma, reg=None, alpha=None):
         super().__init__(n, blocks, tau_m, gamma, reg=reg)
-        self.alpha = self.tau if alpha is None else float(alpha)
+        from ..errors import check_range
+
+        # DIANA's theory needs alpha <= 1/(omega + 1) = tau
+        self.alpha = self.tau if alpha is None else float(check_range("algorithm.alpha", alpha, 0.0, self.tau,
+                                                                      high_text="1/(omega+1) = tau", low_open=True))
 
     def worker_step(self, i, shard, state, x, rng):
         g = shard.grad(x)

@@ -30,7 +30,7 @@ def theorem1_stepsize(L: float, mu: float, n: int, tau: float) -> float:
 
 
 def theorem1_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float,
-                   sum_sq_local_grads: float, **_ignored) -> LinearBound:
+                   sum_sq_local_grads: float, theorem: str = "Theorem 1 (IBCD)", **_ignored) -> LinearBound:
     """Bound on E||x^t - x*||^2 for IBCD with stepsize gamma (see the module docstring).
 
     Parameters
@@ -50,7 +50,7 @@ def theorem1_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0:
     """
     gamma_max = theorem1_stepsize(L, mu, n, tau)
     D = (1.0 - tau) * (2.0 / n) * sum_sq_local_grads
-    return LinearBound(theorem="Theorem 1 (IBCD), arXiv:1901.09437; neighbourhood derived from Lemma 2",
+    return LinearBound(theorem=f"{theorem}, arXiv:1901.09437; neighbourhood derived from Lemma 2",
                        quantity="dist_sq", gamma_theory=gamma_max, gamma=gamma,
                        applicable=gamma <= gamma_max * (1 + 1e-12),
                        rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu))
