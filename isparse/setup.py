@@ -113,7 +113,8 @@ class RunSetup:
 def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: int, block_size: int, tau="auto",
           step_multiplier: float = 1.0, seed: int = 0, split: str = "shuffle", split_seed: int = 0,
           reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), reg_l2: float = 0.0, options: dict | None = None,
-          reference: Reference | None = None, problem=None, loss: str = "logistic", penalty: str = "l2") -> RunSetup:
+          reference: Reference | None = None, problem=None, loss: str = "logistic", penalty: str = "l2",
+          cache_dir=None) -> RunSetup:
     """Build a run: split the rows, set up the problem, solve for x*, pick gamma = multiplier x theorem's gamma.
 
     Parameters
@@ -149,6 +150,9 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         Method options: ``batch`` (minibatch per worker), ``schedule`` (``constant`` or ``decreasing``), ``alpha``.
     reference : Reference, optional
         A cached reference solution of the same problem (skips the solve).
+    cache_dir : str or Path, optional
+        Keep x*, grad f_i(x*) and L_i on disk there, keyed by data set, lambda, split and n
+        (``isparse.cache``), so the jobs of a sweep solve each reference problem once.
 
     Raises
     ------
@@ -186,8 +190,14 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         raise ConfigError("problem.penalty", f"The 'problem.penalty' parameter must be l2 for algorithm={algorithm} "
                                              f"(the accelerated step needs mu > 0); got {penalty!r}.")
     check_compatible(algorithm, problem)
-    if reference is None:
-        reference = problem.reference() if hasattr(problem, "reference") else reference_solve(problem)
+    if reference is None and hasattr(problem, "reference"):
+        reference = problem.reference()
+    elif reference is None and cache_dir is not None:
+        from .cache import load_or_solve, problem_key
+
+        reference, _ = load_or_solve(problem, reference_solve, cache_dir, problem_key(problem, split, split_seed))
+    elif reference is None:
+        reference = reference_solve(problem)
     ref = reference
     x0 = problem.start() if hasattr(problem, "start") else np.zeros(d)
     extra = {}

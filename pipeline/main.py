@@ -67,7 +67,8 @@ def run_job(cfg: DictConfig) -> dict:
         data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"),
                             empty_rows=cfg.data.get("empty_rows", "keep"), n_features=cfg.data.get("n_features"))
         setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
-                      loss=cfg.problem.loss, penalty=cfg.problem.penalty, **common)
+                      loss=cfg.problem.loss, penalty=cfg.problem.penalty,
+                      cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
         data_name = data.name
     method, bound = setup.method, setup.bound
     run_name = cfg.tracking.run_name or f"{method.name}-{data_name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
