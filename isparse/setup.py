@@ -160,7 +160,6 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg.
     """
     from .methods import IASGD, ISGD, SPECS, AsyncISGD, check_compatible, check_regularizer
-    from .problems import GLMProblem
 
     options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,

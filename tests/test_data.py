@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from isparse import ConfigError, DataError, load_dataset, load_libsvm, split_rows
 from isparse.data import to_pm1

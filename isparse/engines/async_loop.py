@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..blocks import VALUE_BYTES
-from .loop import DivergenceError, RunResult
+from .loop import RunResult, check_divergence, start_run
 
 
 def run_async(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol: float, log_every: int = 1,
@@ -28,15 +28,10 @@ def run_async(method, pool, problem, reference, bound=None, *, x0, max_iter: int
     view = async_pool if async_pool is not None else pool.asynchronous()
     n, d = method.n, problem.d
     x_star = reference.x_star
-    x = np.array(x0, dtype=float)
-    r0 = float(np.sum((x - x_star) ** 2))
-    target = tol * r0
+    x, r0, target, uplink, result = start_run(method, reference, x0, tol, keep_iterates)
     state = method.master_init(x)
-    uplink = np.zeros(n, dtype=np.int64)
     version, received = 0, np.zeros(n, dtype=np.int64)   # model version each worker computes on
     delays = []
-    result = RunResult(x=x, iterations=0, converged=r0 <= target, uplink_per_worker=uplink,
-                       iterates=[x.copy()] if keep_iterates else None)
     start = time.perf_counter()
 
     def record(t, dist_sq):
@@ -65,8 +60,7 @@ def run_async(method, pool, problem, reference, bound=None, *, x0, max_iter: int
             uplink[i] += msg.nbytes
             received[i] = version
             dist_sq = float(np.sum((x - x_star) ** 2))
-            if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
-                raise DivergenceError(t, method.gamma, x_prev)
+            check_divergence(t, dist_sq, r0, method.gamma, x_prev)
             if keep_iterates:
                 result.iterates.append(x.copy())
             if t % log_every == 0 or dist_sq <= target or t == max_iter:

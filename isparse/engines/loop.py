@@ -78,6 +78,22 @@ class Checkpoint:
     uplink_per_worker: np.ndarray
 
 
+def start_run(method, reference, x0, tol, keep_iterates):
+    """(x^0, r_0, tol * r_0, per-worker uplink counters, empty RunResult): what every master loop starts from."""
+    x = np.array(x0, dtype=float)
+    r0 = float(np.sum((x - reference.x_star) ** 2))
+    uplink = np.zeros(method.n, dtype=np.int64)
+    result = RunResult(x=x, iterations=0, converged=r0 <= tol * r0, uplink_per_worker=uplink,
+                       iterates=[x.copy()] if keep_iterates else None)
+    return x, r0, tol * r0, uplink, result
+
+
+def check_divergence(t, dist_sq, r0, gamma, x_prev) -> None:
+    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0."""
+    if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
+        raise DivergenceError(t, gamma, x_prev)
+
+
 def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol: float,
         log_every: int = 1, observer=None, progress: bool = False, keep_iterates: bool = False,
         should_stop=None, checkpoint_every: int = 0, on_checkpoint=None, resume: Checkpoint | None = None
@@ -121,14 +137,9 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
     """
     n, d = method.n, problem.d
     x_star = reference.x_star
-    x = np.array(x0, dtype=float)
-    r0 = float(np.sum((x - x_star) ** 2))
-    target = tol * r0
+    x, r0, target, uplink, result = start_run(method, reference, x0, tol, keep_iterates)
     master = method.master_init(x)
-    uplink = np.zeros(n, dtype=np.int64)
     downlink_per_round = n * d * VALUE_BYTES  # the model broadcast to every worker
-    result = RunResult(x=x, iterations=0, converged=r0 <= target, uplink_per_worker=uplink,
-                       iterates=[x.copy()] if keep_iterates else None)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -188,8 +199,7 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
             for msg in messages:
                 uplink[msg.worker] += msg.nbytes
             dist_sq = float(np.sum((current() - x_star) ** 2))
-            if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
-                raise DivergenceError(t, method.gamma, x_prev)
+            check_divergence(t, dist_sq, r0, method.gamma, x_prev)
             if keep_iterates:
                 result.iterates.append(current().copy())
             track_gradient()

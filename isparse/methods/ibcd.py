@@ -12,7 +12,6 @@ descent with step gamma. Theorem 1 bounds it (``isparse.theory.theorem1``).
 
 from __future__ import annotations
 
-import numpy as np
 
 from .base import BlockMethod
 
