@@ -69,8 +69,10 @@ def resolve_tau(tau, m: int, n: int) -> tuple[float, int]:
 
     Parameters
     ----------
-    tau : "auto" or float
+    tau : "auto", "<c>/n" or float
         ``auto`` is the smallest tau >= 1/n with tau*m an integer, i.e. ceil(m/n)/m.
+        ``"<c>/n"`` (e.g. ``"0.5/n"``, ``"2/n"``) follows n the same way: tau*m = ceil(c*m/n), clipped
+        to [1, m]; ``"1/n"`` is ``auto``. This is what a tau sweep at several n uses.
         A fraction must lie in [1/m, 1] with tau*m an integer.
     m : int
         Number of blocks.
@@ -89,11 +91,20 @@ def resolve_tau(tau, m: int, n: int) -> tuple[float, int]:
     if tau == "auto" or tau is None:
         tau_m = math.ceil(m / n)
         return tau_m / m, tau_m
+    if isinstance(tau, str) and tau.replace(" ", "").endswith("/n"):
+        try:
+            c = float(tau.replace(" ", "")[:-2])
+        except ValueError:
+            c = float("nan")
+        if not c > 0:
+            raise ConfigError("tau", f"The 'tau' parameter written as '<c>/n' needs a number c > 0; got {tau!r}.")
+        tau_m = min(m, max(1, math.ceil(c * m / n - 1e-9)))
+        return tau_m / m, tau_m
     if isinstance(tau, str):
         try:
             tau = float(tau)
         except ValueError:
-            raise ConfigError("tau", f"The 'tau' parameter must be 'auto' or a number in [1/m, 1] = "
+            raise ConfigError("tau", f"The 'tau' parameter must be 'auto', '<c>/n' or a number in [1/m, 1] = "
                                      f"[{1 / m:.4g}, 1]; got {tau!r}.") from None
     check_range("tau", tau, 1.0 / m, 1.0, low_text="1/m")
     tau_m = tau * m

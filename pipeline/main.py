@@ -56,7 +56,8 @@ def run_job(cfg: DictConfig) -> dict:
 
     # 2. data, problem, x*, method, bound (validates n <= N, block size <= d, tau in [1/m, 1])
     common = dict(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
-                  step_multiplier=cfg.step.multiplier, seed=cfg.seed, reg=cfg.problem.reg,
+                  step_multiplier=cfg.step.multiplier, step_rule=cfg.step.get("rule", "theory"), seed=cfg.seed,
+                  reg=cfg.problem.reg,
                   reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box), reg_l2=cfg.problem.reg_l2,
                   options={k: v for k, v in cfg.algorithm.items() if k != "name"})
     if cfg.data.name == "quadratic":
@@ -72,6 +73,8 @@ def run_job(cfg: DictConfig) -> dict:
         data_name = data.name
     method, bound = setup.method, setup.bound
     run_name = cfg.tracking.run_name or f"{method.name}-{data_name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
+    if cfg.step.get("rule", "theory") != "theory":
+        run_name += f"-{cfg.step.rule}"
     if cfg.step.multiplier != 1:
         run_name += f"-x{cfg.step.multiplier:g}"
     overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""

@@ -304,6 +304,18 @@ class SweepParentRun(Callback):
             self.failed += 1
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        if self.logger is not None and config.get("report", {}).get("auto", False):
+            from .report import build_report
+
+            self.logger.flush()
+            try:
+                result = build_report(str(config.tracking.uri), parent_id=self.logger.run_id,
+                                      outputs=config.paths.outputs)
+                log.info("report of sweep %s: %s", self.logger.run_id, result["dir"])
+            except Exception as exc:  # noqa: BLE001 - the sweep's runs are logged; the report can be rebuilt
+                log.error("report failed (%s: %s); rebuild it with: isparse-report --uri %s --parent %s",
+                          type(exc).__name__, exc, config.tracking.uri, self.logger.run_id)
+                self.logger.set_tags({"report_error": f"{type(exc).__name__}: {exc}"})
         self._end()
 
     def _end(self) -> None:

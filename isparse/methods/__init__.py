@@ -14,6 +14,7 @@ from ..errors import ConfigError, check_choice
 from ..theory import (iasgd_bound, isgd_bound, isgd_schedule, theorem1_bound, theorem1_stepsize, theorem2_bound,
                       theorem2_stepsize, theorem3_bound,
                       theorem3_stepsize, theorem5_bound, theorem5_stepsize)
+from ..theory.paper import isega_paper_stepsize, saga_paper_stepsize, sgd_paper_stepsize
 from .base import BlockMethod, Method
 from .ibcd import IBCD
 from .async_isgd import AsyncISGD
@@ -46,6 +47,9 @@ class Spec:
         Problem/shard attributes the method uses (checked before any work).
     prox : bool
         Supports a regularizer R.
+    paper_stepsize : callable(L, mu, n, tau) -> float or None
+        The stepsize of the paper's experiments (``step.rule=paper``, ``isparse.theory.paper``);
+        None: the theorem's.
     """
 
     cls: type
@@ -56,9 +60,11 @@ class Spec:
     needs: tuple = ("grad",)
     prox: bool = False
     options: dict = field(default_factory=dict)
+    paper_stepsize: object = None
 
 
-_SGD = dict(cls=ISGD, stepsize=theorem1_stepsize, bound=isgd_bound, needs=("grad", "minibatch_grad"))
+_SGD = dict(cls=ISGD, stepsize=theorem1_stepsize, bound=isgd_bound, needs=("grad", "minibatch_grad"),
+            paper_stepsize=sgd_paper_stepsize)
 _SAGA = dict(cls=ISAGA, stepsize=theorem5_stepsize, bound=theorem5_bound, smoothness="L_example",
              needs=("grad", "example_grad"))
 
@@ -66,10 +72,10 @@ _SAGA = dict(cls=ISAGA, stepsize=theorem5_stepsize, bound=theorem5_bound, smooth
 SPECS = {
     "ibcd": Spec(IBCD, theorem1_stepsize, theorem1_bound),
     "ibgd": Spec(IBGD, theorem1_stepsize, partial(theorem1_bound, theorem="Theorem 4 (IBGD; the rate of Theorem 1)")),
-    "isega": Spec(ISEGA, theorem3_stepsize, theorem3_bound, prox=True),
+    "isega": Spec(ISEGA, theorem3_stepsize, theorem3_bound, prox=True, paper_stepsize=isega_paper_stepsize),
     "isaga": Spec(**_SAGA),
     "isaga_shared": Spec(ISAGAShared, theorem2_stepsize, theorem2_bound, smoothness="L_example",
-                         needs=("grad", "example_grad")),
+                         needs=("grad", "example_grad"), paper_stepsize=saga_paper_stepsize),
     "isgd": Spec(**_SGD),
     "iasgd": Spec(IASGD, None, iasgd_bound, needs=("grad", "minibatch_grad")),
     "async_isgd": Spec(AsyncISGD, theorem1_stepsize, None, needs=("grad", "minibatch_grad")),
