@@ -212,9 +212,13 @@ def tau_rows(records: list[RunRecord]) -> list[dict]:
 def tau_figure(records: list[RunRecord]) -> plt.Figure | None:
     """Iterations to eps against tau (log-log), measured and predicted, one panel per n; None if one tau only."""
     rows = tau_rows(records)
-    ns = sorted({r["n"] for r in rows})
-    if all(len({r["tau_m"] for r in rows if r["n"] == n}) < 2 for n in ns):
+    taus = defaultdict(set)
+    for r in rows:
+        taus[(r["data"], r["algorithm"], r["n"])].add(r["tau_m"])
+    if all(len(t) < 2 for t in taus.values()):
         return None
+    ns = sorted({n for (_, _, n), t in taus.items() if len(t) >= 2})
+    rows = [r for r in rows if len(taus[(r["data"], r["algorithm"], r["n"])]) >= 2]
     fig, axes = plt.subplots(1, len(ns), figsize=(6.5 * len(ns), 4.8), constrained_layout=True, squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, n in zip(axes[0], ns):
