@@ -209,9 +209,40 @@ def tau_rows(records: list[RunRecord]) -> list[dict]:
     return rows
 
 
+def add_slopes(rows: list[dict]) -> list[dict]:
+    """Per line (data, algorithm, n), sorted by tau: the log-log slope of the predicted and the measured
+    iterations from the previous tau (``predicted_slope``, ``measured_slope``), and ``predicted_knee_tau``,
+    the tau where the predicted slope crosses -1/2 (interpolated in log tau between segment midpoints).
+
+    For Theorem 3 the prediction is proportional to 1 + 1/(n tau): slope -1 for tau << 1/n, 0 for
+    tau >> 1/n and exactly -1/2 at tau = 1/n, so the knee lies at tau = 1/n.
+    """
+    lines = defaultdict(list)
+    for r in rows:
+        lines[(r["data"], r["algorithm"], r["n"])].append(r)
+    for line in lines.values():
+        line.sort(key=lambda r: r["tau"])
+        mids = []
+        for prev, cur in zip(line, line[1:]):
+            dx = math.log(cur["tau"] / prev["tau"])
+            for kind, key in (("predicted", "predicted"), ("measured", "median")):
+                ok = prev[key] and cur[key] and dx > 0
+                cur[f"{kind}_slope"] = math.log(cur[key] / prev[key]) / dx if ok else None
+            mids.append((0.5 * (math.log(prev["tau"]) + math.log(cur["tau"])), cur["predicted_slope"]))
+        line[0]["predicted_slope"] = line[0]["measured_slope"] = None
+        knee = None
+        for (x0, s0), (x1, s1) in zip(mids, mids[1:]):
+            if s0 is not None and s1 is not None and s0 <= -0.5 <= s1 and s1 > s0:
+                knee = math.exp(x0 + (x1 - x0) * (-0.5 - s0) / (s1 - s0))
+                break
+        for r in line:
+            r["predicted_knee_tau"] = knee
+    return rows
+
+
 def tau_figure(records: list[RunRecord]) -> plt.Figure | None:
     """Iterations to eps against tau (log-log), measured and predicted, one panel per n; None if one tau only."""
-    rows = tau_rows(records)
+    rows = add_slopes(tau_rows(records))
     taus = defaultdict(set)
     for r in rows:
         taus[(r["data"], r["algorithm"], r["n"])].add(r["tau_m"])
@@ -234,8 +265,10 @@ def tau_figure(records: list[RunRecord]) -> plt.Figure | None:
                             fmt="o-", color=color, capsize=3, label=f"{alg} on {data}: measured (median, min–max)")
             pred = [r for r in rs if r["predicted"] is not None and math.isfinite(r["predicted"])]
             if pred:
+                knee = rs[0].get("predicted_knee_tau")
                 ax.plot([r["tau"] for r in pred], [r["predicted"] for r in pred], "s--", color=color, alpha=0.7,
-                        label=f"{alg} on {data}: theorem's prediction")
+                        label=f"{alg} on {data}: theorem's prediction"
+                              + (f" (knee, slope −1/2, at τ = {knee:.3g})" if knee else ""))
         ax.axvline(1.0 / n, color="gray", linestyle=":", label="τ = 1/n")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -359,7 +392,7 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
         f.savefig(out / name, dpi=110)
         plt.close(f)
         files.append(out / name)
-    files.append(write_tau_table(tau_rows(records), out))
+    files.append(write_tau_table(add_slopes(tau_rows(records)), out))
     rows = table99(records)
     if rows:
         files += write_table(rows, out)

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from mlflow.tracking import MlflowClient
 
 from isparse.blocks import resolve_tau
@@ -115,9 +114,8 @@ def test_isparse_report_cli_rebuilds_the_same_table(quick_sweep, tmp_path):
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_composes_and_its_sweep_values_are_valid(compose, name):
     """Each experiment's swept values pass the static checks, and tau values resolve for its n."""
-    path = Path(__file__).parents[1] / "conf" / "experiment" / f"{name}.yaml"
-    params = yaml.safe_load(path.read_text())["hydra"]["sweeper"]["params"]
     cfg = compose([f"+experiment={name}"])
+    params = cfg.hydra.sweeper.params
     assert cfg.report.auto is True and cfg.engine == "inprocess"
     assert cfg.tracking.experiment == f"paper-{name}"
     values = {k: str(v).split(",") for k, v in params.items()}
@@ -168,3 +166,32 @@ def test_paper_step_rule_gives_the_papers_gammas():
     assert shared.method.gamma / shared.bound.gamma_theory == pytest.approx((tau + 1) / (tau + 3 / 4), rel=1e-12)
     with pytest.raises(ConfigError, match="'step.rule'"):
         build(algorithm="isega", step_rule="fast", **kw)
+
+
+@pytest.mark.needs_data
+def test_tau_sweep_on_mushrooms_has_the_knee_at_one_over_n(tmp_path):
+    """+experiment=tau_sweep_quick (ISEGA, mushrooms, n = 10): measured and predicted iterations to eps against tau.
+
+    Theorem 3's prediction is proportional to 1 + 1/(n tau): its log-log slope is -1/2 at tau = 1/n,
+    steeper below, flatter above. Checked on the predictions the runs logged (not the report's).
+    """
+    proc = subprocess.run([CLI, "-m", "+experiment=tau_sweep_quick", f"paths.outputs={tmp_path}", "progress=false"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.get_experiment_by_name("paper-tau_sweep_quick")
+    parent = client.search_runs([exp.experiment_id], "tags.`isparse.sweep` = 'true'")[0]
+    assert "report/iterations_vs_tau.png" in {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    runs = client.search_runs([exp.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    points = sorted((float(r.data.params["tau"]), float(r.data.tags["predicted_iterations"]), _to_eps(client, r)[0])
+                    for r in runs)
+    assert [round(t * 112) for t, _, _ in points] == [3, 6, 12, 23, 45, 112]
+    slope = [math.log(b[1] / a[1]) / math.log(b[0] / a[0]) for a, b in zip(points, points[1:])]
+    assert slope[1] < -0.5 < slope[2]                    # segments [1/(2n), 1/n] and [1/n, 2/n]
+    assert slope[0] < -0.7 and slope[-1] > -0.2          # toward 1/tau below, flat above
+    assert all(measured < predicted for _, predicted, measured in points)
+    measured = [m for _, _, m in points]
+    assert measured == sorted(measured, reverse=True)
+    rows = list(csv.DictReader(io.StringIO(_artifact_text(client, parent.info.run_id, "report/iterations_vs_tau.csv"))))
+    assert float(rows[0]["predicted_knee_tau"]) == pytest.approx(1 / 10, rel=0.1)
+    assert [float(r["median"]) for r in rows] == measured
