@@ -65,8 +65,8 @@ def run_job(cfg: DictConfig) -> dict:
         setup = build(problem=problem, **common)
         data_name = "quadratic"
     else:
-        data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"),
-                            empty_rows=cfg.data.get("empty_rows", "keep"), n_features=cfg.data.get("n_features"))
+        data = _load_data(cfg.data.name, cfg.data.get("dir"), cfg.data.get("path"),
+                          cfg.data.get("empty_rows", "keep"), cfg.data.get("n_features"))
         setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
                       loss=cfg.problem.loss, penalty=cfg.problem.penalty,
                       cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
@@ -232,6 +232,29 @@ def _metrics(rec: dict, n: int) -> dict:
     if not math.isfinite(rec["bound"]):
         out.pop("bound")
     return out
+
+
+_DATA_CACHE: dict = {}
+
+
+def _load_data(name, data_dir, path, empty_rows, n_features):
+    """load_dataset, kept for the later jobs of a sweep: Hydra's basic launcher runs every job of a
+    multirun in this process, so each data set is read and checked once (keyed by the arguments and
+    the file's size and modification time; two entries at most)."""
+    try:
+        file = Path(path) if path else Path(data_dir or os.environ.get("ISPARSE_DATA_DIR", "")) / name
+        stamp = (file.stat().st_size, file.stat().st_mtime_ns)
+    except OSError:
+        stamp = None
+    key = (name, data_dir, path, empty_rows, n_features, stamp)
+    if key in _DATA_CACHE:
+        log.info("data: %s as loaded by an earlier job of this sweep", name)
+        return _DATA_CACHE[key]
+    data = load_dataset(name, data_dir=data_dir, path=path, empty_rows=empty_rows, n_features=n_features)
+    while len(_DATA_CACHE) >= 2:
+        _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+    _DATA_CACHE[key] = data
+    return data
 
 
 @contextlib.contextmanager

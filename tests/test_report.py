@@ -27,6 +27,9 @@ def quick_sweep(tmp_path_factory):
     proc = subprocess.run([CLI, "-m", "+experiment=quick", f"paths.outputs={out}", "progress=false"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # one data load and one reference solve for the 6 jobs: the later jobs reuse them
+    assert (proc.stdout + proc.stderr).count("as loaded by an earlier job of this sweep") == 5
+    assert len(list((out / "cache").glob("*"))) == 1
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name("paper-quick")
     parent = client.search_runs([exp.experiment_id], "tags.`isparse.sweep` = 'true'")[0]
@@ -195,3 +198,13 @@ def test_tau_sweep_on_mushrooms_has_the_knee_at_one_over_n(tmp_path):
     rows = list(csv.DictReader(io.StringIO(_artifact_text(client, parent.info.run_id, "report/iterations_vs_tau.csv"))))
     assert float(rows[0]["predicted_knee_tau"]) == pytest.approx(1 / 10, rel=0.1)
     assert [float(r["median"]) for r in rows] == measured
+
+
+def test_predicted_iterations_of_a_bound_without_contraction_is_infinite():
+    """A rate of exactly 1 (gamma at the theorem's limit, as shared ISAGA's paper gamma at tau = 1) predicts inf, not a crash."""
+    from isparse.theory.bound import LinearBound
+
+    kw = dict(theorem="t", quantity="dist_sq", gamma_theory=1.0, gamma=1.0, applicable=True, initial=2.0)
+    assert LinearBound(rate=1.0, **kw).iterations_to(1.0) == math.inf
+    assert LinearBound(rate=0.5, **kw).iterations_to(0.25) == 3.0      # 0.5^3 * 2 = 0.25
+    assert LinearBound(rate=0.0, **kw).iterations_to(0.25) == 1.0

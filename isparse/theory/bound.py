@@ -58,6 +58,10 @@ class LinearBound:
             return math.inf
         if self.initial <= gap:
             return 0.0
+        if self.rate >= 1.0:          # e.g. a stepsize at the theorem's limit: no contraction claimed
+            return math.inf
+        if self.rate <= 0.0:
+            return 1.0
         return float(math.ceil(math.log(gap / self.initial) / math.log(self.rate)))
 
 
