@@ -8,6 +8,7 @@ and the Dask cluster it started is closed.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -47,6 +48,9 @@ def run_job(cfg: DictConfig) -> dict:
     if cfg.engine == "dask" and OmegaConf.is_missing(cfg.cluster, "address"):
         raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
                                              "(tcp://HOST:PORT of a running scheduler); got nothing.")
+    if cfg.engine == "dask":
+        check_range("cluster.snapshot_every", cfg.cluster.snapshot_every, 0, None, integer=True)
+        check_range("cluster.worker_timeout", cfg.cluster.worker_timeout, 0.0, None, low_open=True)
     if cfg.engine == "dask" and not cfg.cluster.get("address"):
         check_range("cluster.n_workers", cfg.cluster.n_workers, 1, None, integer=True)
         check_range("cluster.threads_per_worker", cfg.cluster.threads_per_worker, 1, None, integer=True)
@@ -122,6 +126,9 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
         logger.set_tags({"predicted_iterations": predicted})
         logger.log_metrics({"predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
+    if hasattr(pool, "client"):
+        logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none"})
+        pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
 
     def save_checkpoint(ck):
         """Pickle at once (states mutate as the run goes on), then upload; metrics first, so nothing logged lags it."""
@@ -146,6 +153,11 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
                "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
                "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
                "wall_s_total": last["wall_s"]}
+    if hasattr(pool, "traffic"):   # the Dask engine measured what it received
+        traffic = pool.traffic()
+        summary.update({k: traffic[k] for k in ("uplink_serialized_ratio", "uplink_overhead_per_reply")})
+        logger.log_params({"uplink_serialized_ratio": f"{traffic['uplink_serialized_ratio']:.6g}",
+                           "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(reply)) per host reply"})
     logger.log_metrics(summary, step=result.iterations)
     logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     fig = convergence_figure(result.records, f"{run_name}  ({bound.theorem.split(',')[0]})")
@@ -159,6 +171,16 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
              run_name, result.iterations, last["dist_sq"], last["bound"], result.converged,
              last["uplink_bytes"], last["wall_s"])
     return summary
+
+
+def _log_recovery(logger, pool, event):
+    """A lost Dask worker was recovered from: a tag per event and the metric ``worker_restarts``."""
+    log.warning("lost Dask worker(s) %s at round %d; logical workers %s moved to %s (%d rounds replayed, %.2f s)",
+                event["lost"], event["round"], event["workers"], list(event["moved_to"]), event["replayed_rounds"],
+                event["seconds"])
+    logger.set_tags({f"worker_restart_{len(pool.events)}": json.dumps(event, default=str)[:5000],
+                     "placement_after_recovery": json.dumps({str(i): a for i, a in pool.placement.items()})[:5000]})
+    logger.log_metrics({"worker_restarts": pool.restarts}, step=event["round"])
 
 
 def _load_resume(cfg):
@@ -240,8 +262,9 @@ def _pool(cfg, setup):
     from isparse.engines.dask import DaskPool
 
     with dask_client(cfg.cluster) as client:
-        log.info("Dask dashboard: %s", client.dashboard_link)
-        pool = DaskPool(client, *args)
+        print(f"Dask dashboard: {client.dashboard_link}", flush=True)
+        pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
+                        worker_timeout=float(cfg.cluster.worker_timeout))
         try:
             yield pool
         finally:
