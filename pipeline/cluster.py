@@ -62,12 +62,77 @@ def security_from(cluster_cfg):
                     require_encryption=sec.get("require_encryption") is not False, **roles)
 
 
+#: cluster.kind -> (module, class, the package to install, the pip extra) of the clusters started through an extra
+DEPLOYERS = {"ssh": ("distributed.deploy.ssh", "SSHCluster", "asyncssh", "ssh"),
+             "slurm": ("dask_jobqueue", "SLURMCluster", "dask_jobqueue", "slurm"),
+             "kubernetes": ("dask_kubernetes.operator", "KubeCluster", "dask_kubernetes", "kubernetes")}
+KINDS = ("local", "address", *DEPLOYERS)
+
+
+def check_cluster(cluster_cfg) -> str:
+    """Checks of ``cluster.*`` that need no cluster; returns ``cluster.kind``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown kind, the extra of ssh/slurm/kubernetes not installed (naming ``pip install 'isparse[extra]'``),
+        bad recovery settings, or TLS settings that do not fit (:func:`security_from`).
+    """
+    import importlib.util
+
+    from isparse.errors import check_choice, check_range
+
+    kind = check_choice("cluster.kind", cluster_cfg.get("kind", "local"), KINDS)
+    if kind in DEPLOYERS:
+        _, cls, package, extra = DEPLOYERS[kind]
+        if importlib.util.find_spec(package) is None:
+            raise ConfigError("cluster.kind", f"The 'cluster.kind' parameter {kind} (cluster={kind}, {cls}) needs the "
+                                              f"package {package.replace('_', '-')}, which is not installed: "
+                                              f"pip install 'isparse[{extra}]'.")
+        if cluster_cfg.get("address"):
+            raise ConfigError("cluster.address", f"The 'cluster.address' parameter must be null for cluster={kind} "
+                                                 f"(the run starts the cluster); got {cluster_cfg.address!r}.")
+    if kind == "address" and not cluster_cfg.get("address"):
+        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
+                                             "(tcp://HOST:PORT or tls://HOST:PORT of a running scheduler); got nothing.")
+    if kind == "local" and not cluster_cfg.get("address"):
+        check_range("cluster.n_workers", cluster_cfg.n_workers, 1, None, integer=True)
+        check_range("cluster.threads_per_worker", cluster_cfg.threads_per_worker, 1, None, integer=True)
+    check_range("cluster.snapshot_every", cluster_cfg.snapshot_every, 0, None, integer=True)
+    check_range("cluster.worker_timeout", cluster_cfg.worker_timeout, 0.0, None, low_open=True)
+    security_from(cluster_cfg)
+    return kind
+
+
+def _deploy(kind, cluster_cfg, security):
+    """Start the ssh, slurm or kubernetes cluster of ``cluster_cfg`` (its extra is installed: :func:`check_cluster`)."""
+    import importlib
+
+    from omegaconf import OmegaConf
+
+    module, cls, _, _ = DEPLOYERS[kind]
+    Cluster = getattr(importlib.import_module(module), cls)
+    plain = OmegaConf.to_container(cluster_cfg, resolve=True)
+    sec = {} if security is None else {"security": security}
+    if kind == "ssh":
+        return Cluster(hosts=list(plain["hosts"]), connect_options=plain.get("connect_options") or {},
+                       worker_options=plain.get("worker_options") or {},
+                       scheduler_options=plain.get("scheduler_options") or {},
+                       remote_python=plain.get("remote_python"), **sec)
+    if kind == "slurm":
+        cluster = Cluster(**(plain.get("options") or {}), **sec)
+        cluster.scale(jobs=int(plain["jobs"]))
+        return cluster
+    return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
+
+
 @contextlib.contextmanager
 def dask_client(cluster_cfg):
     """Yield a connected ``distributed.Client``; close what was opened here on exit.
 
     ``cluster.address`` null starts a ``LocalCluster`` of ``cluster.n_workers`` processes bound to
-    ``cluster.host``; an address (``tcp://HOST:PORT``) connects to a running scheduler.
+    ``cluster.host``; an address (``tcp://HOST:PORT`` or ``tls://``) connects to a running scheduler;
+    ``cluster.kind`` ssh, slurm or kubernetes starts that cluster (:data:`DEPLOYERS`) and closes it at the end.
 
     Raises
     ------
@@ -83,8 +148,12 @@ def dask_client(cluster_cfg):
     timeout = float(cluster_cfg.get("timeout", 10))
     direct = bool(cluster_cfg.get("direct_to_workers", True))
     cluster = None
+    kind = check_cluster(cluster_cfg)
     security = security_from(cluster_cfg)
-    if cluster_cfg.get("address"):
+    if kind in DEPLOYERS:
+        cluster = _deploy(kind, cluster_cfg, security)
+        client = Client(cluster, direct_to_workers=direct, security=security)
+    elif cluster_cfg.get("address"):
         address = str(cluster_cfg.address)
         try:
             client = Client(address, timeout=timeout, direct_to_workers=direct, security=security)

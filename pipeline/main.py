@@ -27,7 +27,7 @@ from isparse.engines import DivergenceError, InProcessPool
 from isparse.problems import QuadraticProblem
 from isparse.errors import ConfigError, check_choice, check_range
 
-from .cluster import dask_client, security_from
+from .cluster import check_cluster, dask_client
 from .plots import convergence_figure
 from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config
 
@@ -49,12 +49,7 @@ def run_job(cfg: DictConfig) -> dict:
         raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
                                              "(tcp://HOST:PORT of a running scheduler); got nothing.")
     if cfg.engine == "dask":
-        security_from(cfg.cluster)   # TLS files exist and fit the address
-        check_range("cluster.snapshot_every", cfg.cluster.snapshot_every, 0, None, integer=True)
-        check_range("cluster.worker_timeout", cfg.cluster.worker_timeout, 0.0, None, low_open=True)
-    if cfg.engine == "dask" and not cfg.cluster.get("address"):
-        check_range("cluster.n_workers", cfg.cluster.n_workers, 1, None, integer=True)
-        check_range("cluster.threads_per_worker", cfg.cluster.threads_per_worker, 1, None, integer=True)
+        check_cluster(cfg.cluster)   # kind and its extra, recovery settings, TLS files
     check_range("checkpoint.every", cfg.checkpoint.every, 0, None, integer=True)
     uri = str(cfg.tracking.uri)
     check_reachable(uri)

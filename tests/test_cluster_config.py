@@ -51,3 +51,31 @@ def test_recovery_settings_are_checked_before_work(compose, key, value, allowed)
     cfg = compose([f"{key}={value}", "tracking.uri=sqlite:////nonexistent-dir/never.db"])
     with pytest.raises(ConfigError, match=rf"The '{key}' parameter must be in {allowed}; got {value}"):
         run_job(cfg)
+
+
+@pytest.mark.parametrize("kind,package,extra", [("ssh", "asyncssh", "ssh"), ("slurm", "dask_jobqueue", "slurm"),
+                                                ("kubernetes", "dask_kubernetes", "kubernetes")])
+def test_a_cluster_kind_without_its_extra_names_the_extra(compose, kind, package, extra):
+    import importlib.util
+
+    from pipeline.main import run_job
+
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed here: the missing-extra error cannot be shown")
+    cfg = compose([f"cluster={kind}", "tracking.uri=sqlite:////nonexistent-dir/never.db"])
+    with pytest.raises(ConfigError, match=rf"cluster={kind}.*not installed: pip install 'isparse\[{extra}\]'") as err:
+        run_job(cfg)
+    assert err.value.key == "cluster.kind"
+
+
+def test_every_cluster_option_composes_with_the_shared_keys(compose):
+    from pipeline.cluster import KINDS
+
+    for kind in KINDS:
+        cluster = compose([f"cluster={kind}"] + (["cluster.address=tcp://127.0.0.1:1"] if kind == "address" else [])).cluster
+        assert cluster.kind == kind and cluster.snapshot_every == 50 and cluster.worker_timeout == 60
+        assert set(cluster.security) == {"tls_ca_file", "tls_client_cert", "tls_client_key", "require_encryption"}
+    with pytest.raises(ConfigError, match="'cluster.kind' parameter must be one of local, address, ssh, slurm, kubernetes"):
+        from pipeline.cluster import check_cluster
+
+        check_cluster(OmegaConf.create({"kind": "yarn"}))
