@@ -33,6 +33,7 @@ from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_
 
 log = logging.getLogger("isparse")
 ENGINES = ("dask", "inprocess")
+LOADS = ("client", "on_worker")
 
 
 def run_job(cfg: DictConfig) -> dict:
@@ -50,6 +51,10 @@ def run_job(cfg: DictConfig) -> dict:
                                              "(tcp://HOST:PORT of a running scheduler); got nothing.")
     if cfg.engine == "dask":
         check_cluster(cfg.cluster)   # kind and its extra, recovery settings, TLS files
+    if check_choice("data.load", cfg.data.get("load", "client"), LOADS) == "on_worker" and (
+            cfg.engine != "dask" or cfg.data.name == "quadratic"):
+        raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={cfg.engine} and "
+                                       f"data={cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
     check_range("checkpoint.every", cfg.checkpoint.every, 0, None, integer=True)
     uri = str(cfg.tracking.uri)
     check_reachable(uri)
@@ -64,8 +69,7 @@ def run_job(cfg: DictConfig) -> dict:
         setup = build(problem=problem, **common)
         data_name = "quadratic"
     else:
-        data = load_dataset(cfg.data.name, data_dir=cfg.data.get("dir"), path=cfg.data.get("path"),
-                            empty_rows=cfg.data.get("empty_rows", "keep"), n_features=cfg.data.get("n_features"))
+        data = load_dataset(**_dataset_args(cfg))
         setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
                       loss=cfg.problem.loss, penalty=cfg.problem.penalty,
                       cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
@@ -235,6 +239,16 @@ def _stop_on_signals():
             signal.signal(sig, previous)
 
 
+def _dataset_args(cfg) -> dict:
+    """The arguments of ``load_dataset`` for ``cfg.data``, with absolute paths (a Dask worker reads the same file)."""
+    from isparse.data import NAMED_FILES, resolve_data_dir
+
+    name, path = cfg.data.name, cfg.data.get("path")
+    return {"name": name, "data_dir": str(resolve_data_dir(cfg.data.get("dir"))) if name in NAMED_FILES else None,
+            "path": str(Path(path).expanduser().resolve()) if path else None,
+            "empty_rows": cfg.data.get("empty_rows", "keep"), "n_features": cfg.data.get("n_features")}
+
+
 def _source(cfg, setup) -> str:
     if cfg.data.name == "quadratic":
         return f"problem (17) of arXiv:1901.09437, d={cfg.data.d}, o={cfg.data.o}, seed={cfg.data.seed}"
@@ -259,8 +273,13 @@ def _pool(cfg, setup):
 
     with dask_client(cfg.cluster) as client:
         print(f"Dask dashboard: {client.dashboard_link}", flush=True)
+        source = None
+        if cfg.data.get("load", "client") == "on_worker":   # each Dask worker reads its rows of the shared file
+            from isparse.problems.source import ShardSource
+
+            source = ShardSource.of(_dataset_args(cfg), setup.rows, setup.shards)
         pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
-                        worker_timeout=float(cfg.cluster.worker_timeout))
+                        worker_timeout=float(cfg.cluster.worker_timeout), source=source)
         try:
             yield pool
         finally:

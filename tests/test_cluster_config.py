@@ -79,3 +79,17 @@ def test_every_cluster_option_composes_with_the_shared_keys(compose):
         from pipeline.cluster import check_cluster
 
         check_cluster(OmegaConf.create({"kind": "yarn"}))
+
+
+@pytest.mark.parametrize("overrides,text", [
+    (["data.load=disk"], "The 'data.load' parameter must be one of client, on_worker; got 'disk'"),
+    (["data.load=on_worker", "engine=inprocess"], "The 'data.load' parameter must be client for engine=inprocess"),
+    (["data.load=on_worker", "data=quadratic"], "must be client for engine=dask and data=quadratic"),
+])
+def test_data_load_is_checked_before_work(compose, overrides, text):
+    from pipeline.main import run_job
+
+    cfg = compose([*overrides, "tracking.uri=sqlite:////nonexistent-dir/never.db"])
+    with pytest.raises(ConfigError, match=text) as err:
+        run_job(cfg)
+    assert err.value.key == "data.load"

@@ -108,6 +108,9 @@ class DaskPool:
         ``snapshot_every`` models (d floats each) to replay.
     worker_timeout : float, default 60
         Seconds an actor call may take before its Dask worker is declared lost.
+    source : isparse.problems.source.ShardSource, optional
+        ``data.load=on_worker``: each Dask worker reads its shards from the (shared) data file instead of
+        receiving them; also used to recreate lost workers.
     on_recovery : callable(dict), optional
         Called after each recovery with the event (``round``, ``lost``, ``workers``, ``moved_to``,
         ``replayed_rounds``, ``seconds``).
@@ -134,11 +137,12 @@ class DaskPool:
     name = "dask"
 
     def __init__(self, client, method, shards, rngs, x0, *, snapshot_every: int = 50, worker_timeout: float = 60.0,
-                 on_recovery=None):
+                 on_recovery=None, source=None):
         addresses = list(client.scheduler_info()["workers"])
         if not addresses:
             raise RuntimeError("the Dask cluster has no workers")
         self.client, self.method, self.shards, self.x0 = client, method, shards, np.asarray(x0)
+        self.source = source
         self.snapshot_every, self.worker_timeout, self.on_recovery = int(snapshot_every), float(worker_timeout), on_recovery
         self._hosts = [self._make_host(addr, ids, [rngs[i] for i in ids])
                        for addr, ids in place_workers(len(shards), addresses).items()]
@@ -151,9 +155,15 @@ class DaskPool:
 
     # -- placement ---------------------------------------------------------------------------------
     def _make_host(self, addr, ids, rngs) -> _Host:
-        """Send the shards of ``ids`` to ``addr`` once and start a host actor there (not waited for)."""
-        data = self.client.scatter([self.shards[i] for i in ids], workers=[addr], direct=True)
-        fut = self.client.submit(MeasuredHost, self.method, ids, data, rngs, self.x0, workers=[addr], actor=True,
+        """Give ``addr`` the shards of ``ids`` once (sent, or read there from ``source``) and start a host actor
+        there (not waited for)."""
+        if self.source is not None:   # one task on addr reads the file and returns the list of shards
+            data = [self.client.submit(self.source.subset(ids).load, workers=[addr], allow_other_workers=False,
+                                       pure=False)]
+            shards = data[0]
+        else:
+            data = shards = self.client.scatter([self.shards[i] for i in ids], workers=[addr], direct=True)
+        fut = self.client.submit(MeasuredHost, self.method, ids, shards, rngs, self.x0, workers=[addr], actor=True,
                                  allow_other_workers=False, pure=False)
         return _Host(addr, ids, None, [*data, fut])
 
