@@ -168,12 +168,8 @@ class DaskPool:
         return _Host(addr, ids, None, [*data, fut])
 
     @property
-    def hosts(self) -> list:
-        """The actors, in logical worker order."""
-        return [h.actor for h in self._hosts]
-
-    @property
     def placement(self) -> dict:
+        """Logical worker index -> the address of the Dask worker that holds it now."""
         return {i: h.address for h in self._hosts for i in h.ids}
 
     # -- calls with recovery -----------------------------------------------------------------------
