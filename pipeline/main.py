@@ -127,7 +127,8 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
         logger.log_metrics({"predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
     if hasattr(pool, "client"):
-        logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none"})
+        logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none",
+                         "dask_scheduler": pool.client.scheduler.address})
         pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
 
     def save_checkpoint(ck):

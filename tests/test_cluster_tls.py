@@ -63,7 +63,7 @@ def test_tls_cluster_accepts_the_certificates_and_refuses_other_clients(tmp_path
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         _, run = _finished_run(out)
-        assert run.data.metrics["iterations"] > 100
+        assert run.data.metrics["iterations"] > 100 and run.data.tags["dask_scheduler"] == address
     finally:
         stop_cli_cluster(procs)
     for name in ("none", "plain", "intruder"):   # refused before any MLflow run was made
@@ -72,3 +72,13 @@ def test_tls_cluster_accepts_the_certificates_and_refuses_other_clients(tmp_path
             client = MlflowClient(f"sqlite:///{db}")
             exp = client.get_experiment_by_name("isparse")
             assert exp is None or not client.search_runs([exp.experiment_id])
+
+
+def test_a_local_cluster_runs_over_tls_with_the_configured_certificate(tmp_path):
+    cert, key = _self_signed(tmp_path, "local")
+    out = tmp_path / "local"
+    proc = subprocess.run(_cmd(out, "cluster=local", *_tls(cert, key), "tol=1e-3"), capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    _, run = _finished_run(out)
+    assert run.data.tags["dask_scheduler"].startswith("tls://127.0.0.1:")
