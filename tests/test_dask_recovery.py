@@ -16,26 +16,36 @@ def setup():
     return build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
 
 
-def test_killed_worker_is_recovered_with_the_uninterrupted_iterates(setup):
+@pytest.mark.parametrize("sig,timeout", [
+    (signal.SIGKILL, 20),                                              # process gone: the call fails at once
+    pytest.param(signal.SIGSTOP, 3, marks=pytest.mark.slow),           # process hung: found by cluster.worker_timeout
+])
+def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout):
+    """A Dask worker killed (or stopped) at round 150: its logical workers restart elsewhere, same iterates."""
     from distributed import Client, LocalCluster
 
     local = setup.run(InProcessPool(*setup.pool_args()), max_iter=300, tol=1e-300, keep_iterates=True, log_every=50)
     events = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster, direct_to_workers=True) as client:
-        pool = DaskPool(client, *setup.pool_args(), snapshot_every=40, worker_timeout=20, on_recovery=events.append)
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster, direct_to_workers=True) as client:
+        pool = DaskPool(client, *setup.pool_args(), snapshot_every=40, worker_timeout=timeout, on_recovery=events.append)
         victim = sorted(set(pool.placement.values()))[-1]
         pid = client.run(os.getpid, workers=[victim])[victim]
 
         def kill_at_150(rec):
             if rec["step"] == 150:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, sig)
 
-        res = setup.run(pool, max_iter=300, tol=1e-300, keep_iterates=True, log_every=50, observer=kill_at_150)
+        try:
+            res = setup.run(pool, max_iter=300, tol=1e-300, keep_iterates=True, log_every=50, observer=kill_at_150)
+        finally:
+            if sig == signal.SIGSTOP:
+                os.kill(pid, signal.SIGCONT)
     assert pool.restarts == 1 and res.records[-1]["worker_restarts"] == 1
     assert len(events) == 1 and events[0]["lost"] == [victim] and events[0]["workers"] == [2, 3]
     assert events[0]["round"] == 150 and events[0]["replayed_rounds"] == 150 - 120   # snapshots at 0, 40, 80, 120
     assert victim not in pool.placement.values()
+    assert ("TimeoutError" in events[0]["reason"]) == (sig == signal.SIGSTOP)
     np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))   # to the bit
 
 
