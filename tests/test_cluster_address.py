@@ -81,8 +81,10 @@ def _final_x(tmp_path, name, *overrides):
     return _finished_run(out)
 
 
-def test_existing_scheduler_from_the_command_line(tmp_path, cli_cluster):
-    x_dask, run = _final_x(tmp_path, "dask", "cluster=address", f"cluster.address={cli_cluster}")
+@pytest.mark.parametrize("load", ["client", "on_worker"])
+def test_existing_scheduler_from_the_command_line(tmp_path, cli_cluster, load):
+    """Shards sent from the client, or read by the CLI-started workers from the shared file: the in-process iterate."""
+    x_dask, run = _final_x(tmp_path, "dask", "cluster=address", f"cluster.address={cli_cluster}", f"data.load={load}")
     x_local, _ = _final_x(tmp_path, "local", "engine=inprocess")
     np.testing.assert_allclose(x_dask, x_local, rtol=0, atol=1e-12)
     placement = MlflowClient(f"sqlite:///{tmp_path}/dask/mlflow.db").download_artifacts(
