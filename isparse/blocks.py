@@ -20,6 +20,8 @@ from .errors import ConfigError, check_range
 #: Bytes per transmitted value (float64) and per block id (int32); ALGORITHMS.md section 6.
 VALUE_BYTES = 8
 BLOCK_ID_BYTES = 4
+#: Block ids travel as int32, so the ids of a message weigh what the byte count says.
+BLOCK_ID_DTYPE = np.int32
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ class Message:
     ----------
     worker : int
         Logical worker index i, 0 <= i < n.
-    blocks : ndarray of int, shape (tau*m,) or (0,)
+    blocks : ndarray of int32, shape (tau*m,) or (0,)
         Sorted block ids U_i.
     values : ndarray of float64, shape (number of coordinates in U_i,)
         The coordinates of the sent vector on U_i, in block order.

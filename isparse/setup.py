@@ -65,6 +65,8 @@ class RunSetup:
         Seed of the workers' random streams.
     shards : list
         What each worker holds: the problem's shards, or the whole data set for shared-data methods.
+    rows : list of ndarray, optional
+        The data rows behind each shard (None for problems not built from a data set).
     """
 
     problem: object
@@ -74,6 +76,7 @@ class RunSetup:
     x0: np.ndarray
     seed: int
     shards: list
+    rows: list | None = None
 
     def streams(self, seed: int | None = None):
         """Fresh per-worker random streams spawned from ``seed`` (default: the run's)."""
@@ -210,13 +213,13 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     extra = {}
     constants = dict(L=problem.L, mu=problem.mu, n=int(n), tau=tau_f, r0=float(np.sum((x0 - ref.x_star) ** 2)),
                      sum_sq_local_grads=ref.sum_sq_local_grads)
-    shards = problem.shards
+    shards, rows = problem.shards, getattr(problem, "parts", None)
     if getattr(spec.cls, "shared_data", False):    # Alg. 4: every worker holds the whole data set
         if data is None:
             raise ConfigError("data", f"The 'data' parameter must be a data set for algorithm={algorithm} "
                                       f"(the workers share its examples); got {problem.name!r}.")
         whole = GLMProblem(data, [np.arange(data.N)], lam, loss=loss, penalty=penalty)   # psi_j = phi_j + P
-        shards = [whole.shards[0]] * int(n)
+        shards, rows = [whole.shards[0]] * int(n), [whole.parts[0]] * int(n)
         constants.update(L_example=whole.L_example, N=data.N, sum_sq_example_grads=whole.sum_sq_example_grads(ref.x_star))
         extra["N"] = data.N
     elif spec.smoothness == "L_example":
@@ -258,7 +261,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         bound = NoBound(theorem=f"the theorem for {algorithm} needs a strongly convex f", gamma_theory=gamma, gamma=gamma)
     else:
         bound = spec.bound(gamma=gamma, **constants)
-    return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed), shards=shards)
+    return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed), shards=shards,
+                    rows=rows)
 
 
 def _iasgd_rho(problem, rho, batch, n, tau):

@@ -4,10 +4,129 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from pathlib import Path
 
 from isparse.errors import ConfigError
 
 log = logging.getLogger(__name__)
+
+
+TLS_FILES = ("tls_ca_file", "tls_client_cert", "tls_client_key")
+
+
+def security_from(cluster_cfg):
+    """The ``distributed.security.Security`` of ``cluster.security``, or None for plain tcp.
+
+    ``cluster.security.tls_ca_file``, ``tls_client_cert`` and ``tls_client_key`` are paths to PEM files
+    (the CA that signed the scheduler's and workers' certificates; this client's certificate and key);
+    ``require_encryption`` refuses unencrypted connections.
+
+    Raises
+    ------
+    ConfigError
+        Only some of the three files are given, a file does not exist, a ``tls://`` address has no
+        certificates, or certificates are given for a ``tcp://`` address.
+    """
+    sec = cluster_cfg.get("security") or {}
+    files = {k: sec.get(k) for k in TLS_FILES}
+    address = str(cluster_cfg.get("address") or "")
+    given = [k for k, v in files.items() if v]
+    if not given:
+        if address.startswith("tls://"):
+            raise ConfigError("cluster.security.tls_ca_file",
+                              f"The 'cluster.security.tls_ca_file', 'cluster.security.tls_client_cert' and "
+                              f"'cluster.security.tls_client_key' parameters must be set (PEM files) to connect to the "
+                              f"TLS scheduler cluster.address={address!r}; got none.")
+        if sec.get("require_encryption"):
+            raise ConfigError("cluster.security.require_encryption",
+                              "The 'cluster.security.require_encryption' parameter must be false without TLS "
+                              "certificates (cluster.security.tls_*); got true.")
+        return None
+    for key, path in files.items():
+        if not path:
+            raise ConfigError(f"cluster.security.{key}", f"The 'cluster.security.{key}' parameter must be set with "
+                                                         f"{', '.join('cluster.security.' + g for g in given)} "
+                                                         f"(a PEM file); got null.")
+        if not Path(str(path)).is_file():
+            raise ConfigError(f"cluster.security.{key}", f"The 'cluster.security.{key}' parameter must be an existing "
+                                                         f"PEM file; got {str(path)!r} (no such file).")
+    if address and not address.startswith("tls://"):
+        raise ConfigError("cluster.address", f"The 'cluster.address' parameter must be a tls://HOST:PORT address when "
+                                             f"cluster.security.tls_* are set; got {address!r}.")
+    from distributed.security import Security
+
+    cert, key = str(files["tls_client_cert"]), str(files["tls_client_key"])
+    roles = {} if address else {"tls_scheduler_cert": cert, "tls_scheduler_key": key,   # a LocalCluster: the same
+                                "tls_worker_cert": cert, "tls_worker_key": key}         # certificate for every role
+    return Security(tls_ca_file=str(files["tls_ca_file"]), tls_client_cert=cert, tls_client_key=key,
+                    require_encryption=sec.get("require_encryption") is not False, **roles)
+
+
+#: cluster.kind -> (module, class, the package to install, the pip extra) of the clusters started through an extra
+DEPLOYERS = {"ssh": ("distributed.deploy.ssh", "SSHCluster", "asyncssh", "ssh"),
+             "slurm": ("dask_jobqueue", "SLURMCluster", "dask_jobqueue", "slurm"),
+             "kubernetes": ("dask_kubernetes.operator", "KubeCluster", "dask_kubernetes", "kubernetes")}
+KINDS = ("local", "address", *DEPLOYERS)
+
+
+def check_cluster(cluster_cfg) -> str:
+    """Checks of ``cluster.*`` that need no cluster; returns ``cluster.kind``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown kind, the extra of ssh/slurm/kubernetes not installed (naming ``pip install 'isparse[extra]'``),
+        bad recovery settings, or TLS settings that do not fit (:func:`security_from`).
+    """
+    import importlib.util
+
+    from isparse.errors import check_choice, check_range
+
+    kind = check_choice("cluster.kind", cluster_cfg.get("kind", "local"), KINDS)
+    if kind in DEPLOYERS:
+        _, cls, package, extra = DEPLOYERS[kind]
+        if importlib.util.find_spec(package) is None:
+            raise ConfigError("cluster.kind", f"The 'cluster.kind' parameter {kind} (cluster={kind}, {cls}) needs the "
+                                              f"package {package.replace('_', '-')}, which is not installed: "
+                                              f"pip install 'isparse[{extra}]'.")
+        if cluster_cfg.get("address"):
+            raise ConfigError("cluster.address", f"The 'cluster.address' parameter must be null for cluster={kind} "
+                                                 f"(the run starts the cluster); got {cluster_cfg.address!r}.")
+    if kind == "address" and not cluster_cfg.get("address"):
+        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
+                                             "(tcp://HOST:PORT or tls://HOST:PORT of a running scheduler); got nothing.")
+    if kind == "local" and not cluster_cfg.get("address"):
+        check_range("cluster.n_workers", cluster_cfg.n_workers, 1, None, integer=True)
+        check_range("cluster.threads_per_worker", cluster_cfg.threads_per_worker, 1, None, integer=True)
+    check_range("cluster.snapshot_every", cluster_cfg.snapshot_every, 0, None, integer=True)
+    check_range("cluster.worker_timeout", cluster_cfg.worker_timeout, 0.0, None, low_open=True)
+    if security_from(cluster_cfg) is not None and kind == "kubernetes":
+        raise ConfigError("cluster.security.tls_ca_file", "The 'cluster.security.tls_*' parameters must be null for "
+                                                          "cluster=kubernetes (KubeCluster takes no Security; configure "
+                                                          "TLS in the operator's cluster spec); got certificates.")
+    return kind
+
+
+def _deploy(kind, cluster_cfg, security):
+    """Start the ssh, slurm or kubernetes cluster of ``cluster_cfg`` (its extra is installed: :func:`check_cluster`)."""
+    import importlib
+
+    from omegaconf import OmegaConf
+
+    module, cls, _, _ = DEPLOYERS[kind]
+    Cluster = getattr(importlib.import_module(module), cls)
+    plain = OmegaConf.to_container(cluster_cfg, resolve=True)
+    sec = {} if security is None else {"security": security}
+    if kind == "ssh":
+        return Cluster(hosts=list(plain["hosts"]), connect_options=plain.get("connect_options") or {},
+                       worker_options=plain.get("worker_options") or {},
+                       scheduler_options=plain.get("scheduler_options") or {},
+                       remote_python=plain.get("remote_python"), **sec)
+    if kind == "slurm":
+        cluster = Cluster(**(plain.get("options") or {}), **sec)
+        cluster.scale(jobs=int(plain["jobs"]))
+        return cluster
+    return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
 
 
 @contextlib.contextmanager
@@ -15,7 +134,8 @@ def dask_client(cluster_cfg):
     """Yield a connected ``distributed.Client``; close what was opened here on exit.
 
     ``cluster.address`` null starts a ``LocalCluster`` of ``cluster.n_workers`` processes bound to
-    ``cluster.host``; an address (``tcp://HOST:PORT``) connects to a running scheduler.
+    ``cluster.host``; an address (``tcp://HOST:PORT`` or ``tls://``) connects to a running scheduler;
+    ``cluster.kind`` ssh, slurm or kubernetes starts that cluster (:data:`DEPLOYERS`) and closes it at the end.
 
     Raises
     ------
@@ -31,20 +151,29 @@ def dask_client(cluster_cfg):
     timeout = float(cluster_cfg.get("timeout", 10))
     direct = bool(cluster_cfg.get("direct_to_workers", True))
     cluster = None
-    if cluster_cfg.get("address"):
+    kind = check_cluster(cluster_cfg)
+    security = security_from(cluster_cfg)
+    if kind in DEPLOYERS:
+        cluster = _deploy(kind, cluster_cfg, security)
+        client = Client(cluster, direct_to_workers=direct, security=security)
+    elif cluster_cfg.get("address"):
         address = str(cluster_cfg.address)
         try:
-            client = Client(address, timeout=timeout, direct_to_workers=direct)
+            client = Client(address, timeout=timeout, direct_to_workers=direct, security=security)
         except (OSError, TimeoutError) as exc:
+            tls = ("with the TLS certificates of cluster.security.tls_ca_file/tls_client_cert/tls_client_key"
+                   if security is not None else "without TLS certificates (a tls:// scheduler needs cluster.security.tls_*)")
             raise ConfigError("cluster.address", f"The 'cluster.address' parameter must name a reachable Dask "
-                                                 f"scheduler (tcp://HOST:PORT); could not connect to {address!r} "
-                                                 f"within {timeout:g} s: {exc}") from exc
+                                                 f"scheduler (tcp://HOST:PORT or tls://HOST:PORT) that accepts this "
+                                                 f"client; could not connect to {address!r} {tls} within {timeout:g} s: "
+                                                 f"{type(exc).__name__}: {exc}") from exc
     else:
         cluster = LocalCluster(n_workers=int(cluster_cfg.n_workers), threads_per_worker=int(cluster_cfg.threads_per_worker),
                                processes=True, host=cluster_cfg.get("host", "127.0.0.1"),
                                dashboard_address=cluster_cfg.get("dashboard_address", "127.0.0.1:0"),
-                               silence_logs=logging.WARNING)
-        client = Client(cluster, direct_to_workers=direct)
+                               silence_logs=logging.WARNING, security=security,
+                               protocol="tls://" if security is not None else None)
+        client = Client(cluster, direct_to_workers=direct, security=security)
     try:
         nworkers = len(client.scheduler_info()["workers"])
         if nworkers == 0:

@@ -8,6 +8,7 @@ and the Dask cluster it started is closed.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -26,12 +27,13 @@ from isparse.engines import DivergenceError, InProcessPool
 from isparse.problems import QuadraticProblem
 from isparse.errors import ConfigError, check_choice, check_range
 
-from .cluster import dask_client
+from .cluster import check_cluster, dask_client
 from .plots import convergence_figure
 from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config
 
 log = logging.getLogger("isparse")
 ENGINES = ("dask", "inprocess")
+LOADS = ("client", "on_worker")
 
 
 def run_job(cfg: DictConfig) -> dict:
@@ -47,9 +49,12 @@ def run_job(cfg: DictConfig) -> dict:
     if cfg.engine == "dask" and OmegaConf.is_missing(cfg.cluster, "address"):
         raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
                                              "(tcp://HOST:PORT of a running scheduler); got nothing.")
-    if cfg.engine == "dask" and not cfg.cluster.get("address"):
-        check_range("cluster.n_workers", cfg.cluster.n_workers, 1, None, integer=True)
-        check_range("cluster.threads_per_worker", cfg.cluster.threads_per_worker, 1, None, integer=True)
+    if cfg.engine == "dask":
+        check_cluster(cfg.cluster)   # kind and its extra, recovery settings, TLS files
+    if check_choice("data.load", cfg.data.get("load", "client"), LOADS) == "on_worker" and (
+            cfg.engine != "dask" or cfg.data.name == "quadratic"):
+        raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={cfg.engine} and "
+                                       f"data={cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
     check_range("checkpoint.every", cfg.checkpoint.every, 0, None, integer=True)
     uri = str(cfg.tracking.uri)
     check_reachable(uri)
@@ -65,8 +70,7 @@ def run_job(cfg: DictConfig) -> dict:
         setup = build(problem=problem, **common)
         data_name = "quadratic"
     else:
-        data = _load_data(cfg.data.name, cfg.data.get("dir"), cfg.data.get("path"),
-                          cfg.data.get("empty_rows", "keep"), cfg.data.get("n_features"))
+        data = _load_data(**_dataset_args(cfg))
         setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
                       loss=cfg.problem.loss, penalty=cfg.problem.penalty,
                       cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
@@ -125,6 +129,10 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
         logger.set_tags({"predicted_iterations": predicted})
         logger.log_metrics({"predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
+    if hasattr(pool, "client"):
+        logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none",
+                         "dask_scheduler": pool.client.scheduler.address})
+        pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
 
     def save_checkpoint(ck):
         """Pickle at once (states mutate as the run goes on), then upload; metrics first, so nothing logged lags it."""
@@ -149,6 +157,11 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
                "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
                "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
                "wall_s_total": last["wall_s"]}
+    if hasattr(pool, "traffic"):   # the Dask engine measured what it received
+        traffic = pool.traffic()
+        summary.update({k: traffic[k] for k in ("uplink_serialized_ratio", "uplink_overhead_per_reply")})
+        logger.log_params({"uplink_serialized_ratio": f"{traffic['uplink_serialized_ratio']:.6g}",
+                           "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(reply)) per host reply"})
     logger.log_metrics(summary, step=result.iterations)
     logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     fig = convergence_figure(result.records, f"{run_name}  ({bound.theorem.split(',')[0]})")
@@ -162,6 +175,16 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
              run_name, result.iterations, last["dist_sq"], last["bound"], result.converged,
              last["uplink_bytes"], last["wall_s"])
     return summary
+
+
+def _log_recovery(logger, pool, event):
+    """A lost Dask worker was recovered from: a tag per event and the metric ``worker_restarts``."""
+    log.warning("lost Dask worker(s) %s at round %d; logical workers %s moved to %s (%d rounds replayed, %.2f s)",
+                event["lost"], event["round"], event["workers"], list(event["moved_to"]), event["replayed_rounds"],
+                event["seconds"])
+    logger.set_tags({f"worker_restart_{len(pool.events)}": json.dumps(event, default=str)[:5000],
+                     "placement_after_recovery": json.dumps({str(i): a for i, a in pool.placement.items()})[:5000]})
+    logger.log_metrics({"worker_restarts": pool.restarts}, step=event["round"])
 
 
 def _load_resume(cfg):
@@ -220,6 +243,16 @@ def _stop_on_signals():
             signal.signal(sig, previous)
 
 
+def _dataset_args(cfg) -> dict:
+    """The arguments of ``load_dataset`` for ``cfg.data``, with absolute paths (a Dask worker reads the same file)."""
+    from isparse.data import NAMED_FILES, resolve_data_dir
+
+    name, path = cfg.data.name, cfg.data.get("path")
+    return {"name": name, "data_dir": str(resolve_data_dir(cfg.data.get("dir"))) if name in NAMED_FILES else None,
+            "path": str(Path(path).expanduser().resolve()) if path else None,
+            "empty_rows": cfg.data.get("empty_rows", "keep"), "n_features": cfg.data.get("n_features")}
+
+
 def _source(cfg, setup) -> str:
     if cfg.data.name == "quadratic":
         return f"problem (17) of arXiv:1901.09437, d={cfg.data.d}, o={cfg.data.o}, seed={cfg.data.seed}"
@@ -241,10 +274,12 @@ def _load_data(name, data_dir, path, empty_rows, n_features):
     """load_dataset, kept for the later jobs of a sweep: Hydra's basic launcher runs every job of a
     multirun in this process, so each data set is read and checked once (keyed by the arguments and
     the file's size and modification time; two entries at most)."""
+    from isparse.data import NAMED_FILES
+
     try:
-        file = Path(path) if path else Path(data_dir or os.environ.get("ISPARSE_DATA_DIR", "")) / name
+        file = Path(path) if path else Path(data_dir) / NAMED_FILES[name]
         stamp = (file.stat().st_size, file.stat().st_mtime_ns)
-    except OSError:
+    except (OSError, KeyError, TypeError):
         stamp = None
     key = (name, data_dir, path, empty_rows, n_features, stamp)
     if key in _DATA_CACHE:
@@ -266,8 +301,14 @@ def _pool(cfg, setup):
     from isparse.engines.dask import DaskPool
 
     with dask_client(cfg.cluster) as client:
-        log.info("Dask dashboard: %s", client.dashboard_link)
-        pool = DaskPool(client, *args)
+        print(f"Dask dashboard: {client.dashboard_link}", flush=True)
+        source = None
+        if cfg.data.get("load", "client") == "on_worker":   # each Dask worker reads its rows of the shared file
+            from isparse.problems.source import ShardSource
+
+            source = ShardSource.of(_dataset_args(cfg), setup.rows, setup.shards)
+        pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
+                        worker_timeout=float(cfg.cluster.worker_timeout), source=source)
         try:
             yield pool
         finally:

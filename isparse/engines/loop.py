@@ -88,6 +88,25 @@ def start_run(method, reference, x0, tol, keep_iterates):
     return x, r0, tol * r0, uplink, result
 
 
+def engine_counters(pool, master_s: float) -> dict:
+    """The wall-time split and the engine's own counters, cumulative over the rounds run so far.
+
+    ``time_compute_s`` (worker compute, measured where the workers run; per round the slowest host),
+    ``time_comm_s`` (per round, the round trip minus that compute; 0 in-process), ``time_master_s``
+    (the master step) in seconds; from the Dask engine also ``worker_restarts`` (lost Dask workers
+    recovered from) and ``uplink_bytes_serialized`` (bytes of the workers' serialized replies).
+    """
+    out = {"time_master_s": master_s}
+    timing = getattr(pool, "timing", None)
+    if timing is not None:
+        out.update(time_compute_s=timing["compute_s"], time_comm_s=timing["comm_s"])
+    if hasattr(pool, "restarts"):
+        out["worker_restarts"] = pool.restarts
+    if hasattr(pool, "serialized_bytes"):
+        out["uplink_bytes_serialized"] = pool.serialized_bytes
+    return out
+
+
 def check_divergence(t, dist_sq, r0, gamma, x_prev) -> None:
     """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0."""
     if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
@@ -165,6 +184,7 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
                "wall_s": time.perf_counter() - start}
         if grad_sq["count"]:
             rec["grad_norm_sq_avg"] = grad_sq["sum"] / grad_sq["count"]
+        rec.update(engine_counters(pool, master_s))
         weight = getattr(bound, "lyapunov_weight", None)
         if weight is not None and hasattr(method, "lyapunov_term"):   # the theorem's Lyapunov function
             rec["lyapunov"] = dist_sq + weight * pool.lyapunov(x_star)
@@ -179,7 +199,7 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
         if bar is not None:
             bar.set_postfix(dist_sq=f"{dist_sq / r0 if r0 else 0:.2e} r0", refresh=False)
 
-    dist_sq, t = r0, 0
+    dist_sq, t, master_s = r0, 0, 0.0
     if resume is not None:
         t, x, master = resume.t, np.array(resume.x, dtype=float), resume.master
         uplink[:] = resume.uplink_per_worker
@@ -194,7 +214,9 @@ def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol:
                 raise KeyboardInterrupt(f"stopped at iteration {t}")
             messages = pool.step(x)
             x_prev = x
+            tick = time.perf_counter()
             x, master = method.master_step(master, x, messages)
+            master_s += time.perf_counter() - tick
             t += 1
             for msg in messages:
                 uplink[msg.worker] += msg.nbytes

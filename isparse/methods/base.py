@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..blocks import BlockPartition, Message, sample_blocks
+from ..blocks import BLOCK_ID_DTYPE, BlockPartition, Message, sample_blocks
 
 
 class Method(Protocol):
@@ -76,7 +76,7 @@ class BlockMethod:
 
     def message(self, i: int, U: np.ndarray, values: np.ndarray) -> Message:
         """The message of worker i carrying ``values`` on the blocks U (dense when U is every block)."""
-        return Message(i, U, values, dense=U.size == self.blocks.m)
+        return Message(i, U.astype(BLOCK_ID_DTYPE), values, dense=U.size == self.blocks.m)
 
     # defaults for methods without per-worker state
     def worker_init(self, i, shard, x0):

@@ -228,6 +228,7 @@ class GLMProblem:
         self.penalty = L2Penalty(self.lam) if penalty == "l2" else NonconvexPenalty(self.lam)
         self.name = loss if penalty == "l2" else f"{loss}+nonconvex"
         scale = self.n / self.N
+        self.parts = [np.asarray(p) for p in parts]   # row indices of each worker (data.load=on_worker rebuilds from them)
         self.shards = [GLMShard(A=data.A[p], b=data.b[p], scale=scale, loss=self.loss, penalty=self.penalty)
                        for p in parts]
         self._L_i = None

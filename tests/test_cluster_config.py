@@ -1,0 +1,95 @@
+"""cluster/ config checks that need no cluster: TLS keys and the recovery settings."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from isparse.errors import ConfigError
+from pipeline.cluster import security_from
+
+
+def _cluster(**kw):
+    base = {"address": None, "security": {"tls_ca_file": None, "tls_client_cert": None, "tls_client_key": None,
+                                          "require_encryption": None}}
+    sec = kw.pop("security", {})
+    base.update(kw)
+    base["security"].update(sec)
+    return OmegaConf.create(base)
+
+
+def test_plain_tcp_needs_no_security():
+    assert security_from(_cluster()) is None
+    assert security_from(_cluster(address="tcp://127.0.0.1:8786")) is None
+
+
+def test_tls_address_without_certificates_names_the_keys():
+    with pytest.raises(ConfigError, match=r"'cluster.security.tls_ca_file', 'cluster.security.tls_client_cert' and "
+                                          r"'cluster.security.tls_client_key' parameters must be set") as err:
+        security_from(_cluster(address="tls://127.0.0.1:8786"))
+    assert err.value.key == "cluster.security.tls_ca_file"
+
+
+def test_partial_or_missing_certificate_files_are_refused(tmp_path):
+    pem = tmp_path / "c.pem"
+    pem.write_text("not read here")
+    with pytest.raises(ConfigError, match="'cluster.security.tls_client_key' parameter must be set"):
+        security_from(_cluster(address="tls://h:1", security={"tls_ca_file": str(pem), "tls_client_cert": str(pem)}))
+    with pytest.raises(ConfigError, match="'cluster.security.tls_ca_file' parameter must be an existing PEM file"):
+        security_from(_cluster(address="tls://h:1", security={"tls_ca_file": str(tmp_path / "nope.pem"),
+                                                             "tls_client_cert": str(pem), "tls_client_key": str(pem)}))
+    with pytest.raises(ConfigError, match=r"'cluster.address' parameter must be a tls://HOST:PORT address"):
+        security_from(_cluster(address="tcp://h:1", security={"tls_ca_file": str(pem), "tls_client_cert": str(pem),
+                                                             "tls_client_key": str(pem)}))
+    with pytest.raises(ConfigError, match="'cluster.security.require_encryption' parameter must be false"):
+        security_from(_cluster(security={"require_encryption": True}))
+
+
+@pytest.mark.parametrize("key,value,allowed", [("cluster.snapshot_every", -1, r"\[0, inf\]"),
+                                               ("cluster.worker_timeout", 0, r"\(0, inf\]")])
+def test_recovery_settings_are_checked_before_work(compose, key, value, allowed):
+    from pipeline.main import run_job
+
+    cfg = compose([f"{key}={value}", "tracking.uri=sqlite:////nonexistent-dir/never.db"])
+    with pytest.raises(ConfigError, match=rf"The '{key}' parameter must be in {allowed}; got {value}"):
+        run_job(cfg)
+
+
+@pytest.mark.parametrize("kind,package,extra", [("ssh", "asyncssh", "ssh"), ("slurm", "dask_jobqueue", "slurm"),
+                                                ("kubernetes", "dask_kubernetes", "kubernetes")])
+def test_a_cluster_kind_without_its_extra_names_the_extra(compose, kind, package, extra):
+    import importlib.util
+
+    from pipeline.main import run_job
+
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed here: the missing-extra error cannot be shown")
+    cfg = compose([f"cluster={kind}", "tracking.uri=sqlite:////nonexistent-dir/never.db"])
+    with pytest.raises(ConfigError, match=rf"cluster={kind}.*not installed: pip install 'isparse\[{extra}\]'") as err:
+        run_job(cfg)
+    assert err.value.key == "cluster.kind"
+
+
+def test_every_cluster_option_composes_with_the_shared_keys(compose):
+    from pipeline.cluster import KINDS
+
+    for kind in KINDS:
+        cluster = compose([f"cluster={kind}"] + (["cluster.address=tcp://127.0.0.1:1"] if kind == "address" else [])).cluster
+        assert cluster.kind == kind and cluster.snapshot_every == 50 and cluster.worker_timeout == 60
+        assert set(cluster.security) == {"tls_ca_file", "tls_client_cert", "tls_client_key", "require_encryption"}
+    with pytest.raises(ConfigError, match="'cluster.kind' parameter must be one of local, address, ssh, slurm, kubernetes"):
+        from pipeline.cluster import check_cluster
+
+        check_cluster(OmegaConf.create({"kind": "yarn"}))
+
+
+@pytest.mark.parametrize("overrides,text", [
+    (["data.load=disk"], "The 'data.load' parameter must be one of client, on_worker; got 'disk'"),
+    (["data.load=on_worker", "engine=inprocess"], "The 'data.load' parameter must be client for engine=inprocess"),
+    (["data.load=on_worker", "data=quadratic"], "must be client for engine=dask and data=quadratic"),
+])
+def test_data_load_is_checked_before_work(compose, overrides, text):
+    from pipeline.main import run_job
+
+    cfg = compose([*overrides, "tracking.uri=sqlite:////nonexistent-dir/never.db"])
+    with pytest.raises(ConfigError, match=text) as err:
+        run_job(cfg)
+    assert err.value.key == "data.load"
