@@ -19,6 +19,7 @@ recomputed from the logged metrics and params, so a report can be rebuilt at any
 
     isparse-report --experiment paper-table99            # the newest sweep of that experiment
     isparse-report --parent <run id> --uri sqlite:///outputs/mlflow.db
+    isparse-report --parent <id>,<id of a sweep that re-ran its failed jobs>      # merged, written to the first
 
 The report holds no algorithm logic: it only reads what the runs logged.
 """
@@ -369,15 +370,19 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
     """
     check_reachable(uri)
     client = MlflowClient(tracking_uri=uri)
-    if parent_id:
+    parents = []
+    for pid in (parent_id.split(",") if parent_id else []):
         try:
-            parent = client.get_run(parent_id)
+            parents.append(client.get_run(pid.strip()))
         except Exception as exc:  # noqa: BLE001 - MLflow raises its own error types per store
             raise ConfigError("parent", f"The '--parent' parameter must be the id of a sweep run in {uri}; "
-                                        f"got {parent_id!r} ({type(exc).__name__}).") from None
-    else:
-        parent = latest_sweep(client, experiment or "isparse")
-    records = load_children(client, parent)
+                                        f"got {pid!r} ({type(exc).__name__}).") from None
+    parent = parents[0] if parents else latest_sweep(client, experiment or "isparse")
+    records = {}
+    for p in parents or [parent]:       # later sweeps (re-runs of failed jobs) replace earlier runs of a configuration
+        for rec in load_children(client, p):
+            records[(rec.key, rec.seed)] = rec
+    records = sorted(records.values(), key=lambda r: (r.data, r.algorithm, r.label_extra, r.n, r.tau_m, r.seed))
     if not records:
         raise ConfigError("parent", f"The sweep {parent.info.run_id} has no child run with logged constants.")
     exp_name = client.get_experiment(parent.info.experiment_id).name
@@ -407,7 +412,8 @@ def main(argv=None) -> None:
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking URI "
                         "(default: the store isparse-run writes from this directory)")
     parser.add_argument("--experiment", default="isparse", help="MLflow experiment; its newest sweep is reported")
-    parser.add_argument("--parent", default=None, help="the sweep's parent run id (instead of the newest)")
+    parser.add_argument("--parent", default=None, help="the sweep's parent run id (instead of the newest); several "
+                        "comma-separated ids merge sweeps (a later one's runs replace an earlier one's)")
     parser.add_argument("--outputs", default="outputs", help="directory for reports/<experiment>/<run id>/")
     args = parser.parse_args(argv)
     try:
