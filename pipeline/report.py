@@ -303,6 +303,7 @@ def table99(records: list[RunRecord]) -> list[dict]:
             row[f"{name}_iterations"] = statistics.median(h[0] for h in ok) if len(ok) == len(rs) else None
             row[f"{name}_uplink"] = statistics.median(h[1] for h in ok) if len(ok) == len(rs) else None
             row[f"{name}_final"] = statistics.median(r.final_relative() for r in rs)
+        row["last_step"] = max(r.history.get("dist_sq", ([0], []))[0][-1] for r in runs)
         if row["sparse_iterations"] is not None and row["full_iterations"] is not None:
             row["iterations_ratio"] = row["sparse_iterations"] / row["full_iterations"]
             row["uplink_ratio"] = row["sparse_uplink"] / row["full_uplink"]
@@ -318,22 +319,24 @@ def _fmt(v, spec="{:,.0f}"):
 
 
 def table_markdown(rows: list[dict]) -> str:
-    """The 99% table as Markdown; the goal is iterations ratio <= 2 and uplink saved >= 97%."""
+    """The 99% table as Markdown; the project's goal, at n = 100: iterations ratio <= 2 and uplink saved >= 97%
+    (at n = 10, tau = 1/n cannot save more than 90%)."""
     lines = ["| data | method | n | τ | iterations to ε, τ=1/n | iterations, τ=1 | iterations ratio | uplink to ε, τ=1/n (B) "
-             "| uplink, τ=1 (B) | uplink ratio | uplink saved | goal (≤2×, ≥97%) |",
+             "| uplink, τ=1 (B) | uplink ratio | uplink saved | goal at n = 100 (≤2×, ≥97%) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["iterations_ratio"] is None:
-            where = (f"not reached: stalls at {r['sparse_final']:.2e}·r0 (τ=1/n) / {r['full_final']:.2e}·r0 (τ=1) "
-                     f"vs ε = {r['eps']:g}")
+            where = (f"ε = {r['eps']:g} not reached by both: after {r['last_step']:,} iterations at "
+                     f"{r['sparse_final']:.2e}·r0 (τ=1/n) and {r['full_final']:.2e}·r0 (τ=1)")
             lines.append(f"| {r['data']} | {r['method']} | {r['n']} | {r['tau']} | {_fmt(r['sparse_iterations'])} | "
                          f"{_fmt(r['full_iterations'])} | — | — | — | — | — | {where} |")
             continue
         met = r["iterations_ratio"] <= 2.0 and r["uplink_saved"] >= 0.97
+        verdict = ("met" if met else "not met") if r["n"] >= 100 else "— (goal set for n = 100)"
         lines.append(f"| {r['data']} | {r['method']} | {r['n']} | {r['tau']} | {_fmt(r['sparse_iterations'])} | "
                      f"{_fmt(r['full_iterations'])} | {r['iterations_ratio']:.2f} | {_fmt(r['sparse_uplink'])} | "
                      f"{_fmt(r['full_uplink'])} | {r['uplink_ratio']:.4f} | {100 * r['uplink_saved']:.1f}% | "
-                     f"{'met' if met else 'not met'} |")
+                     f"{verdict} |")
     return "\n".join(lines) + "\n"
 
 
