@@ -5,8 +5,9 @@ holding ``isbkw`` = 10.77.k.2/24, paired with ``isbkh`` = 10.77.k.1/24 in the ro
 on 10.77.1.1 (reachable from namespace 2 through its default route 10.77.2.1); the client stays in the root
 namespace and talks to the workers directly. Both ends of each pair get a tbf qdisc of the same rate, so a
 worker's uplink (its messages) and downlink (x) are each limited to the rate. ``netem`` delays are not available
-here, so only bandwidth is shaped. Everything is torn down in ``finally``; namespaces and links left by a
-crashed earlier run are removed first.
+here, so only bandwidth is shaped. Worker-to-worker transfers (dask-glm's reductions) are routed through the root
+namespace, so ``net.ipv4.ip_forward`` is set to 1 for the run and put back. Everything is torn down in
+``finally``; namespaces and links left by a crashed earlier run are removed first.
 """
 
 from __future__ import annotations
@@ -107,7 +108,10 @@ def namespaced_client(timeout: float = 60.0):
     dask_bin = str(Path(sys.executable).parent / "dask")
     client = None
     log = open(Path(tmp) / "dask.log", "w")
+    forward = Path("/proc/sys/net/ipv4/ip_forward")
+    forward_before = forward.read_text().strip()
     try:
+        forward.write_text("1")
         _setup_links()
         sched_file = Path(tmp) / "scheduler.json"
         procs.append(subprocess.Popen([dask_bin, "scheduler", "--host", f"{SUBNET}.1.1", "--port", "0",
@@ -136,3 +140,4 @@ def namespaced_client(timeout: float = 60.0):
                 p.kill()
         log.close()
         cleanup_stale()
+        forward.write_text(forward_before)

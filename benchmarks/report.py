@@ -40,21 +40,10 @@ def render(ctx: dict, results: dict, errors: dict) -> str:
         "",
     ]
     goals, sections = [], []
-    if "1" in results:
-        g, s = _item1(results["1"])
-        goals.append(g), sections.append(s)
-    if "2" in results:
-        g, s = _item2(results["2"])
-        goals.append(g), sections.append(s)
-    if "3" in results:
-        g, s = _item3(results["3"])
-        goals.append(g), sections.append(s)
-    if "4" in results:
-        g, s = _item4(results["4"])
-        goals.append(g), sections.append(s)
-    if "5" in results:
-        g, s = _item5(results["5"])
-        goals.append(g), sections.append(s)
+    for item, section in (("1", _item1), ("2", _item2), ("3", _item3), ("4", _item4), ("5", _item5)):
+        if item in results:
+            g, s = section(results[item])
+            goals.append(g), sections.append(s)
     for item, tb in errors.items():
         goals.append(_goal_line(f"Item {item}", "**failed in this run** (traceback at the end)"))
     out += goals + [""] + sections
