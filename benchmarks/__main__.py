@@ -20,7 +20,13 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=",".join(ITEMS), help="comma-separated items of issue 6 to run (1..5)")
     p.add_argument("--out", default="docs/benchmarks.md")
     p.add_argument("--no-netns", action="store_true", help="skip the bandwidth-limited runs (they need root)")
+    p.add_argument("--render", metavar="JSON", help="only re-render the doc from a run's outputs/benchmarks.json")
     args = p.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        Path(args.out).write_text(doc.render(saved["context"], saved["results"], saved.get("errors", {})))
+        print(f"[benchmarks] re-rendered {args.out} from {args.render}", flush=True)
+        return 0
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     started = time.time()
     ctx = doc.context(quick=args.quick)
@@ -40,7 +46,7 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     Path("outputs").mkdir(exist_ok=True)
-    Path("outputs/benchmarks.json").write_text(json.dumps({"context": ctx, "results": results}, default=str, indent=1))
+    Path("outputs/benchmarks.json").write_text(json.dumps({"context": ctx, "results": results, "errors": errors}, default=str, indent=1))
     print(f"[benchmarks] wrote {out} in {ctx['duration_s']:.0f} s", flush=True)
     return 1 if errors else 0
 

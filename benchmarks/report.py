@@ -128,6 +128,17 @@ def _item3(res):
     from . import versus
 
     per_round, main, cross = versus.report(res)
+    by = {}
+    for r in res["settings"]:
+        by.setdefault((r["network"], r["problem"]), {})[r["method"]] = r
+    pays, lbfgs_best = [], []
+    for (net, prob), ms in by.items():
+        sparse = [r for m, r in ms.items() if m.startswith("ISEGA τ=1/")]
+        if sparse and "ISEGA τ=1" in ms and sparse[0]["time"] < ms["ISEGA τ=1"]["time"]:
+            pays.append((net, prob, sparse[0]["time"] / ms["ISEGA τ=1"]["time"]))
+        finite = {m: r["time"] for m, r in ms.items() if r["time"] == r["time"]}
+        if finite and "L-BFGS" in min(finite, key=finite.get):
+            lbfgs_best.append((net, prob))
     nets = {r["network"] for r in res["settings"]}
     goal = _goal_line("3. Against dask-ml L-BFGS, and where independent sparsification pays",
                       "measured (no numeric goal); see the crossover table in section 3. "
@@ -156,6 +167,21 @@ def _item3(res):
         "Crossover:",
         "",
         cross,
+        "",
+        "Reading it: ISEGA with τ = 1/n is faster to ε than with τ = 1 in: "
+        + (", ".join(f"{p} on {n}" for n, p, r in pays) or "no setting") + "; L-BFGS is the fastest in: "
+        + (", ".join(f"{p} on {n}" for n, p in lbfgs_best) or "no setting") + ". On a9a (d = 123) a round's",
+        "bytes are a few kB, so the round time is latency and compute, and L-BFGS's few dozen rounds beat the",
+        "thousands a first-order method needs, in time and in total uplink bytes, as the issue expected. On the",
+        "synthetic d = 10⁵ problem a round's bytes dominate, τ = 1/n cuts the uplink per round about n-fold (block",
+        "ids add 4 B per 100-coordinate block) while needing more rounds; the crossover is where the table's last",
+        "column crosses 1.",
+        "",
+        "Reduced, to fit the run in the time budget: ISEGA's time to ε is its rounds (counted in-process, the same",
+        "iterates as on Dask) times its measured Dask round, not a full Dask run; 3 rounds per rate (1 repetition)",
+        "on the shaped synthetic runs; dask-ml on the synthetic problem is modelled (above); dask-glm's",
+        "`proximal_grad` was not rerun (STACK.md's measurement: 4.8e-4 relative suboptimality after 90 s on a9a).",
+        "Only bandwidth is shaped (no `netem` delay here), and the downlink (x to each Dask worker) is shaped too.",
         "",
     ] + [f"- {n}" for n in res.get("notes", [])] + [""]
     return goal, "\n".join(text)
