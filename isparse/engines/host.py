@@ -7,6 +7,8 @@ host per Dask worker, as an actor, holding the logical workers placed there. Bot
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 
@@ -43,14 +45,17 @@ class WorkerHost:
         return out
 
     def snapshot(self) -> dict:
-        """{i: (method state, random stream state)} of every hosted worker, picklable (a checkpoint's worker part)."""
-        return {i: (st, rng.bit_generator.state) for i, st, rng in zip(self.ids, self.states, self.rngs)}
+        """{i: (method state, random stream state)} of every hosted worker, picklable (a checkpoint's worker part).
+
+        The states are deep copies: worker steps may update their arrays in place (ISEGA's h_i, ISAGA's table).
+        """
+        return {i: (copy.deepcopy(st), rng.bit_generator.state) for i, st, rng in zip(self.ids, self.states, self.rngs)}
 
     def restore(self, snapshot: dict) -> None:
         """Put back the states and random streams of :meth:`snapshot` for the hosted workers."""
         for k, i in enumerate(self.ids):
             state, rng_state = snapshot[i]
-            self.states[k] = state
+            self.states[k] = copy.deepcopy(state)
             self.rngs[k].bit_generator.state = rng_state
 
     def step_one(self, i: int, x: np.ndarray):

@@ -74,6 +74,13 @@ class BlockMethod:
         U = sample_blocks(rng, self.blocks.m, self.tau_m)
         return U, self.blocks.coords(U)
 
+    @staticmethod
+    def local_grad(shard, x: np.ndarray, coords: np.ndarray) -> np.ndarray:
+        """(grad f_i(x))[coords]: only those coordinates where the shard can (``grad_coords``), else sliced."""
+        if hasattr(shard, "grad_coords"):
+            return shard.grad_coords(x, coords)
+        return shard.grad(x)[coords]
+
     def message(self, i: int, U: np.ndarray, values: np.ndarray) -> Message:
         """The message of worker i carrying ``values`` on the blocks U (dense when U is every block)."""
         return Message(i, U.astype(BLOCK_ID_DTYPE), values, dense=U.size == self.blocks.m)

@@ -22,9 +22,9 @@ class IBCD(BlockMethod):
     name = "ibcd"
 
     def worker_step(self, i, shard, state, x, rng):
-        g = shard.grad(x)                                # line 4: grad f_i(x^t)
         U, coords = self.sample(rng)                      # line 3: U_i^t, tau*m-nice
-        return self.message(i, U, g[coords]), state       # line 5: send (grad f_i)_{U_i}
+        g = self.local_grad(shard, x, coords)             # line 4: grad f_i(x^t), only on U_i
+        return self.message(i, U, g), state               # line 5: send (grad f_i)_{U_i}
 
     def master_step(self, state, x, messages):
         return self.averaged_step(x, messages), state     # line 7: x^{t+1} = (1/n) sum_i x_i^{t+1}

@@ -41,7 +41,8 @@ class ISAGA(BlockMethod):
         U, c = self.sample(rng)                            # U_i^t
         j = int(rng.integers(shard.l))                     # j ~ uniform over the l_i local examples
         g = shard.example_grad(x, j)[c]                    # (grad f_ij(x^t))_{U_i}
-        alpha, alpha_bar = state.alpha.copy(), state.alpha_bar.copy()
+        alpha, alpha_bar = state.alpha, state.alpha_bar    # in place (l_i x d): the host owns the table and
+                                                           # copies it in snapshots
         sent = g - alpha[j, c] + alpha_bar[c]
         alpha_bar[c] += (g - alpha[j, c]) / shard.l        # keep the mean in step with the table
         alpha[j, c] = g

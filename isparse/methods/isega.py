@@ -65,11 +65,11 @@ class ISEGA(BlockMethod):
         return IsegaWorkerState(h=np.zeros_like(x0))
 
     def worker_step(self, i, shard, state, x, rng):
-        g = shard.grad(x)                                 # grad f_i(x^t)
         U, coords = self.sample(rng)                      # U_i^t, tau*m-nice
-        delta = g[coords] - state.h[coords]               # (grad f_i(x^t) - h_i^t)_{U_i}
-        h = state.h.copy()
-        h[coords] = g[coords]                             # h_i^{t+1} = h_i^t + Delta_i
+        g = self.local_grad(shard, x, coords)             # grad f_i(x^t), only on U_i
+        h = state.h                                       # updated in place: the host owns it (and copies it
+        delta = g - h[coords]                             # in snapshots); (grad f_i(x^t) - h_i^t)_{U_i}
+        h[coords] = g                                     # h_i^{t+1} = h_i^t + Delta_i
         return self.message(i, U, delta), IsegaWorkerState(h)
 
     def lyapunov_target(self, shard, x_star):

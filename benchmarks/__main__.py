@@ -1,0 +1,89 @@
+"""``python -m benchmarks [--quick] [--only 1,2,...] [--out docs/benchmarks.md]``: run the suite, write the doc."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from . import report as doc
+
+ITEMS = ("1", "2", "3", "4", "5")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="fewer repetitions and iterations (development)")
+    p.add_argument("--only", default=",".join(ITEMS), help="comma-separated items of issue 6 to run (1..5)")
+    p.add_argument("--out", default="docs/benchmarks.md")
+    p.add_argument("--no-netns", action="store_true", help="skip the bandwidth-limited runs (they need root)")
+    p.add_argument("--render", metavar="JSON", help="only re-render the doc from a run's outputs/benchmarks.json")
+    args = p.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        Path(args.out).write_text(doc.render(saved["context"], saved["results"], saved.get("errors", {})))
+        print(f"[benchmarks] re-rendered {args.out} from {args.render}", flush=True)
+        return 0
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    started = time.time()
+    ctx = doc.context(quick=args.quick)
+    results, errors = {}, {}
+    for item in only:
+        t0 = time.time()
+        try:
+            results[item] = RUNNERS[item](args)
+        except Exception:  # one failing item must not lose the others: its traceback goes into the doc
+            errors[item] = traceback.format_exc()
+            print(errors[item], file=sys.stderr, flush=True)
+        print(f"[benchmarks] item {item} took {time.time() - t0:.0f} s", flush=True)
+    ctx["duration_s"] = time.time() - started
+    ctx["load_after"] = doc.load_average()
+    text = doc.render(ctx, results, errors)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    Path("outputs").mkdir(exist_ok=True)
+    Path("outputs/benchmarks.json").write_text(json.dumps({"context": ctx, "results": results, "errors": errors}, default=str, indent=1))
+    print(f"[benchmarks] wrote {out} in {ctx['duration_s']:.0f} s", flush=True)
+    return 1 if errors else 0
+
+
+def _item1(args):
+    from . import inprocess
+
+    return inprocess.measure_before_after(quick=args.quick)
+
+
+def _item2(args):
+    from . import dask_overhead
+    from .cluster import local_client
+
+    with local_client() as client:
+        return dask_overhead.measure(quick=args.quick, client=client)
+
+
+def _item3(args):
+    from . import versus
+
+    return versus.measure(quick=args.quick, netns=not args.no_netns)
+
+
+def _item4(args):
+    from . import memory
+
+    return memory.measure(quick=args.quick)
+
+
+def _item5(args):
+    from . import scaling
+
+    return scaling.measure(quick=args.quick)
+
+
+RUNNERS = {"1": _item1, "2": _item2, "3": _item3, "4": _item4, "5": _item5}
+
+if __name__ == "__main__":
+    sys.exit(main())
