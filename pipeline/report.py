@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import logging
 import math
 import statistics
 from collections import defaultdict
@@ -42,6 +43,8 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from isparse.errors import ConfigError  # noqa: E402
 
 from .tracking import check_reachable  # noqa: E402
+
+log = logging.getLogger(__name__)
 
 #: metrics read back for each run
 METRICS = ("dist_sq", "bound", "uplink_bytes", "lyapunov")
@@ -121,10 +124,17 @@ def latest_sweep(client: MlflowClient, experiment: str):
         raise ConfigError("experiment", f"The '--experiment' parameter must name an MLflow experiment; "
                                         f"got {experiment!r}, which does not exist.")
     runs = client.search_runs([exp.experiment_id], "tags.`isparse.sweep` = 'true'",
-                              order_by=["attributes.start_time DESC"], max_results=1)
-    if not runs:
-        raise ConfigError("experiment", f"The MLflow experiment {experiment!r} has no sweep (isparse-run -m) run.")
-    return runs[0]
+                              order_by=["attributes.start_time DESC"], max_results=50)
+    for run in runs:       # the newest sweep with a finished job (a sweep stopped at once has none)
+        done = client.search_runs([exp.experiment_id], f"tags.`mlflow.parentRunId` = '{run.info.run_id}' "
+                                                       "and attributes.status = 'FINISHED'", max_results=1)
+        if done:
+            if run.info.status != "FINISHED":
+                log.warning("report: the newest sweep %s is %s; its finished jobs are reported",
+                            run.info.run_id, run.info.status)
+            return run
+    raise ConfigError("experiment", f"The MLflow experiment {experiment!r} has no sweep (isparse-run -m) with a "
+                                    f"finished job.")
 
 
 def load_children(client: MlflowClient, parent) -> list[RunRecord]:
@@ -135,6 +145,9 @@ def load_children(client: MlflowClient, parent) -> list[RunRecord]:
     for run in runs:
         p, t = run.data.params, run.data.tags
         if "r0" not in p or "tau_m" not in p:   # failed before its constants were logged
+            continue
+        if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
+            log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
             continue
         extra = ""
         if p.get("step.rule", "theory") != "theory":
@@ -176,11 +189,11 @@ def convergence_figures(records: list[RunRecord]) -> dict[str, plt.Figure]:
             up_at = dict(zip(up_steps, up))
             color = colors[i % len(colors)]
             name = r.label() + ("" if quantity == "dist_sq" else f" [{quantity}]")
-            for ax, xs in ((axes[0], steps), (axes[1], [up_at.get(s, math.nan) for s in steps])):
+            for ax, xs in ((axes[0], steps), (axes[1], [up_at.get(s, 0) or math.nan for s in steps])):
                 ax.semilogy(xs, [v / scale for v in values], color=color, label=name)
                 b_steps, bound = r.history.get("bound", ([], []))
                 if bound:
-                    bx = b_steps if ax is axes[0] else [up_at.get(s, math.nan) for s in b_steps]
+                    bx = b_steps if ax is axes[0] else [up_at.get(s, 0) or math.nan for s in b_steps]
                     ax.semilogy(bx, [b / scale for b in bound], "--", color=color, linewidth=0.9)
         axes[0].set_xlabel("iteration t")
         axes[1].set_xlabel("uplink bytes, all workers, cumulative")
@@ -227,7 +240,7 @@ def add_slopes(rows: list[dict]) -> list[dict]:
         for prev, cur in zip(line, line[1:]):
             dx = math.log(cur["tau"] / prev["tau"])
             for kind, key in (("predicted", "predicted"), ("measured", "median")):
-                ok = prev[key] and cur[key] and dx > 0
+                ok = (dx > 0 and all(v is not None and math.isfinite(v) and v > 0 for v in (prev[key], cur[key])))
                 cur[f"{kind}_slope"] = math.log(cur[key] / prev[key]) / dx if ok else None
             mids.append((0.5 * (math.log(prev["tau"]) + math.log(cur["tau"])), cur["predicted_slope"]))
         line[0]["predicted_slope"] = line[0]["measured_slope"] = None

@@ -281,6 +281,7 @@ class SweepParentRun(Callback):
     def __init__(self):
         self.logger = None
         self.failed = 0
+        self.completed = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         from hydra.core.hydra_config import HydraConfig
@@ -304,6 +305,7 @@ class SweepParentRun(Callback):
             self.failed += 1
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        self.completed = True
         if self.logger is not None and config.get("report", {}).get("auto", False):
             from .report import build_report
 
@@ -321,8 +323,11 @@ class SweepParentRun(Callback):
     def _end(self) -> None:
         if self.logger is not None:
             logger, self.logger = self.logger, None
-            logger.set_tags({"failed_jobs": self.failed})
-            logger.end("FAILED" if self.failed else "FINISHED")
+            logger.set_tags({"failed_jobs": self.failed, "completed": str(self.completed).lower()})
+            if not self.completed:      # a job failed (Hydra then skips on_multirun_end) or the sweep was interrupted
+                log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
+                            logger.run_id, logger.run_id)
+            logger.end("FAILED" if self.failed else ("FINISHED" if self.completed else "KILLED"))
             os.environ.pop(PARENT_ENV, None)
 
 

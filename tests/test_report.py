@@ -208,3 +208,15 @@ def test_predicted_iterations_of_a_bound_without_contraction_is_infinite():
     assert LinearBound(rate=1.0, **kw).iterations_to(1.0) == math.inf
     assert LinearBound(rate=0.5, **kw).iterations_to(0.25) == 3.0      # 0.5^3 * 2 = 0.25
     assert LinearBound(rate=0.0, **kw).iterations_to(0.25) == 1.0
+
+
+def test_slopes_skip_an_infinite_prediction():
+    """IBCD on real data predicts inf below tau = 1 (its bound has a neighbourhood above eps): no slope, no crash."""
+    from pipeline.report import add_slopes
+
+    rows = [dict(data="a1a", algorithm="ibcd", n=4, tau=t, median=m, predicted=p)
+            for t, m, p in ((0.25, 900, math.inf), (0.5, 600, math.inf), (1.0, 400, 1200.0))]
+    out = add_slopes(rows)
+    assert out[1]["predicted_slope"] is None and out[2]["predicted_slope"] is None
+    assert out[2]["measured_slope"] == pytest.approx(math.log(400 / 600) / math.log(2))
+    assert out[0]["predicted_knee_tau"] is None
