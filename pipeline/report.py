@@ -339,8 +339,10 @@ def table_markdown(rows: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["iterations_ratio"] is None:
-            where = (f"ε = {r['eps']:g} not reached by both: after {r['last_step']:,} iterations at "
-                     f"{r['sparse_final']:.2e}·r0 (τ=1/n) and {r['full_final']:.2e}·r0 (τ=1)")
+            who = {(True, True): "either", (True, False): "τ=1/n", (False, True): "τ=1"}[
+                (r["sparse_iterations"] is None, r["full_iterations"] is None)]
+            where = (f"ε = {r['eps']:g} not reached by {who} in {r['last_step']:,} iterations; there: "
+                     f"{r['sparse_final']:.2e}·r0 (τ=1/n), {r['full_final']:.2e}·r0 (τ=1)")
             lines.append(f"| {r['data']} | {r['method']} | {r['n']} | {r['tau']} | {_fmt(r['sparse_iterations'])} | "
                          f"{_fmt(r['full_iterations'])} | — | — | — | — | — | {where} |")
             continue
