@@ -82,8 +82,9 @@ def measure(quick: bool = False) -> dict:
             pool = DaskPool(client, *s.pool_args())
             s.run(pool, max_iter=rounds, tol=1e-300, log_every=rounds)
             after = client.run(_after)
+            plan = pool.plan
             pool.close()
-            for addr, ids in pool.plan.items():
+            for addr, ids in plan.items():
                 shard_b = sum(nbytes(s.shards[i]) for i in ids)
                 state_b = sum(nbytes(s.method.worker_init(i, s.shards[i], s.x0)) for i in ids)
                 (rss0, peak0, vms0), (rss1, peak1, vms1) = base[addr], after[addr]

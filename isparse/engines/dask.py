@@ -168,6 +168,11 @@ class DaskPool:
         return _Host(addr, ids, None, [*data, fut])
 
     @property
+    def plan(self) -> dict[str, list[int]]:
+        """Dask worker address -> the logical workers it holds now."""
+        return {h.address: list(h.ids) for h in self._hosts}
+
+    @property
     def placement(self) -> dict:
         """Logical worker index -> the address of the Dask worker that holds it now."""
         return {i: h.address for h in self._hosts for i in h.ids}
