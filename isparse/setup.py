@@ -20,7 +20,8 @@ from .theory import NoBound
 from .theory.isgd import theorem7_stepsize
 
 
-def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1, seed=None) -> None:
+def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1, seed=None,
+                 step_rule: str = "theory") -> None:
     """Checks that need no data: run them before loading anything.
 
     Raises
@@ -40,6 +41,7 @@ def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_ite
             tau_f = tau
         check_range("tau", tau_f, 0.0, 1.0, low_open=True)
     check_range("step.multiplier", step_multiplier, 0.0, None, low_open=True)
+    check_choice("step.rule", step_rule, ["theory", "paper"])
     check_range("max_iter", max_iter, 1, None, integer=True)
     check_range("tol", tol, 0.0, None, low_open=True)
     check_range("tracking.log_every", log_every, 1, None, integer=True)

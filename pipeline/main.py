@@ -44,7 +44,7 @@ def run_job(cfg: DictConfig) -> dict:
     # 1. checks that need no data, and the tracking store, before any work
     check_static(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
                  step_multiplier=cfg.step.multiplier, max_iter=cfg.max_iter, tol=cfg.tol,
-                 log_every=cfg.tracking.log_every, seed=cfg.seed)
+                 log_every=cfg.tracking.log_every, seed=cfg.seed, step_rule=cfg.step.get("rule", "theory"))
     check_choice("engine", cfg.engine, ENGINES)
     if cfg.engine == "dask" and OmegaConf.is_missing(cfg.cluster, "address"):
         raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "

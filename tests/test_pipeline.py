@@ -99,6 +99,8 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["workers.n=570"], "workers.n", r"'workers.n' parameter must be in \[1, N \(rows of the data set\) = 569\]; got 570"),
     (["blocks.size=0"], "blocks.size", r"'blocks.size' parameter must be in \[1, inf\]; got 0"),
     (["blocks.size=31"], "blocks.size", r"'blocks.size' parameter must be in \[1, d = 30\]; got 31"),
+    (["step.rule=fast"], "step.rule", r"'step.rule' parameter must be one of"),
+    (["tau=0/n"], "tau", r"'tau' parameter written as '<c>/n' needs a number c > 0"),
     (["step.multiplier=0"], "step.multiplier", r"'step.multiplier' parameter must be in \(0, inf\]"),
     (["seed=-1"], "seed", r"'seed' parameter must be in \[0, inf\]; got -1"),
     (["engine=dask", "cluster.n_workers=0"], "cluster.n_workers", r"'cluster.n_workers' parameter must be in \[1, inf\]; got 0"),
