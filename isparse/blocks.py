@@ -66,6 +66,25 @@ class BlockPartition:
         return out
 
 
+def tau_per_n(tau) -> float | None:
+    """c of a tau written ``"<c>/n"`` (e.g. ``"0.5/n"``); None for any other form.
+
+    Raises
+    ------
+    ConfigError
+        ``"<c>/n"`` with c not a number > 0.
+    """
+    if not (isinstance(tau, str) and tau.replace(" ", "").endswith("/n")):
+        return None
+    try:
+        c = float(tau.replace(" ", "")[:-2])
+    except ValueError:
+        c = float("nan")
+    if not c > 0:
+        raise ConfigError("tau", f"The 'tau' parameter written as '<c>/n' needs a number c > 0; got {tau!r}.")
+    return c
+
+
 def resolve_tau(tau, m: int, n: int) -> tuple[float, int]:
     """The fraction tau and the number of blocks tau*m each worker sends.
 
@@ -93,13 +112,8 @@ def resolve_tau(tau, m: int, n: int) -> tuple[float, int]:
     if tau == "auto" or tau is None:
         tau_m = math.ceil(m / n)
         return tau_m / m, tau_m
-    if isinstance(tau, str) and tau.replace(" ", "").endswith("/n"):
-        try:
-            c = float(tau.replace(" ", "")[:-2])
-        except ValueError:
-            c = float("nan")
-        if not c > 0:
-            raise ConfigError("tau", f"The 'tau' parameter written as '<c>/n' needs a number c > 0; got {tau!r}.")
+    c = tau_per_n(tau)
+    if c is not None:
         tau_m = min(m, max(1, math.ceil(c * m / n - 1e-9)))
         return tau_m / m, tau_m
     if isinstance(tau, str):

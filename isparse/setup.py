@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import BlockPartition, resolve_tau, worker_streams
+from .blocks import BlockPartition, resolve_tau, tau_per_n, worker_streams
 from .data import Dataset, split_rows
 from .errors import ConfigError, check_choice, check_range
 from .methods import METHODS, isgd_schedule, make_method
@@ -32,9 +32,7 @@ def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_ite
     check_choice("algorithm", algorithm, METHODS)
     check_range("workers.n", n, 1, None, integer=True)
     check_range("blocks.size", block_size, 1, None, integer=True)
-    if isinstance(tau, str) and tau.replace(" ", "").endswith("/n"):
-        resolve_tau(tau, 1, 1)                       # validates c > 0
-    elif tau != "auto":
+    if tau_per_n(tau) is None and tau != "auto":   # tau_per_n raises for a malformed '<c>/n'
         try:
             tau_f = float(tau)
         except (TypeError, ValueError):
@@ -175,9 +173,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
 
     options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
-                 max_iter=1, tol=1.0, seed=seed)
+                 max_iter=1, tol=1.0, seed=seed, step_rule=step_rule)
     spec = SPECS[algorithm]
-    check_choice("step.rule", step_rule, ["theory", "paper"])
     check_choice("problem.loss", loss, ["logistic", "squared"])
     check_choice("problem.penalty", penalty, ["l2", "nonconvex"])
     if problem is None:

@@ -40,6 +40,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
+from isparse.blocks import resolve_tau  # noqa: E402
 from isparse.errors import ConfigError  # noqa: E402
 
 from .tracking import check_reachable  # noqa: E402
@@ -82,8 +83,8 @@ class RunRecord:
 
     @property
     def one_over_n(self) -> bool:
-        """tau = 1/n as ``tau=auto`` sets it: tau*m = ceil(m/n) (tau = 1 when n = 1)."""
-        return self.tau_m == math.ceil(self.m / self.n)
+        """tau = 1/n as ``tau=auto`` sets it (``isparse.blocks.resolve_tau``; tau = 1 when n = 1)."""
+        return self.tau_m == resolve_tau("auto", self.m, self.n)[1]
 
     def label(self) -> str:
         tau = "1" if self.full else f"{self.tau_m}/{self.m}"
