@@ -4,20 +4,44 @@
 
 Theorems 1 and 3 of arXiv:1901.09437 measure ||x^t - x*||^2 and need grad f_i(x*) (the
 neighbourhood of IBCD without Assumption 2, and Phi^0 of ISEGA), so x* has to be accurate to
-near machine precision. For R = 0: damped Newton with the exact Hessian (quadratic convergence)
-until the gradient norm stops decreasing. For R = l1 or a box: scipy's L-BFGS-B first (the l1
-case through the split x = u - v, u, v >= 0), then Newton steps on the free coordinates with the
-active set held fixed, until the prox-gradient residual ||x - prox_R(x - grad f(x))|| stops
-decreasing.
+near machine precision. For R = 0 (or l2): damped Newton from 0 until the gradient norm stops
+decreasing. For R = l1 or a box: scipy's L-BFGS-B first (the l1 case through the split
+x = u - v, u, v >= 0), then Newton steps on the free coordinates with the active set held fixed,
+until the prox-gradient residual ||x - prox_R(x - grad f(x))|| stops decreasing.
+
+The Newton steps scale with the dimension d. Up to :data:`DENSE_MAX_D` coordinates they solve
+with the exact dense Hessian (``problem.hess``, LU). Above it, and for every GLM problem when asked,
+they are Newton-CG steps: scipy's conjugate gradient (Jacobi-preconditioned) on the free coordinates,
+with the Hessian applied matrix-free from the data,
+
+.. math::
+
+    H v = A^T \\big(w \\odot (A v)\\big) + P''(x) \\odot v + l_2 v, \\qquad w = \\phi''(A x; b) / N,
+
+so the solve keeps O(nnz(A) + N + n d) memory (the n x d local gradients are returned) and never
+forms a d x d matrix. CG stops, and Newton with it, on a direction of non-positive curvature (the
+non-convex penalty then keeps the L-BFGS point). Before any work, :func:`reference_solve` estimates
+the memory the solve needs (:func:`reference_memory_bytes`) and refuses with a
+:class:`~isparse.errors.ConfigError` when the machine does not have it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import Bounds, minimize
+from scipy.sparse.linalg import LinearOperator, cg
 
+from ..errors import ConfigError
+
+#: Up to this dimension the Newton steps use the exact dense Hessian; above it, matrix-free Newton-CG.
+DENSE_MAX_D = 2000
+#: At most this many CG iterations per Newton step (the step is then inexact; Newton continues from it).
+CG_MAX_ITER = 5000
+
+_GIB = 2.0 ** 30
 
 
 @dataclass(frozen=True)
@@ -46,39 +70,238 @@ class Reference:
         return float((self.local_grads ** 2).sum())
 
 
+# -- memory ------------------------------------------------------------------------------------
+def _is_glm(problem) -> bool:
+    """The problem exposes what the matrix-free Hessian needs (A, b, N, loss.second, penalty.hess_diag)."""
+    return all(hasattr(problem, k) for k in ("A", "b", "N", "loss", "penalty")) and \
+        hasattr(problem.loss, "second") and hasattr(problem.penalty, "hess_diag")
+
+
+def _nonconvex(problem) -> bool:
+    """f is not convex (the non-convex penalty), without touching GLMProblem.mu (may be heavy)."""
+    penalty = getattr(problem, "penalty", None)
+    if penalty is not None and hasattr(penalty, "name"):
+        return penalty.name == "nonconvex"
+    return getattr(problem, "mu", 1.0) <= 0
+
+
+def _uses_dense(problem, dense_max_d) -> bool:
+    """Exact dense Newton steps: small d (and a ``hess`` method), or no matrix-free Hessian for this problem."""
+    if not _is_glm(problem):
+        return True
+    return hasattr(problem, "hess") and problem.d <= (DENSE_MAX_D if dense_max_d is None else dense_max_d)
+
+
+def reference_memory_bytes(problem, *, dense_max_d: int | None = None) -> int:
+    """Estimate the peak working memory, in bytes, of :func:`reference_solve` on ``problem``.
+
+    The data (A and the workers' shards) are already in memory and not counted. The solve runs in
+    phases that free their temporaries, so the estimate is 1.25 times the largest of (8 bytes a number):
+
+    * Newton: 12 N-vectors (A x, loss terms, A v), 16 d-vectors (iterate, gradients, step, CG vectors,
+      Hessian diagonal, prox) and nnz(A) squared entries (the Jacobi preconditioner); with the dense
+      Hessian (d <= ``dense_max_d``) also 5 d^2 numbers and 12 bytes per non-zero (the sparse product);
+    * L-BFGS-B (l1, box, non-convex penalty), on m = 2 d variables for l1, else d: 35 numbers a
+      variable (workspace, history, iterate) and, with bounds, 150 bytes a variable for scipy's
+      per-variable bound tuples, plus 12 N- and 8 d-vectors for the objective;
+    * the local gradients: 2 n d numbers (the rows and their stack) and 4 d-vectors.
+
+    Parameters
+    ----------
+    problem : GLMProblem or a problem with ``d``, ``reg`` (and ``A``, ``N``, ``n`` when it has them)
+    dense_max_d : int, optional
+        As in :func:`reference_solve`.
+
+    Returns
+    -------
+    int
+        The estimated peak working memory in bytes. The measured peak RSS growth of the Newton-CG solve
+        of a sparse logistic problem with N = 20000, d = 10**6, nnz = 4e5, n = 8 is 0.64 to 0.74 times
+        it (l2, l1, box, non-convex penalty).
+    """
+    d, reg = int(problem.d), problem.reg
+    A = getattr(problem, "A", None)
+    N = int(A.shape[0]) if A is not None else int(getattr(problem, "N", 0))
+    nnz = int(getattr(A, "nnz", 0)) if A is not None else 0
+    n = int(getattr(problem, "n", 1))
+    newton = 8 * (12 * N + 16 * d) + 8 * nnz
+    if _uses_dense(problem, dense_max_d):
+        newton += 5 * 8 * d * d + 12 * nnz
+    lbfgs = 0
+    if reg.l1 or reg.has_box or _nonconvex(problem):
+        m = 2 * d if reg.l1 else d
+        lbfgs = m * (35 * 8 + (150 if (reg.l1 or reg.has_box) else 0)) + 8 * (12 * N + 8 * d)
+    local = 8 * (2 * n * d + 4 * d)
+    return int(1.25 * max(newton, lbfgs, local))
+
+
+def available_memory_bytes() -> int:
+    """Memory this process can still allocate, in bytes.
+
+    ``psutil.virtual_memory().available`` when psutil is importable, else
+    ``os.sysconf('SC_AVPHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')``; lowered to the room left under a
+    cgroup memory limit (v2 ``memory.max``, v1 ``memory.limit_in_bytes``; usage net of inactive page
+    cache) when one is set.
+
+    Returns
+    -------
+    int
+    """
+    try:
+        import psutil
+
+        avail = int(psutil.virtual_memory().available)
+    except ImportError:
+        avail = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    for base, limit, usage, inactive in (("/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file"),
+                                         ("/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                                          "memory.usage_in_bytes", "total_inactive_file")):
+        try:
+            with open(os.path.join(base, limit)) as fh:
+                text = fh.read().strip()
+            if text == "max":
+                continue
+            with open(os.path.join(base, usage)) as fh:
+                used = int(fh.read().strip())
+            with open(os.path.join(base, "memory.stat")) as fh:
+                stat = dict(line.split() for line in fh if line.count(" ") == 1)
+            used -= int(stat.get(inactive, 0))
+            avail = min(avail, max(int(text) - used, 0))
+        except (OSError, ValueError):
+            continue
+    return avail
+
+
+def _check_memory(problem, dense_max_d, available_bytes):
+    need = reference_memory_bytes(problem, dense_max_d=dense_max_d)
+    avail = available_memory_bytes() if available_bytes is None else int(available_bytes)
+    if need > avail:
+        A = getattr(problem, "A", None)
+        N = A.shape[0] if A is not None else getattr(problem, "N", "?")
+        nnz = getattr(A, "nnz", "?")
+        raise ConfigError("data", f"The reference solve of this problem needs about {need / _GIB:.3g} GiB "
+                                  f"(N = {N}, d = {problem.d}, nnz = {nnz}, n = {getattr(problem, 'n', '?')}"
+                                  f"{', dense Hessian' if _uses_dense(problem, dense_max_d) else ''}); "
+                                  f"only {avail / _GIB:.3g} GiB are available.")
+
+
+# -- Newton steps ------------------------------------------------------------------------------
+class _NegativeCurvature(Exception):
+    """CG met a direction p with p^T H p <= 0."""
+
+
+class _GLMCurvature:
+    """The Hessian of a GLM's f, matrix-free: ``at(x)`` gives (v -> H v, diag H) with
+    H v = A^T (w * (A v)) + P''(x) * v, w = phi''(A x; b) / N."""
+
+    def __init__(self, problem):
+        A = problem.A
+        self.problem, self.A, self.AT = problem, A, A.T     # A.T of a CSR matrix is a CSC view: no copy
+        if getattr(A, "format", None) in ("csr", "csc"):    # squared entries, sharing A's index arrays
+            A2 = type(A)((A.data ** 2, A.indices, A.indptr), shape=A.shape)
+        else:
+            A2 = A.multiply(A) if hasattr(A, "multiply") else np.asarray(A) ** 2
+        self.A2T = A2.T
+
+    def at(self, x):
+        p = self.problem
+        w = p.loss.second(self.A @ x, p.b) / p.N
+        pd = p.penalty.hess_diag(x)
+        A, AT = self.A, self.AT
+
+        def hv(v):
+            return AT @ (w * (A @ v)) + pd * v
+
+        return hv, np.asarray(self.A2T @ w).ravel() + pd
+
+
+def _cg_step(curv, x, g, free, l2):
+    """Newton-CG step on the free coordinates: CG on H_FF s = -g_F (inexact, forcing term min(0.1, ||g_F||)).
+
+    Returns the full step (zero off the free set), or None on non-positive curvature."""
+    hv, diag = curv.at(x)
+    d = x.size
+    idx = None if free.all() else np.flatnonzero(free)
+    rhs = -g if idx is None else -g[idx]
+    k = rhs.size
+    buf = None if idx is None else np.zeros(d)
+
+    def matvec(v):
+        v = np.ravel(v)
+        if idx is None:
+            out = hv(v)
+        else:
+            buf[idx] = v
+            out = hv(buf)[idx]
+        out += l2 * v
+        c = float(v @ out)
+        if not c > 0 and v.any():
+            raise _NegativeCurvature
+        return out
+
+    dg = (diag if idx is None else diag[idx]) + l2
+    M = LinearOperator((k, k), matvec=lambda r: np.ravel(r) / dg, dtype=float) if np.all(dg > 0) else None
+    eta = min(0.1, float(np.linalg.norm(rhs)))
+    try:
+        s, _ = cg(LinearOperator((k, k), matvec=matvec, dtype=float), rhs, rtol=eta, atol=0.0,
+                  maxiter=min(2 * k + 20, CG_MAX_ITER), M=M)
+    except _NegativeCurvature:
+        return None
+    if idx is None:
+        return s
+    step = np.zeros(d)
+    step[idx] = s
+    return step
+
+
+def _dense_step(problem, x, g, free, l2):
+    """Exact Newton step on the free coordinates with the dense Hessian (small d only)."""
+    H = problem.hess(x)[np.ix_(free, free)] + l2 * np.eye(int(free.sum()))
+    step = np.zeros_like(x)
+    step[free] = np.linalg.solve(H, -g[free])
+    return step
+
+
 def _residual(problem, x):
     return float(np.linalg.norm(x - problem.reg.prox(x - problem.grad(x), 1.0)))
 
 
-def _newton_free(problem, x, max_iter=100):
-    """Newton on the coordinates where R is smooth at x, with the active set held fixed."""
+def _newton_free(problem, x, max_iter=100, dense=True):
+    """Newton on the coordinates where R is smooth at x, with the active set held fixed.
+
+    ``dense``: exact steps with ``problem.hess``; else Newton-CG with the matrix-free GLM Hessian.
+    Stops when the prox-gradient residual stops decreasing (below 1e-10), on a non-descent direction or
+    non-positive curvature (an indefinite Hessian, non-convex P), or when no step along the face decreases F.
+    """
     reg = problem.reg
+    curv = None if dense else _GLMCurvature(problem)
     best = _residual(problem, x)
     for _ in range(max_iter):
         free, g_reg = reg.free_set(x)
         g = problem.grad(x) + g_reg
         if not free.any():
             break
-        H = problem.hess(x)[np.ix_(free, free)] + reg.l2 * np.eye(int(free.sum()))
-        step = np.zeros_like(x)
-        step[free] = np.linalg.solve(H, -g[free])
-        if float(g @ step) >= 0:   # not a descent direction (an indefinite Hessian, non-convex P)
+        step = _dense_step(problem, x, g, free, reg.l2) if dense else _cg_step(curv, x, g, free, reg.l2)
+        if step is None:
+            break
+        slope = float(g[free] @ step[free])
+        if not slope < 0:   # not a descent direction (an indefinite Hessian, non-convex P)
             break
         # backtrack on F, keeping the signs (l1) and the box of the free set
         t, F0 = 1.0, problem.F(x)
         while t > 1e-12:
             cand = x + t * step
-            if _keeps_face(reg, x, cand) and problem.F(cand) <= F0 + 1e-4 * t * float(g @ step) + 1e-15 * abs(F0):
+            if _keeps_face(reg, x, cand) and problem.F(cand) <= F0 + 1e-4 * t * slope + 1e-15 * abs(F0):
                 break
             t *= 0.5
         else:
             break
-        cand = x + t * step
         r = _residual(problem, cand)
         if r > best * (1 + 1e-9) and best < 1e-10:
             break
+        stalled = best < 1e-10 and r > 0.9 * best
         x, best = cand, min(best, r)
-        if best < 1e-15:
+        if best < 1e-15 or stalled:
             break
     return x
 
@@ -92,17 +315,49 @@ def _keeps_face(reg, x, cand):
     return ok
 
 
-def reference_solve(problem) -> Reference:
+def reference_solve(problem, *, dense_max_d: int | None = None, available_bytes: int | None = None) -> Reference:
     """Solve min F = f + R to near machine precision.
+
+    Method: for R = 0 or l2, damped Newton from x = 0; for R = l1 or a box, scipy's L-BFGS-B (l1 through
+    the split x = u - v, u, v >= 0) followed by Newton on the free coordinates with the active set held
+    fixed; for the non-convex penalty, L-BFGS-B then Newton (a local minimizer). Newton steps are exact
+    (dense Hessian, LU) when d <= ``dense_max_d``, else Newton-CG: scipy's conjugate gradient with a
+    Jacobi preconditioner and matrix-free Hessian-vector products H v = A^T (w * (A v)) + P''(x) v,
+    restricted to the free coordinates; no d x d matrix is formed. Each step backtracks on F (Armijo).
+    Newton stops when the residual ||x - prox_R(x - grad f(x))|| (the gradient norm when R = 0) no
+    longer decreases once below 1e-10; it typically ends near 1e-15 (a1a, mushrooms, and a sparse
+    problem with d = 10**6). On non-positive curvature (non-convex penalty) Newton stops and the last
+    point (at worst the L-BFGS-B one) is returned.
+
+    Memory is O(nnz(A) + N + n d) on the Newton-CG path (O(d^2) more on the dense one); the estimate of
+    :func:`reference_memory_bytes` is compared with the available memory before any work.
 
     Parameters
     ----------
-    problem : LogisticProblem (or any problem with ``f, F, grad, hess, local_grads, reg, d``)
+    problem : GLMProblem
+        Or any problem with ``f, F, grad, local_grads, reg, d`` and ``hess`` (dense, shape (d, d)); only
+        a GLM problem (``A`` of shape (N, d), ``b``, ``N``, ``loss.second``, ``penalty.hess_diag``) gets
+        the matrix-free path.
+    dense_max_d : int, optional
+        Largest d solved with the dense Hessian; default :data:`DENSE_MAX_D` (2000). ``0`` forces
+        Newton-CG for every GLM problem.
+    available_bytes : int, optional
+        The memory, in bytes, to compare the estimate with; default :func:`available_memory_bytes`
+        (what the machine and its cgroup have free now).
 
     Returns
     -------
     Reference
+        x_star of shape (d,), F_star, local_grads of shape (n, d), residual.
+
+    Raises
+    ------
+    ConfigError
+        (key ``data``) The estimated working memory exceeds the available memory; the message names both
+        in GiB and N, d, nnz(A), n.
     """
+    _check_memory(problem, dense_max_d, available_bytes)
+    dense = _uses_dense(problem, dense_max_d)
     d, reg = problem.d, problem.reg
     opts = {"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-12}
     if reg.l1:   # split x = u - v, u, v >= 0: smooth with bounds
@@ -111,20 +366,21 @@ def reference_solve(problem) -> Reference:
             g = problem.grad(x) + reg.l2 * x
             val = problem.f(x) + 0.5 * reg.l2 * float(x @ x) + reg.l1 * float(z.sum())
             return val, np.concatenate([g + reg.l1, -g + reg.l1])
-        res = minimize(obj, np.zeros(2 * d), jac=True, method="L-BFGS-B", bounds=[(0, None)] * (2 * d), options=opts)
+        res = minimize(obj, np.zeros(2 * d), jac=True, method="L-BFGS-B", bounds=Bounds(0.0, np.inf), options=opts)
         x = res.x[:d] - res.x[d:]
+        del res
         x[np.abs(x) < 1e-10] = 0.0
     elif reg.has_box:
         res = minimize(lambda x: problem.f(x) + 0.5 * reg.l2 * float(x @ x),
                        np.clip(np.zeros(d), reg.lower, reg.upper), jac=lambda x: problem.grad(x) + reg.l2 * x,
-                       method="L-BFGS-B", bounds=[(reg.lower, reg.upper)] * d, options=opts)
+                       method="L-BFGS-B", bounds=Bounds(reg.lower, reg.upper), options=opts)
         x = res.x
-    elif getattr(problem, "mu", 1.0) <= 0:   # non-convex f: a local minimizer by L-BFGS, then Newton
+    elif _nonconvex(problem):   # non-convex f: a local minimizer by L-BFGS, then Newton
         res = minimize(lambda x: problem.f(x) + 0.5 * reg.l2 * float(x @ x), np.zeros(d),
                        jac=lambda x: problem.grad(x) + reg.l2 * x, method="L-BFGS-B", options=opts)
         x = res.x
     else:        # R smooth (none or l2): Newton from 0
         x = np.zeros(d)
-    x = _newton_free(problem, x)
+    x = _newton_free(problem, x, dense=dense)
     return Reference(x_star=x, F_star=problem.F(x), local_grads=problem.local_grads(x),
                      residual=_residual(problem, x))
