@@ -13,17 +13,19 @@ The public surface::
 ``setup.run(isparse.engines.dask.DaskPool(client, *setup.pool_args()), ...)`` runs the same steps on Dask.
 """
 
-from .blocks import BlockPartition, Message, resolve_tau, sample_blocks, worker_streams
+from .blocks import BlockPartition, resolve_tau
 from .data import Dataset, load_dataset, load_libsvm, split_rows
 from .engines import DivergenceError, InProcessPool, RunResult, run
 from .errors import ConfigError, DataError
-from .methods import IBCD, ISEGA, METHODS, make_method
+from .messages import Messages
+from .methods import IBCD, ISEGA, METHODS, method_class
 from .problems import LogisticProblem, Reference, reference_solve
+from .sampling import Sampler
 from .setup import RunSetup, build, check_static
 
 __all__ = [
     "BlockPartition", "ConfigError", "DataError", "Dataset", "DivergenceError", "IBCD", "ISEGA",
-    "InProcessPool", "LogisticProblem", "METHODS", "Message", "Reference", "RunResult", "RunSetup",
-    "build", "check_static", "load_dataset", "load_libsvm", "make_method", "reference_solve",
-    "resolve_tau", "run", "sample_blocks", "split_rows", "worker_streams",
+    "InProcessPool", "LogisticProblem", "METHODS", "Messages", "Reference", "RunResult", "RunSetup", "Sampler",
+    "build", "check_static", "load_dataset", "load_libsvm", "method_class", "reference_solve",
+    "resolve_tau", "run", "split_rows",
 ]

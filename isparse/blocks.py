@@ -1,11 +1,8 @@
-"""Blocks of coordinates, independent tau*m-nice samplings, and the sparse message format.
+"""Blocks of coordinates and the rules for tau.
 
 The coordinates 0..d-1 are cut into m = ceil(d / b) contiguous blocks of size b (the last one
 may be shorter). In every iteration each worker i samples its own set U_i of exactly tau*m
-blocks, uniformly among all such sets and independently of the other workers and of earlier
-iterations (ALGORITHMS.md section 1; arXiv:1901.09437, section 2). Each worker has its own
-random stream, spawned from one seed, so that the sampling sequence does not depend on where
-the worker runs.
+blocks (``isparse.sampling``; ALGORITHMS.md section 1; arXiv:1901.09437, section 2).
 """
 
 from __future__ import annotations
@@ -58,6 +55,31 @@ class BlockPartition:
             return np.asarray(blocks, dtype=np.intp)
         idx = (np.asarray(blocks, dtype=np.intp)[:, None] * b + np.arange(b)).ravel()
         return idx[idx < self.d]
+
+    def coords_batch(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The coordinates of k workers' block sets, worker after worker.
+
+        Parameters
+        ----------
+        blocks : ndarray of int, shape (k, tau*m)
+            Sorted block ids of each worker.
+
+        Returns
+        -------
+        coords : ndarray of intp, shape (total,)
+            Worker 0's coordinates in block order, then worker 1's, ...
+        owner : ndarray of intp, shape (total,)
+            Row of ``blocks`` (0..k-1) each coordinate belongs to.
+        """
+        blocks = np.asarray(blocks, dtype=np.intp)
+        k, tm = blocks.shape
+        b = self.size
+        idx = (blocks[:, :, None] * b + np.arange(b)).reshape(k, tm * b)
+        owner = np.broadcast_to(np.arange(k)[:, None], idx.shape)
+        if b > 1 and self.d % b:                      # only the last block is short
+            keep = idx < self.d
+            return idx[keep], owner[keep]
+        return idx.ravel(), owner.ravel()
 
     def mask(self, blocks: np.ndarray) -> np.ndarray:
         """Boolean mask of shape (d,) that is True on the coordinates of ``blocks``."""
@@ -131,45 +153,3 @@ def resolve_tau(tau, m: int, n: int) -> tuple[float, int]:
                                  f"or {hi}/{m} = {hi / m:.6g}, or tau=auto.")
     tau_m = int(round(tau_m))
     return tau_m / m, tau_m
-
-
-def worker_streams(seed: int, n: int) -> list[np.random.Generator]:
-    """One independent random stream per worker, spawned from one seed (``SeedSequence.spawn``)."""
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
-
-
-def sample_blocks(rng: np.random.Generator, m: int, tau_m: int) -> np.ndarray:
-    """A tau*m-nice sampling: ``tau_m`` distinct block ids out of ``m``, uniformly; sorted, shape (tau_m,).
-
-    With ``tau_m == m`` no random numbers are drawn and all blocks are returned.
-    """
-    if tau_m == m:
-        return np.arange(m)
-    return np.sort(rng.choice(m, size=tau_m, replace=False))
-
-
-@dataclass(frozen=True)
-class Message:
-    """What worker i sends to the master in one iteration: block ids and their values.
-
-    Attributes
-    ----------
-    worker : int
-        Logical worker index i, 0 <= i < n.
-    blocks : ndarray of int32, shape (tau*m,) or (0,)
-        Sorted block ids U_i.
-    values : ndarray of float64, shape (number of coordinates in U_i,)
-        The coordinates of the sent vector on U_i, in block order.
-    dense : bool
-        All m blocks are sent (tau = 1, or IBGD's full gradient): no block ids are needed.
-    """
-
-    worker: int
-    blocks: np.ndarray
-    values: np.ndarray
-    dense: bool = False
-
-    @property
-    def nbytes(self) -> int:
-        """Uplink payload in bytes: values x 8 + block ids x 4, no ids for a dense message (ALGORITHMS.md section 6)."""
-        return self.values.size * VALUE_BYTES + (0 if self.dense else self.blocks.size * BLOCK_ID_BYTES)

@@ -10,14 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import BlockPartition, resolve_tau, tau_per_n, worker_streams
+from .blocks import BlockPartition, resolve_tau, tau_per_n
 from .data import Dataset, split_rows
 from .errors import ConfigError, check_choice, check_range
-from .methods import METHODS, isgd_schedule, make_method
+from .methods import METHODS
 from .problems import GLMProblem, Reference, reference_solve
 from .regularizers import make_regularizer
-from .theory import NoBound
-from .theory.isgd import theorem7_stepsize
 
 
 def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1, seed=None,
@@ -57,12 +55,12 @@ class RunSetup:
     reference : Reference
         x*, F*, grad f_i(x*).
     method : Method
+        With the run's seed.
     bound : LinearBound, SublinearBound or NoBound
         The theorem's bound for the stepsize used.
     x0 : ndarray of shape (d,)
-        Zero.
     seed : int
-        Seed of the workers' random streams.
+        Seed of every random draw of the workers (``isparse.sampling``).
     shards : list
         What each worker holds: the problem's shards, or the whole data set for shared-data methods.
     rows : list of ndarray, optional
@@ -78,30 +76,26 @@ class RunSetup:
     shards: list
     rows: list | None = None
 
-    def streams(self, seed: int | None = None):
-        """Fresh per-worker random streams spawned from ``seed`` (default: the run's)."""
-        return worker_streams(self.seed if seed is None else seed, self.method.n)
-
     def pool_args(self, seed: int | None = None) -> tuple:
-        """(method, shards, streams, x0): the arguments of ``InProcessPool`` and ``DaskPool(client, ...)``."""
-        return self.method, self.shards, self.streams(seed), self.x0
+        """(method, shards, x0): the arguments of ``InProcessPool`` and ``DaskPool(client, ...)``; ``seed`` gives the
+        method another seed (another set of random draws)."""
+        method = self.method if seed is None or int(seed) == self.method.seed else self.method.with_seed(seed)
+        return method, self.shards, self.x0
 
     def run(self, pool=None, **kwargs):
-        """Run on ``pool`` (default: a fresh in-process pool); kwargs go to :func:`isparse.engines.run`
-        (or to :func:`isparse.engines.async_loop.run_async` for an asynchronous method)."""
+        """Run on ``pool`` (default: a fresh in-process pool) with the pool's method; kwargs go to
+        :func:`isparse.engines.run` (an asynchronous method runs on the pool's asynchronous view)."""
         from .engines import InProcessPool, run
-        from .engines.async_loop import run_async
 
         pool = pool if pool is not None else InProcessPool(*self.pool_args())
-        if getattr(self.method, "asynchronous", False):
-            kwargs.setdefault("async_pool", pool.asynchronous(seed=self.seed))
-            kwargs.pop("progress", None)
-            if kwargs.pop("resume", None) is not None:
-                raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
+        method = pool.method
+        engine = pool.asynchronous(seed=method.seed) if method.asynchronous else pool
+        if method.asynchronous:
             kwargs.pop("checkpoint_every", None), kwargs.pop("on_checkpoint", None)
-            return run_async(self.method, pool, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)
-        kwargs.pop("async_pool", None)
-        return run(self.method, pool, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)
+            if kwargs.get("resume") is not None:
+                raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; "
+                                            "got a checkpoint.")
+        return run(method, engine, self.problem, self.reference, self.bound, x0=self.x0, **kwargs)
 
     @property
     def derived(self) -> dict:
@@ -112,93 +106,88 @@ class RunSetup:
                 "r0": float(np.sum((self.x0 - self.reference.x_star) ** 2)), "f_star": self.reference.F_star,
                 "sum_sq_local_grads_star": self.reference.sum_sq_local_grads,
                 "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate,
-                "bound_quantity": self.bound.quantity, **({"rho": m.rho} if hasattr(m, "rho") else {})}
+                "bound_quantity": self.bound.quantity, "send_ids": m.sends_ids, **m.derived_params()}
 
 
 def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: int, block_size: int, tau="auto",
           step_multiplier: float = 1.0, step_rule: str = "theory", seed: int = 0, split: str = "shuffle", split_seed: int = 0,
           reg: str = "none", reg_strength: float = 0.0, box=(-1.0, 1.0), reg_l2: float = 0.0, options: dict | None = None,
           reference: Reference | None = None, problem=None, loss: str = "logistic", penalty: str = "l2",
-          cache_dir=None) -> RunSetup:
-    """Build a run: split the rows, set up the problem, solve for x*, pick gamma = multiplier x theorem's gamma.
+          cache_dir=None, send_ids: bool = False) -> RunSetup:
+    """Build a run: split the rows, set up the problem, solve for x*, and let the method configure itself.
 
     Parameters
     ----------
     algorithm : str
-        An id of ``isparse.methods.SPECS`` (ibcd, ibgd, isega, isaga, isgd, gd, sgd, saga, shared_bcd, diana, ef21).
+        An id of ``isparse.methods.METHODS`` (ibcd, ibgd, isega, isaga, isaga_shared, isgd, iasgd, async_isgd,
+        gd, sgd, saga, asgd, shared_bcd, diana, ef21).
     data : Dataset
-        Builds an l2-regularized logistic problem split over n workers; or pass ``problem``.
+        Builds a linear-model problem split over n workers; or pass ``problem``.
     lam : float
-        lambda > 0 of the l2 term (with ``data``).
+        lambda > 0 of the penalty (with ``data``).
     problem : QuadraticProblem, optional
         A problem already split over n workers, with its own start and closed-form reference.
     loss : {"logistic", "squared"}
-        The loss of the linear model built from ``data`` (squared = least squares / ridge).
     penalty : {"l2", "nonconvex"}
-        (lambda/2)||x||^2, or the non-convex lambda sum_k x_k^2/(1 + x_k^2) (Theorem 7; only isgd/sgd get a bound).
     n : int
         Workers, 1 <= n <= N.
     block_size : int
         b, 1 <= b <= d; m = ceil(d/b).
-    tau : "auto" or float
+    tau : "auto", "<c>/n" or float
         Fraction of blocks sent, in [1/m, 1] with tau*m integer; auto = ceil(m/n)/m. Forced to 1
-        for the full-communication baselines gd, sgd, saga.
+        for the full-communication baselines (gd, sgd, saga, asgd).
     step_multiplier : float
-        gamma = step_multiplier x the theorem's gamma (> 0); for decreasing steps every gamma_t is scaled.
+        gamma = step_multiplier x the rule's gamma (> 0).
     step_rule : {"theory", "paper"}
-        ``paper``: the stepsize of the paper's experiments where it differs from the theorem's
-        (``isparse.theory.paper``: ISEGA 4x, ISGD/SGD 1/(5L), shared ISAGA/SAGA 1/(L(3/n + tau))),
-        times ``step_multiplier``. The bound is still the theorem's, flagged not applicable when gamma
-        exceeds the theorem's.
+        ``paper``: the stepsize of the paper's experiments where it differs (``isparse.theory.paper``).
     seed : int
-        Seed of the workers' sampling streams.
+        Seed of every random draw of the workers.
     split, split_seed : str, int
         Row split (``isparse.data.split_rows``).
-    reg, reg_strength, box, reg_l2 : R for the proximal methods (isega, diana): ``none``, ``l1`` or ``l2``
-        (weight ``reg_strength``), ``elastic_net`` (l1 weight ``reg_strength``, l2 weight ``reg_l2``), ``box``.
+    reg, reg_strength, box, reg_l2 : R for the proximal methods (isega, diana).
     options : dict, optional
-        Method options: ``batch`` (minibatch per worker), ``schedule`` (``constant`` or ``decreasing``), ``alpha``.
+        Method options from the algorithm config (``batch``, ``schedule``, ``alpha``, ``rho``).
     reference : Reference, optional
         A cached reference solution of the same problem (skips the solve).
     cache_dir : str or Path, optional
-        Keep x*, grad f_i(x*) and L_i on disk there, keyed by data set, lambda, split and n
-        (``isparse.cache``), so the jobs of a sweep solve each reference problem once.
+        Keep x*, grad f_i(x*) and L_i on disk there (``isparse.cache``).
+    send_ids : bool
+        Messages carry the block ids too (4 B each; the old convention); default: values only.
 
     Raises
     ------
     ConfigError
-        n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg.
+        n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg, or a
+        problem that lacks what the method needs.
     """
-    from .methods import IASGD, ISGD, SPECS, AsyncISGD, check_compatible, check_regularizer
+    from .methods import Context, check_regularizer, method_class
 
     options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
                  max_iter=1, tol=1.0, seed=seed, step_rule=step_rule)
-    spec = SPECS[algorithm]
+    cls = method_class(algorithm)
     check_choice("problem.loss", loss, ["logistic", "squared"])
     check_choice("problem.penalty", penalty, ["l2", "nonconvex"])
     if problem is None:
         check_range("workers.n", n, 1, data.N, high_text="N (rows of the data set)", integer=True)
     d = problem.d if problem is not None else data.d
     blocks = BlockPartition(d, int(block_size))
-    if spec.full:
+    if cls.full:
         if tau not in ("auto", 1, 1.0):
             raise ConfigError("tau", f"The 'tau' parameter must be auto or 1 for algorithm={algorithm} "
                                      f"(a full-communication baseline); got {tau!r}.")
         tau = 1.0
     tau_f, tau_m = resolve_tau(tau, blocks.m, int(n))
-    batch = check_range("algorithm.batch", options.get("batch", 1), 1, None, integer=True)
-    schedule = check_choice("algorithm.schedule", options.get("schedule", "constant"), ["constant", "decreasing"])
     regularizer = make_regularizer(reg, reg_strength, *box, l2_strength=reg_l2)
     check_regularizer(algorithm, regularizer)      # before the reference solve
     if problem is None:
         problem = GLMProblem(data, split_rows(data.N, int(n), split, split_seed), lam, regularizer, loss, penalty)
     elif regularizer.name != "none":
         raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for {problem.name}; got {reg!r}.")
-    if problem.mu <= 0 and issubclass(spec.cls, IASGD):
-        raise ConfigError("problem.penalty", f"The 'problem.penalty' parameter must be l2 for algorithm={algorithm} "
-                                             f"(the accelerated step needs mu > 0); got {penalty!r}.")
-    check_compatible(algorithm, problem)
+    ctx = Context(algorithm=algorithm, problem=problem, reference=None, n=int(n), blocks=blocks, tau=tau_f,
+                  tau_m=tau_m, step_multiplier=step_multiplier, step_rule=step_rule, seed=int(seed),
+                  send_ids=bool(send_ids), options=options, regularizer=regularizer, data=data)
+    cls.check(ctx)                                 # what the method needs, before the reference solve
     if reference is None and hasattr(problem, "reference"):
         reference = problem.reference()
     elif reference is None and cache_dir is not None:
@@ -207,73 +196,10 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
         reference, _ = load_or_solve(problem, reference_solve, cache_dir, problem_key(problem, split, split_seed))
     elif reference is None:
         reference = reference_solve(problem)
-    ref = reference
-    x0 = problem.start() if hasattr(problem, "start") else np.zeros(d)
-    extra = {}
-    constants = dict(L=problem.L, mu=problem.mu, n=int(n), tau=tau_f, r0=float(np.sum((x0 - ref.x_star) ** 2)),
-                     sum_sq_local_grads=ref.sum_sq_local_grads)
-    shards, rows = problem.shards, getattr(problem, "parts", None)
-    if getattr(spec.cls, "shared_data", False):    # Alg. 4: every worker holds the whole data set
-        if data is None:
-            raise ConfigError("data", f"The 'data' parameter must be a data set for algorithm={algorithm} "
-                                      f"(the workers share its examples); got {problem.name!r}.")
-        whole = GLMProblem(data, [np.arange(data.N)], lam, loss=loss, penalty=penalty)   # psi_j = phi_j + P
-        shards, rows = [whole.shards[0]] * int(n), [whole.parts[0]] * int(n)
-        constants.update(L_example=whole.L_example, N=data.N, sum_sq_example_grads=whole.sum_sq_example_grads(ref.x_star))
-        extra["N"] = data.N
-    elif spec.smoothness == "L_example":
-        constants.update(L_example=problem.L_example, l_max=max(s.l for s in problem.shards),
-                         sum_sq_example_grads=problem.sum_sq_example_grads(ref.x_star))
-    smooth = constants[spec.smoothness]
-    if spec.cls in (ISGD, AsyncISGD):
-        constants["sigma_sq"] = float(np.mean([s.gradient_noise_bound(batch) for s in problem.shards]))
-        constants["decreasing"] = schedule == "decreasing"
-        if problem.mu <= 0:   # Theorem 7's constants
-            constants.update(nu_sq=problem.gradient_dissimilarity_bound(), f0_minus_low=problem.F(x0))
-        extra["batch"] = batch
-        if schedule == "decreasing":
-            a, c = isgd_schedule(problem.L, problem.mu, int(n), tau_f)
-            extra["schedule"] = (a / step_multiplier, c / step_multiplier)
-    if issubclass(spec.cls, IASGD):
-        rho, computed = _iasgd_rho(problem, options.get("rho"), batch, int(n), tau_f)
-        rho /= step_multiplier                      # a larger multiplier means a larger step 1/(rho L)
-        computed = computed and step_multiplier <= 1
-        constants.update(rho=rho, rho_is_computed=computed, subopt0=problem.F(x0) - ref.F_star)
-        extra.update(L=problem.L, mu=problem.mu, rho=rho, batch=batch)
-        gamma = 1.0 / (rho * problem.L)
-    elif "schedule" in extra:
-        gamma = 1.0 / extra["schedule"][0]          # gamma_0 of the decreasing schedule
-    elif spec.cls is ISGD and problem.mu <= 0:      # non-convex: Theorem 7's stepsize
-        gamma = step_multiplier * theorem7_stepsize(problem.L, problem.mu, int(n), tau_f)
-    else:
-        rule = spec.paper_stepsize if step_rule == "paper" and spec.paper_stepsize else spec.stepsize
-        gamma = step_multiplier * rule(smooth, problem.mu, int(n), tau_f)
-    if algorithm == "diana" and options.get("alpha") is not None:
-        extra["alpha"] = float(options["alpha"])
-    method = make_method(algorithm, n=n, blocks=blocks, tau_m=tau_m, gamma=gamma, reg=regularizer, seed=seed, **extra)
-    if getattr(spec.cls, "shared_data", False):       # Theorem 2's Lyapunov targets, grad psi_j(x*)
-        method.targets = np.stack([shards[0].example_grad(ref.x_star, j) for j in range(data.N)])
-    if spec.bound is None:
-        bound = NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {algorithm}",
-                        gamma_theory=spec.stepsize(smooth, problem.mu, int(n), tau_f), gamma=gamma)
-    elif problem.mu <= 0 and spec.cls is not ISGD:
-        bound = NoBound(theorem=f"the theorem for {algorithm} needs a strongly convex f", gamma_theory=gamma, gamma=gamma)
-    else:
-        bound = spec.bound(gamma=gamma, **constants)
-    return RunSetup(problem=problem, reference=ref, method=method, bound=bound, x0=x0, seed=int(seed), shards=shards,
-                    rows=rows)
-
-
-def _iasgd_rho(problem, rho, batch, n, tau):
-    """(rho, computed): the configured rho, or rho_hat of ``isparse.theory.iasgd`` where it can be computed."""
-    from .theory import strong_growth_rho
-
-    if rho is not None:
-        return float(check_range("algorithm.rho", rho, 1.0, None)), False
-    rho_tilde = problem.strong_growth_constant() if hasattr(problem, "strong_growth_constant") else None
-    exact = all(s.l <= batch for s in problem.shards)   # minibatch = whole shard: rho_bar = 0
-    if rho_tilde is None or not exact:
-        raise ConfigError("algorithm.rho", f"The 'algorithm.rho' parameter must be set (a number >= 1) for "
-                                           f"{type(problem).__name__}: its strong-growth constant cannot be computed "
-                                           f"(it needs Assumption 2 and exact local gradients); got null.")
-    return strong_growth_rho(rho_tilde, 0.0, n, tau), True
+    ctx.reference = reference
+    ctx.x0 = problem.start() if hasattr(problem, "start") else np.zeros(d)
+    method, bound = cls.configure(ctx)
+    method.name = algorithm
+    shards, rows = cls.shards(ctx)
+    return RunSetup(problem=problem, reference=reference, method=method, bound=bound, x0=ctx.x0, seed=int(seed),
+                    shards=shards, rows=rows)

@@ -100,6 +100,7 @@ def check_cluster(cluster_cfg) -> str:
         check_range("cluster.threads_per_worker", cluster_cfg.threads_per_worker, 1, None, integer=True)
     check_range("cluster.snapshot_every", cluster_cfg.snapshot_every, 0, None, integer=True)
     check_range("cluster.worker_timeout", cluster_cfg.worker_timeout, 0.0, None, low_open=True)
+    check_range("cluster.measure_every", cluster_cfg.get("measure_every", 50), 1, None, integer=True)
     if security_from(cluster_cfg) is not None and kind == "kubernetes":
         raise ConfigError("cluster.security.tls_ca_file", "The 'cluster.security.tls_*' parameters must be null for "
                                                           "cluster=kubernetes (KubeCluster takes no Security; configure "

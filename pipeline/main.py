@@ -64,7 +64,8 @@ def run_job(cfg: DictConfig) -> dict:
                   step_multiplier=cfg.step.multiplier, step_rule=cfg.step.get("rule", "theory"), seed=cfg.seed,
                   reg=cfg.problem.reg,
                   reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box), reg_l2=cfg.problem.reg_l2,
-                  options={k: v for k, v in cfg.algorithm.items() if k != "name"})
+                  options={k: v for k, v in cfg.algorithm.items() if k != "name"},
+                  send_ids=bool(cfg.get("messages", {}).get("send_ids", False)))
     if cfg.data.name == "quadratic":
         problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
         setup = build(problem=problem, **common)
@@ -124,12 +125,14 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
     predicted = bound.iterations_to(cfg.tol * derived["r0"])
     if checkpoint is None:   # a resumed run has these already
         logger.log_params({**flatten(resolved_config(cfg)), **derived, "data.source": _source(cfg, setup),
-                           "tau_setting": cfg.tau, "uplink_convention": "values x 8 B + block ids x 4 B (none when dense)"})
+                           "tau_setting": cfg.tau,
+                           "uplink_convention": ("values x 8 B + block ids x 4 B (none when dense)" if method.sends_ids
+                                                 else "values x 8 B (block ids recomputed by the master)")})
         logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
         logger.set_tags({"predicted_iterations": predicted})
         logger.log_metrics({"predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
-    if hasattr(pool, "client"):
+    if pool.name == "dask":
         logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none",
                          "dask_scheduler": pool.client.scheduler.address})
         pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
@@ -146,7 +149,7 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
 
     result = setup.run(pool, max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
                        observer=lambda rec: logger.log_metrics(_metrics(rec, method.n), rec["step"]),
-                       progress=bool(cfg.progress), should_stop=stop, resume=checkpoint,
+                       progress=bool(cfg.progress), expected_iter=predicted, should_stop=stop, resume=checkpoint,
                        checkpoint_every=int(cfg.checkpoint.every), on_checkpoint=save_checkpoint)
     np.save(outdir / "x_final.npy", result.x)
     logger.log_artifact(outdir / "x_final.npy")
@@ -157,11 +160,12 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
                "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
                "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
                "wall_s_total": last["wall_s"]}
-    if hasattr(pool, "traffic"):   # the Dask engine measured what it received
+    if pool.name == "dask":   # the Dask engine measured what it received
         traffic = pool.traffic()
         summary.update({k: traffic[k] for k in ("uplink_serialized_ratio", "uplink_overhead_per_reply")})
         logger.log_params({"uplink_serialized_ratio": f"{traffic['uplink_serialized_ratio']:.6g}",
-                           "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(reply)) per host reply"})
+                           "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(batch)) per host reply, "
+                                                        f"every {pool.measure_every} rounds"})
     logger.log_metrics(summary, step=result.iterations)
     logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     fig = convergence_figure(result.records, f"{run_name}  ({bound.theorem.split(',')[0]})")
@@ -308,7 +312,8 @@ def _pool(cfg, setup):
 
             source = ShardSource.of(_dataset_args(cfg), setup.rows, setup.shards)
         pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
-                        worker_timeout=float(cfg.cluster.worker_timeout), source=source)
+                        worker_timeout=float(cfg.cluster.worker_timeout),
+                        measure_every=int(cfg.cluster.get("measure_every", 50)), source=source)
         try:
             yield pool
         finally:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import plain
-from isparse import InProcessPool, build, load_dataset, worker_streams
+from isparse import InProcessPool, Sampler, build, load_dataset
 from isparse.problems import QuadraticProblem
 
 pytestmark = pytest.mark.needs_data
@@ -38,14 +38,14 @@ def parts_of(a1a, n):
 def test_ibgd_equals_plain_loop(a1a):
     s = build(algorithm="ibgd", data=a1a, lam=1e-2, n=5, block_size=1, split="contiguous", tau=25 / 123, seed=4)
     want = plain.ibgd(a1a.A.toarray(), a1a.b, parts_of(a1a, 5), 1e-2, s.method.tau, s.method.gamma, 30,
-                      worker_streams(4, 5))
+                      Sampler(4))
     np.testing.assert_allclose(np.array(_run(s, 30, keep=True).iterates), want, rtol=0, atol=1e-12)
 
 
 def test_isaga_equals_plain_loop(a1a):
     s = build(algorithm="isaga", data=a1a, lam=1e-2, n=4, block_size=3, split="contiguous", seed=2)
     want = plain.isaga(a1a.A.toarray(), a1a.b, parts_of(a1a, 4), 1e-2, 3, s.method.tau_m, s.method.gamma, 40,
-                       worker_streams(2, 4))
+                       Sampler(2))
     np.testing.assert_allclose(np.array(_run(s, 40, keep=True).iterates), want, rtol=0, atol=1e-12)
 
 
@@ -55,14 +55,14 @@ def test_isgd_and_sgd_equal_plain_loop(a1a, algorithm, tau):
     s = build(algorithm=algorithm, data=a1a, lam=1e-2, n=4, block_size=2, split="contiguous", seed=9,
               options={"batch": 3})
     want = plain.isgd(a1a.A.toarray(), a1a.b, parts_of(a1a, 4), 1e-2, 2, s.method.tau_m, s.method.gamma, 30,
-                      worker_streams(9, 4), batch=3)
+                      Sampler(9), batch=3)
     assert (s.method.tau == 1.0) == (algorithm == "sgd")
     np.testing.assert_allclose(np.array(_run(s, 30, keep=True).iterates), want, rtol=0, atol=1e-12)
 
 
 def test_saga_with_one_worker_is_single_node_saga(a1a):
     s = build(algorithm="saga", data=a1a, lam=1e-2, n=1, block_size=1, seed=1)
-    want = plain.saga_single_node(a1a.A.toarray(), a1a.b, 1e-2, s.method.gamma, 300, worker_streams(1, 1)[0])
+    want = plain.saga_single_node(a1a.A.toarray(), a1a.b, 1e-2, s.method.gamma, 300, Sampler(1))
     np.testing.assert_allclose(np.array(_run(s, 300, keep=True).iterates), want, rtol=0, atol=1e-12)
 
 
@@ -192,10 +192,14 @@ def test_shared_data_isaga_equals_plain_saga_with_distinct_indices(a1a):
     """n workers, tau = 1: n distinct examples per iteration from the shared stream, one SAGA table."""
     s = build(algorithm="isaga_shared", data=a1a, lam=1e-2, n=3, block_size=1, tau=1.0, seed=6)
     A, b, N, gamma = a1a.A.toarray(), a1a.b, a1a.N, s.method.gamma
-    rng = np.random.default_rng(6)           # the shared index stream is seeded with the run's seed
+    from isparse.sampling import SHARED_EXAMPLES
+
+    sampler = Sampler(6)                     # the shared index stream: a function of (seed, t), drawn in order
     table, x, want = np.zeros((N, a1a.d)), np.zeros(a1a.d), [np.zeros(a1a.d)]
-    for _ in range(40):
-        js = rng.choice(N, size=3, replace=False)
+    for t in range(40):
+        u = sampler.uniforms(SHARED_EXAMPLES, [0], t, 6)[0]
+        js = list(dict.fromkeys(np.floor(u * N).astype(int)))[:3]   # the first 3 distinct draws
+        assert len(js) == 3
         grads = [-b[j] / (1 + np.exp(b[j] * (A[j] @ x))) * A[j] + 1e-2 * x for j in js]
         x_new = x - gamma / 3 * sum(g - table[j] + table.mean(0) for g, j in zip(grads, js))
         for g, j in zip(grads, js):

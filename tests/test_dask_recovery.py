@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from isparse import InProcessPool, build, load_dataset
-from isparse.engines.dask import MESSAGE_OVERHEAD_BYTES, REPLY_OVERHEAD_BYTES, DaskPool
+from isparse.engines.dask import REPLY_OVERHEAD_BYTES, WORKER_OVERHEAD_BYTES, DaskPool
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +49,20 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
     np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))   # to the bit
 
 
-def test_serialized_bytes_match_analytic_plus_overhead_and_time_is_split(dask_client, setup):
-    pool = DaskPool(dask_client, *setup.pool_args())
-    res = setup.run(pool, max_iter=100, tol=1e-300, log_every=50)
+@pytest.mark.parametrize("send_ids", [False, True])
+def test_serialized_bytes_match_analytic_plus_overhead_and_time_is_split(dask_client, setup, send_ids):
+    """Values-only batches (the default) and id-carrying ones: serialized = analytic + the stated overhead (10%)."""
+    s = build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
+              send_ids=send_ids)
+    pool = DaskPool(dask_client, *s.pool_args(), measure_every=1)
+    res = s.run(pool, max_iter=100, tol=1e-300, log_every=50)
     tr = pool.traffic()
-    assert tr["replies"] == 200 and tr["messages"] == 400   # 2 Dask workers, 4 logical workers, 100 rounds
-    assert tr["uplink_bytes_analytic"] == res.records[-1]["uplink_bytes"] == 400 * (4 * 2 * 8 + 4 * 4)
-    expected = tr["uplink_bytes_analytic"] + REPLY_OVERHEAD_BYTES * 200 + MESSAGE_OVERHEAD_BYTES * 400
+    assert tr["replies"] == 200 and tr["workers"] == 400 and tr["rounds"] == 100   # 2 Dask workers, 4 logical workers
+    per_worker = 4 * 2 * 8 + (4 * 4 if send_ids else 0)        # tau*m = 4 blocks of 2 values (+ 4 ids of 4 B)
+    assert tr["uplink_bytes_analytic"] == res.records[-1]["uplink_bytes"] == 400 * per_worker
+    expected = tr["uplink_bytes_analytic"] + REPLY_OVERHEAD_BYTES * 200 + WORKER_OVERHEAD_BYTES * 400
     assert tr["uplink_bytes_expected"] == expected
-    assert abs(tr["uplink_bytes_serialized"] - expected) <= 0.1 * expected
+    assert abs(tr["uplink_bytes_serialized"] - expected) <= 0.1 * expected, tr
     assert res.records[-1]["uplink_bytes_serialized"] == tr["uplink_bytes_serialized"]
     last = res.records[-1]
     assert last["time_compute_s"] > 0 and last["time_comm_s"] > 0 and last["time_master_s"] > 0

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import plain
-from isparse import InProcessPool, build, load_dataset, worker_streams
+from isparse import InProcessPool, Sampler, build, load_dataset
 
 pytestmark = pytest.mark.needs_data
 
@@ -28,7 +28,7 @@ def test_iterates_equal_plain_loop(a1a, algorithm, size, tau):
     got = np.array(_run(s, T).iterates)
     parts = np.array_split(np.arange(a1a.N), 5)
     loop = getattr(plain, algorithm)
-    want = loop(a1a.A.toarray(), a1a.b, parts, 1e-2, size, s.method.tau_m, s.method.gamma, T, worker_streams(11, 5))
+    want = loop(a1a.A.toarray(), a1a.b, parts, 1e-2, size, s.method.tau_m, s.method.gamma, T, Sampler(11))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
@@ -38,7 +38,7 @@ def test_isega_with_l1_prox_equals_plain_loop(a1a):
     got = np.array(_run(s, 25).iterates)
     soft = lambda v, step: np.sign(v) * np.maximum(np.abs(v) - step * 1e-2, 0)
     want = plain.isega(a1a.A.toarray(), a1a.b, np.array_split(np.arange(a1a.N), 4), 1e-2, 2, s.method.tau_m,
-                       s.method.gamma, 25, worker_streams(5, 4), prox=soft)
+                       s.method.gamma, 25, Sampler(5), prox=soft)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 

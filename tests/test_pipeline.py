@@ -47,9 +47,10 @@ def test_default_run_on_local_dask_cluster(tmp_path):
     assert m["converged"] == 1.0
     assert m["dist_sq"] <= m["bound"]
     assert m["dist_sq"] <= float(p["tol"]) * float(p["r0"])
-    # uplink: every iteration each of the n workers sends tau*m values (8 B) and ids (4 B)
+    # uplink: every iteration each of the n workers sends tau*m values (8 B), no ids (the master derives them)
     n, tau_m, iters = int(p["n"]), int(p["tau_m"]), int(m["iterations"])
-    assert m["uplink_bytes"] == iters * n * tau_m * 12
+    assert m["uplink_bytes"] == iters * n * tau_m * 8
+    assert p["uplink_convention"].startswith("values x 8 B (block ids recomputed")
     history = client.get_metric_history(run.info.run_id, "dist_sq")
     assert [h.step for h in history][:3] == [0, 10, 20]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
@@ -177,10 +178,10 @@ def test_signal_marks_run_killed_and_leaves_no_worker_processes(tmp_path, sig):
 def test_every_algorithm_and_data_set_has_a_config():
     """Configs tested like code: every registered algorithm id is selectable as algorithm=<id>."""
     from isparse.data import NAMED_FILES
-    from isparse.methods import SPECS
+    from isparse.methods import METHODS
     from conftest import CONF_DIR
 
-    assert {p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml")} == set(SPECS)
+    assert {p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml")} == set(METHODS)
     assert set(NAMED_FILES) | {"breast_cancer", "libsvm", "quadratic"} == {p.stem for p in (CONF_DIR / "data").glob("*.yaml")}
 
 

@@ -80,10 +80,10 @@ def test_table_equals_numbers_recomputed_from_logged_metrics(quick_sweep):
     assert float(row["iterations_ratio"]) == pytest.approx(its_sparse / its_full, rel=1e-12)
     assert float(row["uplink_ratio"]) == pytest.approx(up_sparse / up_full, rel=1e-12)
     assert float(row["uplink_saved"]) == pytest.approx(1 - up_sparse / up_full, rel=1e-12)
-    # bytes per iteration: n workers x tau*m blocks x (8 B value + 4 B id) at tau < 1, n x d x 8 B dense
+    # bytes per iteration: n workers x tau*m blocks x 8 B (values only) at tau < 1, n x d x 8 B dense
     d = int(children[0].data.params["d"])
     assert up_full == pytest.approx(its_full * 4 * d * 8)
-    assert up_sparse == pytest.approx(its_sparse * 4 * math.ceil(m / 4) * 12)
+    assert up_sparse == pytest.approx(its_sparse * 4 * math.ceil(m / 4) * 8)
     md = _artifact_text(client, parent.info.run_id, "report/table99.md")
     assert f"{float(row['iterations_ratio']):.2f}" in md
 

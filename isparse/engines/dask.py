@@ -1,22 +1,23 @@
 """The Dask engine: logical workers live on Dask workers as actors; the master loop stays in the client.
 
-Each Dask worker holds one :class:`MeasuredHost` actor (a :class:`~isparse.engines.host.WorkerHost`
-that also times its steps and sizes its replies) with the logical workers placed there
-(contiguous, even split of 0..n-1 over the workers sorted by address). Shards are sent once
-when the actors are created, never per round; a round sends x to each host and receives its
-messages. Only this module imports ``distributed``.
+Each Dask worker holds one :class:`~isparse.engines.host.WorkerHost` actor with the logical workers
+placed there (contiguous, even split of 0..n-1 over the workers sorted by address), their data
+stacked. Shards are sent once when the actors are created, never per round; a round sends x to
+each host and receives one batch of messages per host (``isparse.messages.Messages``). Only this
+module imports ``distributed``.
 
 Lost Dask workers
 -----------------
 Actors keep state across calls without a scheduler task per round, but die with their worker
-(STACK.md). The pool therefore keeps, on the client, a snapshot of every logical worker's state
-and random stream, taken every ``snapshot_every`` rounds, and the models x broadcast since.
+(STACK.md). The pool therefore keeps, on the client, a snapshot of every host's worker state and
+step counters, taken every ``snapshot_every`` rounds, and the models x broadcast since.
 When an actor call raises a communication error or does not answer within ``worker_timeout``
 seconds, the logical workers of that Dask worker are recreated on the remaining Dask workers
 from their shards (still held by the client), restored from the snapshot and replayed through
 the rounds since it (their messages discarded), and the interrupted call is made again. Because
-the replay uses the same models and the restored random streams, the recovered workers send
-exactly the messages they would have sent: the iterates equal those of an uninterrupted run.
+every random draw is a function of (seed, i, t) and the replay uses the same models, the
+recovered workers send exactly the messages they would have sent: the iterates equal those of an
+uninterrupted run.
 """
 
 from __future__ import annotations
@@ -25,16 +26,18 @@ import time
 
 import numpy as np
 
+from ..messages import Messages
 from .host import WorkerHost
 
 #: Exceptions of an actor call that mean "the Dask worker is gone or does not answer".
 LOST = (OSError, TimeoutError)
 
-#: Measured overhead of a serialized host reply over its analytic bytes (distributed 2026.8, numpy 2, pickle 5):
-#: about 310 B per reply (Dask's serialization header and the pickled list) plus 77 B per message (the pickled
-#: Message dataclass and the headers of its two arrays), within 1% for 1 to 32 messages of 1 to 1000 blocks.
-REPLY_OVERHEAD_BYTES = 310
-MESSAGE_OVERHEAD_BYTES = 77
+#: Measured overhead of a serialized host batch over its analytic bytes (distributed 2026.8, numpy 2, pickle 5):
+#: about 420 B per reply (Dask's header and the pickled Messages with its arrays' headers; ~30 B more when the
+#: block ids travel) plus 8 B per hosted worker (its index and value count, int32 each), within 1% for 1 to 100
+#: workers of 1 to 1000 values. See ``tests/test_dask_recovery.py`` and the README.
+REPLY_OVERHEAD_BYTES = 420
+WORKER_OVERHEAD_BYTES = 8
 
 
 def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
@@ -57,30 +60,6 @@ def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
     return {a: [int(i) for i in part] for a, part in zip(addresses, np.array_split(ids, len(addresses)))}
 
 
-class MeasuredHost(WorkerHost):
-    """A :class:`WorkerHost` that reports, per round, its compute time and the serialized size of its reply."""
-
-    def step_measured(self, x: np.ndarray) -> tuple[list, float, int]:
-        """(messages, compute seconds, serialized bytes) of one round on the broadcast x.
-
-        The compute time is ``time.perf_counter`` around the hosted workers' steps. The bytes are
-        ``len(distributed.protocol.serialize_bytes(messages))``: the header and frames Dask sends for
-        the list of this host's messages (the actor-reply envelope and TCP framing not included).
-        """
-        from distributed.protocol import serialize_bytes
-
-        start = time.perf_counter()
-        msgs = self.step(x)
-        compute = time.perf_counter() - start
-        return msgs, compute, len(serialize_bytes(msgs))
-
-    def replay(self, xs: list) -> int:
-        """Re-run the hosted workers' steps on the models ``xs`` in order, discarding the messages; returns len(xs)."""
-        for x in xs:
-            self.step(x)
-        return len(xs)
-
-
 class _Host:
     """One actor on one Dask worker: its address, logical worker ids and the futures that keep it alive."""
 
@@ -89,25 +68,26 @@ class _Host:
 
 
 class DaskPool:
-    """Runs the logical workers' steps on a Dask cluster, surviving lost Dask workers.
+    """Runs the logical workers' batched steps on a Dask cluster, surviving lost Dask workers (an ``Engine``).
 
     Parameters
     ----------
     client : distributed.Client
         A connected client (``direct_to_workers=True`` lets actor calls skip the scheduler).
     method : Method
+        With the run's seed.
     shards : list of n shards
         Kept by the pool (a reference, no copy) to recreate lost workers.
-    rngs : list of n numpy Generators (``isparse.blocks.worker_streams``)
     x0 : ndarray of shape (d,)
     snapshot_every : int, default 50
         Rounds between the client-side snapshots of the workers' states used for recovery; 0 turns
-        recovery off (a lost Dask worker then fails the run). Cost: one snapshot call per
-        ``snapshot_every`` rounds, moving every worker state to the client (the size of a
-        checkpoint's worker part: ISEGA n x d floats, ISAGA the SAGA tables), and keeping up to
-        ``snapshot_every`` models (d floats each) to replay.
+        recovery off (a lost Dask worker then fails the run). Cost: one state fetch per
+        ``snapshot_every`` rounds (ISEGA n x d floats, ISAGA the SAGA tables; shared with a checkpoint
+        of the same round), and keeping up to ``snapshot_every`` models (d floats each) to replay.
     worker_timeout : float, default 60
         Seconds an actor call may take before its Dask worker is declared lost.
+    measure_every : int, default 50
+        Every this many rounds (from round 0) each host also measures the serialized size of its reply.
     source : isparse.problems.source.ShardSource, optional
         ``data.load=on_worker``: each Dask worker reads its shards from the (shared) data file instead of
         receiving them; also used to recreate lost workers.
@@ -124,9 +104,6 @@ class DaskPool:
     timing : dict
         Cumulative seconds: ``compute_s`` (per round, the slowest host's compute measured inside the
         actor), ``comm_s`` (per round, the round trip minus that compute).
-    serialized_bytes, analytic_bytes, replies : int
-        Cumulative :meth:`MeasuredHost.step_measured` bytes, ``Message.nbytes`` of the same messages,
-        and host replies, over the rounds run (see :meth:`traffic`).
 
     Raises
     ------
@@ -136,25 +113,26 @@ class DaskPool:
 
     name = "dask"
 
-    def __init__(self, client, method, shards, rngs, x0, *, snapshot_every: int = 50, worker_timeout: float = 60.0,
-                 on_recovery=None, source=None):
+    def __init__(self, client, method, shards, x0, *, snapshot_every: int = 50, worker_timeout: float = 60.0,
+                 measure_every: int = 50, on_recovery=None, source=None):
         addresses = list(client.scheduler_info()["workers"])
         if not addresses:
             raise RuntimeError("the Dask cluster has no workers")
         self.client, self.method, self.shards, self.x0 = client, method, shards, np.asarray(x0)
         self.source = source
         self.snapshot_every, self.worker_timeout, self.on_recovery = int(snapshot_every), float(worker_timeout), on_recovery
-        self._hosts = [self._make_host(addr, ids, [rngs[i] for i in ids])
-                       for addr, ids in place_workers(len(shards), addresses).items()]
+        self.measure_every = max(1, int(measure_every))
+        self._hosts = [self._make_host(addr, ids) for addr, ids in place_workers(len(shards), addresses).items()]
         for h in self._hosts:
             h.actor = h.futures[-1].result(timeout=self.worker_timeout)
         self.rounds, self.restarts, self.events, self._dead = 0, 0, [], set()
         self._snapshot, self._snapshot_round, self._since = None, -1, []
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}
-        self.serialized_bytes = self.analytic_bytes = self.replies = self.messages = 0
+        self.measured = {"rounds": 0, "replies": 0, "workers": 0, "serialized": 0, "analytic": 0}
+        self.analytic_bytes = 0
 
     # -- placement ---------------------------------------------------------------------------------
-    def _make_host(self, addr, ids, rngs) -> _Host:
+    def _make_host(self, addr, ids) -> _Host:
         """Give ``addr`` the shards of ``ids`` once (sent, or read there from ``source``) and start a host actor
         there (not waited for)."""
         if self.source is not None:   # one task on addr reads the file and returns the list of shards
@@ -162,8 +140,8 @@ class DaskPool:
                                        pure=False)]
             shards = data[0]
         else:
-            data = shards = self.client.scatter([self.shards[i] for i in ids], workers=[addr], direct=True)
-        fut = self.client.submit(MeasuredHost, self.method, ids, shards, rngs, self.x0, workers=[addr], actor=True,
+            data = shards = self.client.scatter(self.method.host_shards(self.shards, ids), workers=[addr], direct=True)
+        fut = self.client.submit(WorkerHost, self.method, ids, shards, self.x0, workers=[addr], actor=True,
                                  allow_other_workers=False, pure=False)
         return _Host(addr, ids, None, [*data, fut])
 
@@ -219,15 +197,13 @@ class DaskPool:
         if not alive:
             raise RuntimeError(f"every Dask worker was lost ({reason}); cannot recover")
         ids = sorted(i for h in lost_hosts for i in h.ids)
-        fresh = [self._make_host(addr, part, [np.random.default_rng() for _ in part])
-                 for addr, part in place_workers(ids, alive).items()]
+        fresh = [self._make_host(addr, part) for addr, part in place_workers(ids, alive).items()]
         for h in fresh:
             h.actor = h.futures[-1].result(timeout=self.worker_timeout)
         since = list(self._since)
-        pending = [(h, h.actor.restore({i: self._snapshot[i] for i in h.ids})) for h in fresh]
-        for _, p in pending:
+        for p in [h.actor.restore(self._snapshot) for h in fresh]:
             p.result(timeout=self.worker_timeout)
-        for _, p in [(h, h.actor.replay(since)) for h in fresh]:
+        for p in [h.actor.replay(since) for h in fresh]:
             p.result(timeout=self.worker_timeout * max(1, len(since)))
         self._hosts = sorted(self._hosts + fresh, key=lambda h: h.ids[0])
         self.restarts += len(lost_hosts)
@@ -239,64 +215,84 @@ class DaskPool:
             self.on_recovery(event)
         return fresh
 
-    # -- the pool interface ------------------------------------------------------------------------
-    def step(self, x):
-        """Messages of all workers for the broadcast x, ordered by worker index.
+    # -- the engine protocol -----------------------------------------------------------------------
+    def exchange(self, x, monitor=None):
+        """All workers' messages for the broadcast x, ordered by worker index (one actor call per host).
 
-        Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client.
+        Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client;
+        every ``measure_every`` rounds the hosts also size their replies.
         """
         if self.snapshot_every > 0 and self.rounds % self.snapshot_every == 0 and self._snapshot_round != self.rounds:
-            self._snapshot, self._snapshot_round, self._since = self.snapshot(), self.rounds, []
+            self.snapshot()
+        measure = self.rounds % self.measure_every == 0
         start = time.perf_counter()
-        out = self._call("step_measured", lambda h: (x,))
+        out = self._call("round", lambda h: (x, monitor, measure))
         wall = time.perf_counter() - start
-        compute = max(c for _, c, _ in out.values())
+        compute = max(c for _, c, _, _ in out.values())
         self.timing["compute_s"] += compute
         self.timing["comm_s"] += max(0.0, wall - compute)
-        messages = sorted((m for msgs, _, _ in out.values() for m in msgs), key=lambda m: m.worker)
-        self.serialized_bytes += sum(b for _, _, b in out.values())
-        self.analytic_bytes += sum(m.nbytes for m in messages)
-        self.replies += len(out)
-        self.messages += len(messages)
+        batch = Messages.concat([b for b, _, _, _ in out.values()])
+        analytic = int(batch.bytes_per_worker(self.method.blocks.m).sum())
+        self.analytic_bytes += analytic
+        if measure:
+            m = self.measured
+            m["rounds"] += 1
+            m["replies"] += len(out)
+            m["workers"] += batch.k
+            m["serialized"] += sum(s for _, _, s, _ in out.values())
+            m["analytic"] += analytic
         if self.snapshot_every > 0:
             self._since.append(np.array(x, copy=True))
         self.rounds += 1
-        return messages
+        memory = None if monitor is None else float(sum(v for _, _, _, v in out.values()))
+        return batch, memory
+
+    def memory(self, x_star):
+        """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink)."""
+        return float(sum(self._call("memory", lambda h: (x_star,)).values()))
 
     def traffic(self) -> dict:
-        """The measured uplink against the analytic one, over the rounds this pool ran.
+        """The measured uplink against the analytic one, over the rounds whose replies were sized.
 
         Returns
         -------
         dict
-            ``uplink_bytes_serialized`` and ``uplink_bytes_analytic`` (bytes), ``uplink_serialized_ratio``
-            (their ratio), ``uplink_overhead_per_reply`` (bytes of (serialized - analytic) per host reply;
-            a reply carries the messages of all logical workers on one Dask worker), ``replies``, ``messages``,
-            and ``uplink_bytes_expected`` = analytic + ``REPLY_OVERHEAD_BYTES`` x replies +
-            ``MESSAGE_OVERHEAD_BYTES`` x messages (the documented overhead model).
+            ``uplink_bytes_serialized`` and ``uplink_bytes_analytic`` (bytes, over the measured rounds),
+            ``uplink_serialized_ratio`` (their ratio), ``uplink_overhead_per_reply`` (bytes of (serialized -
+            analytic) per host reply), ``replies``, ``workers``, ``rounds`` (measured), and
+            ``uplink_bytes_expected`` = analytic + ``REPLY_OVERHEAD_BYTES`` x replies + ``WORKER_OVERHEAD_BYTES``
+            x workers (the documented overhead model).
         """
-        expected = self.analytic_bytes + REPLY_OVERHEAD_BYTES * self.replies + MESSAGE_OVERHEAD_BYTES * self.messages
-        return {"uplink_bytes_serialized": self.serialized_bytes, "uplink_bytes_analytic": self.analytic_bytes,
-                "uplink_bytes_expected": expected, "messages": self.messages,
-                "uplink_serialized_ratio": self.serialized_bytes / max(1, self.analytic_bytes),
-                "uplink_overhead_per_reply": (self.serialized_bytes - self.analytic_bytes) / max(1, self.replies),
-                "replies": self.replies}
+        m = self.measured
+        expected = m["analytic"] + REPLY_OVERHEAD_BYTES * m["replies"] + WORKER_OVERHEAD_BYTES * m["workers"]
+        return {"uplink_bytes_serialized": m["serialized"], "uplink_bytes_analytic": m["analytic"],
+                "uplink_bytes_expected": expected, "workers": m["workers"], "rounds": m["rounds"],
+                "uplink_serialized_ratio": m["serialized"] / max(1, m["analytic"]),
+                "uplink_overhead_per_reply": (m["serialized"] - m["analytic"]) / max(1, m["replies"]),
+                "replies": m["replies"]}
 
-    def snapshot(self) -> dict:
-        """Every logical worker's (state, random stream state), fetched from the actors."""
-        out = {}
-        for part in self._call("snapshot", lambda h: ()).values():
-            out.update(part)
-        return out
+    def counters(self) -> dict:
+        """Timing, ``worker_restarts`` and ``uplink_bytes_serialized`` (cumulative; the measured rounds' ratio to the
+        analytic bytes applied to all rounds' analytic bytes)."""
+        ratio = self.measured["serialized"] / max(1, self.measured["analytic"])
+        return {"time_compute_s": self.timing["compute_s"], "time_comm_s": self.timing["comm_s"],
+                "worker_restarts": self.restarts, "uplink_bytes_serialized": int(round(ratio * self.analytic_bytes))}
 
-    def restore(self, snapshot: dict) -> None:
-        """Put back every worker's state and stream (a checkpoint's); it also becomes the recovery snapshot."""
-        self._snapshot, self._snapshot_round, self._since = dict(snapshot), self.rounds, []
-        self._call("restore", lambda h: ({i: snapshot[i] for i in h.ids},))
+    def snapshot(self) -> list:
+        """Every host's ``HostSnapshot``, fetched from the actors once per round (a checkpoint and the recovery
+        snapshot of the same round share the fetch); it also becomes the recovery snapshot."""
+        if self._snapshot_round != self.rounds or self._snapshot is None:
+            snaps = list(self._call("snapshot", lambda h: ()).values())
+            self._snapshot, self._snapshot_round, self._since = snaps, self.rounds, []
+        return self._snapshot
 
-    def lyapunov(self, x_star):
-        """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink)."""
-        return float(sum(self._call("lyapunov", lambda h: (x_star,)).values()))
+    def restore(self, snapshots) -> None:
+        """Put back every worker's state and counters (a checkpoint's); it also becomes the recovery snapshot."""
+        self._snapshot, self._snapshot_round, self._since = list(snapshots), self.rounds, []
+        self._call("restore", lambda h: (self._snapshot,))
+
+    def stop(self):
+        pass
 
     def asynchronous(self, **_ignored):
         """A truly asynchronous view: one pending actor call per logical worker, collected as they finish
@@ -316,27 +312,39 @@ class DaskAsync:
     worker fails an asynchronous run.
     """
 
+    name = "dask"
+
     def __init__(self, pool, poll_seconds=2e-4):
-        self.pool, self.poll = pool, poll_seconds
+        self.pool, self.poll, self.method, self.placement = pool, poll_seconds, pool.method, pool.placement
         self.host_of = {i: h.actor for h in pool._hosts for i in h.ids}
-        self.pending = {}
+        self.pending, self.idle = {}, sorted(self.host_of)
 
-    def start(self, x):
-        for i in sorted(self.host_of):
-            self.resume(i, x)
-
-    def resume(self, i, x):
-        self.pending[i] = self.host_of[i].step_one(i, x)
-
-    def next(self):
+    def exchange(self, x, monitor=None):
+        for i in self.idle:
+            self.pending[i] = self.host_of[i].step_one(i, x)
         while True:
             for i, fut in list(self.pending.items()):
                 if fut.done():
                     del self.pending[i]
-                    return i, fut.result()
+                    self.idle = [i]
+                    return fut.result(), None
             time.sleep(self.poll)
+
+    def memory(self, x_star):
+        return float("nan")
+
+    def snapshot(self):
+        raise NotImplementedError("asynchronous runs take no checkpoints")
+
+    restore = snapshot
+
+    def counters(self):
+        return self.pool.counters()
 
     def stop(self):
         for fut in self.pending.values():   # let the last calls finish so the actors stay consistent
             fut.result()
         self.pending.clear()
+
+    def close(self):
+        pass

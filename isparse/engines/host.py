@@ -1,78 +1,181 @@
-"""A host of logical workers: their shards, random streams and method states.
+"""A host of logical workers: their stacked data, their batched state and their step counters.
 
-The in-process engine uses one host holding all n logical workers; the Dask engine puts one
-host per Dask worker, as an actor, holding the logical workers placed there. Both call
-:meth:`WorkerHost.step`, so the worker step is the same code everywhere.
+The in-process engine uses one host holding all n logical workers; the Dask engine one host per
+Dask worker, as an actor, holding the logical workers placed there. Both call :meth:`WorkerHost.round`,
+so the worker step is the same code everywhere.
+
+Snapshots are values: a :class:`HostSnapshot` holds the state object itself (no copy). After a
+snapshot the next step is told not to donate its input state (``Method`` docstring), so the
+snapshot stays intact; every other step may update the arrays in place.
 """
 
 from __future__ import annotations
 
-import copy
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
 
+@dataclass(frozen=True)
+class HostSnapshot:
+    """The state of the logical workers ``ids`` after ``t`` of their own steps.
+
+    Attributes
+    ----------
+    ids : ndarray of int, shape (k,)
+    state : NamedTuple or None
+        The method's batched worker state (arrays with a leading axis of k workers, or of their examples).
+    t : ndarray of int64, shape (k,)
+        Steps each worker has done (equal in a synchronous run).
+    l : ndarray of int64, shape (k,)
+        Examples per worker (to split per-example arrays by worker).
+    """
+
+    ids: np.ndarray
+    state: object
+    t: np.ndarray
+    l: np.ndarray
+
+
+def _split(snap: HostSnapshot) -> dict:
+    """{i: (fields of worker i, t_i, l_i)}: a state's arrays have a leading axis of workers (k) or examples (sum l)."""
+    k, R = snap.ids.size, int(snap.l.sum())
+    ptr = np.concatenate([[0], np.cumsum(snap.l)])
+    out = {}
+    for p, i in enumerate(snap.ids.tolist()):
+        if snap.state is None:
+            fields = None
+        else:
+            fields = tuple(a[p:p + 1] if a.shape[0] == k else a[ptr[p]:ptr[p + 1]] if a.shape[0] == R else a
+                           for a in snap.state)
+        out[i] = (fields, int(snap.t[p]), int(snap.l[p]))
+    return out
+
+
+def regroup(snapshots, ids) -> HostSnapshot:
+    """The snapshot of the workers ``ids`` from snapshots of other groupings (a recovery, a resume elsewhere).
+
+    Raises
+    ------
+    KeyError
+        A worker of ``ids`` is in none of the snapshots.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    for s in snapshots:
+        if np.array_equal(s.ids, ids):
+            return s
+    parts = {}
+    for s in snapshots:
+        parts.update(_split(s))
+    rows = [parts[int(i)] for i in ids]
+    first = rows[0][0]
+    state = None
+    if first is not None:
+        template = next(s.state for s in snapshots if s.state is not None)
+        state = type(template)(*(np.concatenate([r[0][f] for r in rows]) for f in range(len(first))))
+    return HostSnapshot(ids, state, np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64))
+
+
 class WorkerHost:
-    """Logical workers i in ``ids``: their shards, streams and states.
+    """Logical workers ``ids``: their stacked data, batched state and step counters.
 
     Parameters
     ----------
     method : Method
-        Supplies ``worker_init`` and ``worker_step``.
+        Supplies ``host_data``, ``worker_init`` and ``worker_step``.
     ids : list of int
         Logical worker indices hosted here, ascending.
     shards : list
-        ``shards[k]`` is the data of worker ``ids[k]`` (sent once, kept here).
-    rngs : list of numpy.random.Generator
-        ``rngs[k]`` is the stream of worker ``ids[k]``.
+        What ``method.host_shards`` gives this host (sent once, kept here).
     x0 : ndarray of shape (d,)
         Starting point, for the method's worker state.
     """
 
-    def __init__(self, method, ids, shards, rngs, x0):
+    def __init__(self, method, ids, shards, x0):
         self.method = method
-        self.ids = [int(i) for i in ids]
+        self.ids = np.asarray(ids, dtype=np.int64)
         self.shards = list(shards)
-        self.rngs = list(rngs)
-        self.states = [method.worker_init(i, s, x0) for i, s in zip(self.ids, self.shards)]
+        self.data = method.host_data(self.shards, self.ids)
+        self.state = method.worker_init(self.data, np.asarray(x0, dtype=float))
+        self.t = np.zeros(self.ids.size, np.int64)
+        self._shared = False        # the state is referenced by a snapshot: the next step must not write into it
+        self._targets = None
+        self._single = {}
 
-    def step(self, x: np.ndarray) -> list:
-        """Run one worker step of every hosted worker on the broadcast x; messages in worker order."""
-        out = []
-        for k, i in enumerate(self.ids):
-            msg, self.states[k] = self.method.worker_step(i, self.shards[k], self.states[k], x, self.rngs[k])
-            out.append(msg)
-        return out
+    def _step(self, x) -> object:
+        if self.t.size and np.any(self.t != self.t[0]):
+            raise RuntimeError("a synchronous round needs every hosted worker at the same iteration")
+        t = int(self.t[0])
+        batch, self.state = self.method.worker_step(self.data, self.state, x, t, donate=not self._shared)
+        self._shared = False
+        self.t += 1
+        return batch
 
-    def snapshot(self) -> dict:
-        """{i: (method state, random stream state)} of every hosted worker, picklable (a checkpoint's worker part).
+    def round(self, x: np.ndarray, monitor: np.ndarray | None = None, measure: bool = False) -> tuple:
+        """One worker step of every hosted worker on the broadcast x.
 
-        The states are deep copies: worker steps may update their arrays in place (ISEGA's h_i, ISAGA's table).
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+        monitor : ndarray of shape (d,), optional
+            x*: also return the memory part of the Lyapunov function after the step.
+        measure : bool
+            Also return ``len(distributed.protocol.serialize_bytes(batch))``, the bytes Dask sends for the batch.
+
+        Returns
+        -------
+        (batch, compute seconds, serialized bytes or None, memory or None)
         """
-        return {i: (copy.deepcopy(st), rng.bit_generator.state) for i, st, rng in zip(self.ids, self.states, self.rngs)}
+        start = time.perf_counter()
+        batch = self._step(x)
+        compute = time.perf_counter() - start
+        size = None
+        if measure:
+            from distributed.protocol import serialize_bytes
 
-    def restore(self, snapshot: dict) -> None:
-        """Put back the states and random streams of :meth:`snapshot` for the hosted workers."""
-        for k, i in enumerate(self.ids):
-            state, rng_state = snapshot[i]
-            self.states[k] = copy.deepcopy(state)
-            self.rngs[k].bit_generator.state = rng_state
+            size = len(serialize_bytes(batch))
+        return batch, compute, size, (self.memory(monitor) if monitor is not None else None)
 
     def step_one(self, i: int, x: np.ndarray):
-        """One worker step of the hosted logical worker i only (asynchronous methods)."""
-        k = self.ids.index(i)
-        msg, self.states[k] = self.method.worker_step(i, self.shards[k], self.states[k], x, self.rngs[k])
-        return msg
+        """One worker step of the hosted logical worker i only (asynchronous methods; stateless workers)."""
+        if self.state is not None:
+            raise RuntimeError(f"{self.method.name}: asynchronous steps need a method without worker state")
+        p = int(np.searchsorted(self.ids, i))
+        if p not in self._single:
+            self._single[p] = self.method.host_data(self.method.host_shards(self.shards, [p]), [i])
+        batch, _ = self.method.worker_step(self._single[p], None, x, int(self.t[p]))
+        self.t[p] += 1
+        return batch
 
-    def lyapunov(self, x_star: np.ndarray) -> float:
-        """sum over hosted workers of ``method.lyapunov_term`` (the memory part of a Lyapunov function).
+    def snapshot(self) -> HostSnapshot:
+        """The hosted workers' state and counters, as a value (no copy: the next step will not write into it)."""
+        self._shared = True
+        l = getattr(self.data, "l", np.ones(self.ids.size, np.int64))    # examples per worker, for per-example arrays
+        return HostSnapshot(self.ids.copy(), self.state, self.t.copy(), np.asarray(l, np.int64))
+
+    def restore(self, snapshots) -> None:
+        """Put back the state and counters of the hosted workers from ``snapshots`` (any grouping)."""
+        snap = regroup(list(snapshots), self.ids)
+        self.state, self.t, self._shared = snap.state, snap.t.copy(), True
+
+    def replay(self, xs: list) -> int:
+        """Re-run the hosted workers' steps on the models ``xs`` in order, discarding the messages; returns len(xs)."""
+        for x in xs:
+            self._step(x)
+        return len(xs)
+
+    def memory(self, x_star: np.ndarray) -> float:
+        """The memory part of the Lyapunov function summed over the hosted workers (``method.worker_memory``).
 
         The targets (grad f_i(x*), or per-example gradients) are computed here once, where the data live.
         """
-        if getattr(self, "_targets", None) is None:
-            self._targets = [self.method.lyapunov_target(s, x_star) for s in self.shards]
-        return float(sum(self.method.lyapunov_term(st, tg) for st, tg in zip(self.states, self._targets)))
+        if self.method.worker_memory is None:
+            return float("nan")
+        if self._targets is None:
+            self._targets = self.method.worker_targets(self.data, x_star)
+        return float(self.method.worker_memory(self.data, self.state, self._targets))
 
     def ping(self) -> list[int]:
         """The hosted worker ids (a cheap call to check the host is alive)."""
-        return self.ids
+        return self.ids.tolist()

@@ -1,9 +1,11 @@
-"""The master loop shared by every engine.
+"""The master loop shared by every engine and by synchronous and asynchronous methods.
 
-Per iteration t: broadcast x^t to the workers (``pool.step``), receive their messages, apply
-``method.master_step``, count the bytes, and check ||x^{t+1} - x*||^2 <= tol * r_0. Every
-``log_every`` iterations (and at t = 0 and the last one) a record of metrics is handed to the
-observer (the pipeline logs it to MLflow).
+Per iteration t: hand x^t to the idle workers and receive the next batch of messages
+(``engine.exchange``: a synchronous engine returns all n workers' messages of one round, an
+asynchronous view the next single message to arrive), apply ``method.master_step``, count the
+bytes, and check ||x^{t+1} - x*||^2 <= tol * r_0. Every ``log_every`` iterations (and at t = 0 and
+the last one) a record is made: the monitors (objective, Lyapunov value) run only then; the
+workers' memory part of the Lyapunov value comes back with the round that ends on a logged step.
 """
 
 from __future__ import annotations
@@ -14,16 +16,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..blocks import VALUE_BYTES
+from ..errors import ConfigError
+from ..messages import VALUE_BYTES
+from .protocol import Engine
 
 
 class DivergenceError(RuntimeError):
-    """The iterate became NaN/infinite or exploded. Carries the last finite iterate."""
+    """The iterate became NaN/infinite or exploded. Carries the last finite iterate.
+
+    Picklable (a parallel launcher sends it back to the parent process).
+    """
 
     def __init__(self, t: int, gamma: float, x_last: np.ndarray):
         self.t, self.gamma, self.x_last = t, gamma, x_last
         super().__init__(f"the method diverged at iteration {t} with stepsize gamma = {gamma:.6g} "
                          f"(||x - x*||^2 is not finite or grew by 1e12 x r_0); lower step.multiplier.")
+
+    def __reduce__(self):
+        return (DivergenceError, (self.t, self.gamma, self.x_last))
 
 
 @dataclass
@@ -33,18 +43,18 @@ class RunResult:
     Attributes
     ----------
     x : ndarray of shape (d,)
-        The last iterate.
+        The last (measured) iterate.
     iterations : int
-        Iterations done.
     converged : bool
         dist_sq <= tol * r_0 was reached.
     records : list of dict
-        The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s;
-        ``lyapunov`` where the theorem has one, ``subopt_avg`` for ISGD).
-    uplink_per_worker : ndarray of shape (n,)
+        The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s, the
+        engine's counters; ``lyapunov`` where the theorem has one, ``subopt_avg`` for ISGD, ``delay_mean`` and
+        ``delay_max`` for asynchronous methods).
+    uplink_per_worker : ndarray of int64, shape (n,)
         Bytes each worker sent in total.
     iterates : list of ndarray, optional
-        Every iterate x^0..x^T when asked for (tests).
+        Every measured iterate x^0..x^T when asked for (tests).
     """
 
     x: np.ndarray
@@ -57,54 +67,56 @@ class RunResult:
 
 @dataclass
 class Checkpoint:
-    """Everything needed to continue a run exactly: the iteration, the iterate, the master's and every
-    worker's state (with their random streams) and the byte counters.
-
-    Attributes
-    ----------
-    t : int
-    x : ndarray of shape (d,)
-    master : object
-        The method's master state.
-    workers : dict
-        {i: (worker state, random stream state)} from ``pool.snapshot()``.
-    uplink_per_worker : ndarray of shape (n,)
-    """
+    """Everything needed to continue a run exactly: the iteration, the iterate, the master's state, every
+    host's worker state and step counters (``HostSnapshot``; no random stream states: draws depend on (seed, i, t)
+    only) and the byte counters."""
 
     t: int
     x: np.ndarray
     master: object
-    workers: dict
+    workers: list
     uplink_per_worker: np.ndarray
 
 
-def start_run(method, reference, x0, tol, keep_iterates):
-    """(x^0, r_0, tol * r_0, per-worker uplink counters, empty RunResult): what every master loop starts from."""
-    x = np.array(x0, dtype=float)
-    r0 = float(np.sum((x - reference.x_star) ** 2))
-    uplink = np.zeros(method.n, dtype=np.int64)
-    result = RunResult(x=x, iterations=0, converged=r0 <= tol * r0, uplink_per_worker=uplink,
-                       iterates=[x.copy()] if keep_iterates else None)
-    return x, r0, tol * r0, uplink, result
+@dataclass
+class RunOptions:
+    """How long to run, what to record and where to hand checkpoints.
 
-
-def engine_counters(pool, master_s: float) -> dict:
-    """The wall-time split and the engine's own counters, cumulative over the rounds run so far.
-
-    ``time_compute_s`` (worker compute, measured where the workers run; per round the slowest host),
-    ``time_comm_s`` (per round, the round trip minus that compute; 0 in-process), ``time_master_s``
-    (the master step) in seconds; from the Dask engine also ``worker_restarts`` (lost Dask workers
-    recovered from) and ``uplink_bytes_serialized`` (bytes of the workers' serialized replies).
+    Attributes
+    ----------
+    max_iter : int
+    tol : float
+        Stop when ||x^t - x*||^2 <= tol * r_0 (0: run all of ``max_iter``).
+    log_every : int
+        A record every this many iterations (and at 0 and the last).
+    observer : callable(dict), optional
+        Called with each record as it is made.
+    progress : bool
+        A tqdm progress bar (on a terminal only).
+    keep_iterates : bool
+        Keep every iterate (tests).
+    should_stop : callable() -> bool, optional
+        Checked every iteration; True raises KeyboardInterrupt.
+    checkpoint_every : int
+        A :class:`Checkpoint` to ``on_checkpoint`` every this many iterations (0: never).
+    on_checkpoint : callable(Checkpoint), optional
+    resume : Checkpoint, optional
+        Continue from it; the iterates are those of the uninterrupted run.
+    expected_iter : float, optional
+        The progress bar's estimate of the iterations the run takes (e.g. the theorem's prediction).
     """
-    out = {"time_master_s": master_s}
-    timing = getattr(pool, "timing", None)
-    if timing is not None:
-        out.update(time_compute_s=timing["compute_s"], time_comm_s=timing["comm_s"])
-    if hasattr(pool, "restarts"):
-        out["worker_restarts"] = pool.restarts
-    if hasattr(pool, "serialized_bytes"):
-        out["uplink_bytes_serialized"] = pool.serialized_bytes
-    return out
+
+    max_iter: int
+    tol: float
+    log_every: int = 1
+    observer: object = None
+    progress: bool = False
+    keep_iterates: bool = False
+    should_stop: object = None
+    checkpoint_every: int = 0
+    on_checkpoint: object = None
+    resume: Checkpoint | None = None
+    expected_iter: float | None = None
 
 
 def check_divergence(t, dist_sq, r0, gamma, x_prev) -> None:
@@ -113,128 +125,173 @@ def check_divergence(t, dist_sq, r0, gamma, x_prev) -> None:
         raise DivergenceError(t, gamma, x_prev)
 
 
-def run(method, pool, problem, reference, bound=None, *, x0, max_iter: int, tol: float,
-        log_every: int = 1, observer=None, progress: bool = False, keep_iterates: bool = False,
-        should_stop=None, checkpoint_every: int = 0, on_checkpoint=None, resume: Checkpoint | None = None
-        ) -> RunResult:
-    """Run ``method`` on ``pool`` from x0 until dist_sq <= tol * r_0 or ``max_iter`` iterations.
+class MasterLoop:
+    """One run of ``method`` on ``engine`` (see the module docstring); :meth:`run` returns a :class:`RunResult`.
 
     Parameters
     ----------
     method : Method
-    pool : InProcessPool or DaskPool
-        Runs the worker steps.
-    problem : LogisticProblem
+    engine : Engine
+        Synchronous, or an asynchronous view for an asynchronous method.
+    problem : GLMProblem or QuadraticProblem
         For F(x) in the logged suboptimality.
     reference : Reference
         x* and F*.
     bound : LinearBound, SublinearBound or NoBound, optional
-        Logged as ``bound`` (NaN when not applicable); it bounds the record's ``bound.quantity``.
+        Logged as ``bound`` (NaN when not applicable); it bounds ``bound.quantity``.
     x0 : ndarray of shape (d,)
-    max_iter : int
-    tol : float
-        Stop when ||x^t - x*||^2 <= tol * r_0.
-    log_every : int
-        Metrics are recorded every this many iterations.
-    observer : callable(dict), optional
-        Called with each record as it is made.
-    progress : bool
-        Show a tqdm progress bar.
-    keep_iterates : bool
-        Keep every iterate in the result (for tests).
-    should_stop : callable() -> bool, optional
-        Checked every iteration; True raises KeyboardInterrupt (a signal handler's flag).
-    checkpoint_every, on_checkpoint : int, callable(Checkpoint)
-        Every ``checkpoint_every`` iterations (0: never) a :class:`Checkpoint` is handed to ``on_checkpoint``.
-    resume : Checkpoint, optional
-        Continue from it: the iterates are then exactly those of the uninterrupted run.
+    options : RunOptions
+    """
+
+    def __init__(self, method, engine: Engine, problem, reference, bound, x0, options: RunOptions):
+        self.method, self.engine, self.problem, self.ref, self.bound, self.opt = method, engine, problem, reference, bound, options
+        self.x = np.array(x0, dtype=float)
+        self.r0 = float(np.sum((self.x - reference.x_star) ** 2))
+        self.target = options.tol * self.r0
+        self.n, self.d = method.n, problem.d
+        self.uplink = np.zeros(self.n, dtype=np.int64)
+        self.models_sent = 0
+        self.version, self.received = 0, np.zeros(self.n, dtype=np.int64)   # asynchronous delays
+        self.delays = []
+        self.idle = np.arange(self.n)                     # the workers that get the next model
+        self.master = method.master_init(self.x)
+        self.master_s, self.t = 0.0, 0
+        self._master_shared = False                       # a checkpoint holds the master state: do not write into it
+        self.grad_sq = [0.0, 0]                           # Theorem 7: the average of ||grad f(x^s)||^2 over every s
+        self.weight = getattr(bound, "lyapunov_weight", None)
+        self.result = RunResult(x=self.x, iterations=0, converged=self.r0 <= self.target, uplink_per_worker=self.uplink,
+                                iterates=[self.x.copy()] if options.keep_iterates else None)
+
+    # -- monitors -----------------------------------------------------------------------------
+    def current(self) -> np.ndarray:
+        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k)."""
+        return self.method.iterate(self.master, self.x)
+
+    def wants_memory(self) -> bool:
+        return self.weight is not None and (self.method.worker_memory is not None)
+
+    def logged(self, t: int) -> bool:
+        return t % self.opt.log_every == 0 or t == self.opt.max_iter
+
+    def track_gradient(self):
+        if getattr(self.bound, "quantity", None) == "grad_norm_sq_avg":
+            self.grad_sq[0] += float(np.sum(self.problem.grad(self.current()) ** 2))
+            self.grad_sq[1] += 1
+
+    def record(self, dist_sq: float, memory: float | None) -> None:
+        t, z = self.t, self.current()
+        rec = {"step": t, "dist_sq": dist_sq, "subopt": self.problem.F(z) - self.ref.F_star,
+               "bound": self.bound(t) if self.bound is not None else math.nan,
+               "uplink_bytes": int(self.uplink.sum()), "downlink_bytes": int(self.models_sent * self.d * VALUE_BYTES),
+               "wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s, **self.engine.counters()}
+        if self.grad_sq[1]:
+            rec["grad_norm_sq_avg"] = self.grad_sq[0] / self.grad_sq[1]
+        if self.weight is not None:
+            if self.method.worker_memory is not None:
+                if memory is None:
+                    memory = self.engine.memory(self.ref.x_star)
+                rec["lyapunov"] = dist_sq + self.weight * memory
+            elif self.method.master_memory is not None:
+                rec["lyapunov"] = dist_sq + self.weight * self.method.master_memory(self.master)
+        for key, point in self.method.extra_iterates(self.master).items():   # e.g. ISGD's x_hat (Theorem 6)
+            rec[f"subopt_{key}"] = self.problem.F(point) - self.ref.F_star
+        if self.method.asynchronous:
+            rec["delay_mean"] = float(np.mean(self.delays)) if self.delays else 0.0
+            rec["delay_max"] = float(np.max(self.delays)) if self.delays else 0.0
+        self.result.records.append(rec)
+        if self.opt.observer is not None:
+            self.opt.observer(rec)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def restore(self, ck: Checkpoint) -> float:
+        if self.method.asynchronous:
+            raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
+        self.t, self.x, self.master, self._master_shared = ck.t, np.array(ck.x, dtype=float), ck.master, True
+        self.uplink[:] = ck.uplink_per_worker
+        self.models_sent = self.n * ck.t
+        self.engine.restore(ck.workers)
+        return float(np.sum((self.current() - self.ref.x_star) ** 2))
+
+    def iteration(self) -> float:
+        """One exchange and master step; returns dist_sq of the new iterate."""
+        log_next = self.logged(self.t + 1)
+        self.received[self.idle] = self.version
+        self.models_sent += self.idle.size
+        batch, memory = self.engine.exchange(self.x, self.ref.x_star if log_next and self.wants_memory() else None)
+        x_prev = self.x
+        tick = time.perf_counter()
+        self.x, self.master = self.method.master_step(self.master, self.x, batch, donate=not self._master_shared)
+        self._master_shared = False
+        self.master_s += time.perf_counter() - tick
+        self.t += 1
+        if self.method.asynchronous:
+            self.delays.extend((self.version - self.received[batch.workers]).tolist())
+        self.version += 1
+        self.idle = batch.workers
+        np.add.at(self.uplink, batch.workers, batch.bytes_per_worker(self.method.blocks.m))
+        dist_sq = float(np.sum((self.current() - self.ref.x_star) ** 2))
+        check_divergence(self.t, dist_sq, self.r0, self.method.gamma, x_prev)
+        if self.opt.keep_iterates:
+            self.result.iterates.append(self.current().copy())
+        self.track_gradient()
+        if log_next or dist_sq <= self.target:
+            self.record(dist_sq, memory if log_next else None)
+        return dist_sq
+
+    def checkpoint(self):
+        ck = Checkpoint(self.t, self.x.copy(), self.master, self.engine.snapshot(), self.uplink.copy())
+        self._master_shared = True
+        self.opt.on_checkpoint(ck)
+
+    def run(self) -> RunResult:
+        opt = self.opt
+        bar = None
+        if opt.progress:
+            from tqdm.auto import tqdm
+
+            total = opt.max_iter if not opt.expected_iter or not math.isfinite(opt.expected_iter) else \
+                int(min(opt.max_iter, opt.expected_iter))
+            bar = tqdm(total=total, desc=f"{self.method.name} n={self.n}", unit="it", mininterval=0.5, leave=False,
+                       disable=None)  # None: only on a terminal
+        self.start = time.perf_counter()
+        dist_sq = self.r0
+        if opt.resume is not None:
+            dist_sq = self.restore(opt.resume)
+        else:
+            self.track_gradient()
+            self.record(dist_sq, None)
+        try:
+            while self.t < opt.max_iter and dist_sq > self.target:
+                if opt.should_stop is not None and opt.should_stop():
+                    raise KeyboardInterrupt(f"stopped at iteration {self.t}")
+                dist_sq = self.iteration()
+                if opt.checkpoint_every and opt.on_checkpoint is not None and self.t % opt.checkpoint_every == 0:
+                    self.checkpoint()
+                if bar is not None:
+                    bar.update(1)
+            if not self.result.records:   # resumed at (or past) the end: record where it stands
+                self.record(dist_sq, None)
+        finally:
+            if bar is not None:
+                bar.close()
+            self.engine.stop()
+            r = self.result
+            r.x, r.iterations, r.converged = self.current(), self.t, dist_sq <= self.target
+        return self.result
+
+
+def run(method, engine: Engine, problem, reference, bound=None, *, x0, max_iter: int, tol: float, **options) -> RunResult:
+    """Run ``method`` on ``engine`` from x0 until dist_sq <= tol * r_0 or ``max_iter`` iterations.
+
+    ``options`` are the fields of :class:`RunOptions` (``log_every``, ``observer``, ``progress``,
+    ``keep_iterates``, ``should_stop``, ``checkpoint_every``, ``on_checkpoint``, ``resume``, ``expected_iter``).
 
     Raises
     ------
     DivergenceError
         If ||x^t - x*||^2 becomes non-finite or exceeds 1e12 r_0.
+    ConfigError
+        ``resume`` for an asynchronous method.
     """
-    n, d = method.n, problem.d
-    x_star = reference.x_star
-    x, r0, target, uplink, result = start_run(method, reference, x0, tol, keep_iterates)
-    master = method.master_init(x)
-    downlink_per_round = n * d * VALUE_BYTES  # the model broadcast to every worker
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=max_iter, desc=f"{method.name} n={n}", unit="it", mininterval=0.5, leave=False,
-                   disable=None)  # None: only on a terminal
-    start = time.perf_counter()
-
-    def current():
-        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k)."""
-        return method.iterate(master, x) if hasattr(method, "iterate") else x
-
-    grad_sq = {"sum": 0.0, "count": 0}   # for a non-convex bound on the average of ||grad f(x^s)||^2
-
-    def track_gradient():
-        if getattr(bound, "quantity", None) == "grad_norm_sq_avg":
-            grad_sq["sum"] += float(np.sum(problem.grad(current()) ** 2))
-            grad_sq["count"] += 1
-
-    def record(t, dist_sq):
-        rec = {"step": t, "dist_sq": dist_sq, "subopt": problem.F(current()) - reference.F_star,
-               "bound": bound(t) if bound is not None else math.nan,
-               "uplink_bytes": int(uplink.sum()), "downlink_bytes": int(downlink_per_round * t),
-               "wall_s": time.perf_counter() - start}
-        if grad_sq["count"]:
-            rec["grad_norm_sq_avg"] = grad_sq["sum"] / grad_sq["count"]
-        rec.update(engine_counters(pool, master_s))
-        weight = getattr(bound, "lyapunov_weight", None)
-        if weight is not None and hasattr(method, "lyapunov_term"):   # the theorem's Lyapunov function
-            rec["lyapunov"] = dist_sq + weight * pool.lyapunov(x_star)
-        elif weight is not None and hasattr(method, "master_lyapunov"):
-            rec["lyapunov"] = dist_sq + weight * method.master_lyapunov(master)
-        if hasattr(method, "extra_iterates"):   # e.g. ISGD's weighted average x_hat (Theorem 6)
-            for key, z in method.extra_iterates(master).items():
-                rec[f"subopt_{key}"] = problem.F(z) - reference.F_star
-        result.records.append(rec)
-        if observer is not None:
-            observer(rec)
-        if bar is not None:
-            bar.set_postfix(dist_sq=f"{dist_sq / r0 if r0 else 0:.2e} r0", refresh=False)
-
-    dist_sq, t, master_s = r0, 0, 0.0
-    if resume is not None:
-        t, x, master = resume.t, np.array(resume.x, dtype=float), resume.master
-        uplink[:] = resume.uplink_per_worker
-        pool.restore(resume.workers)
-        dist_sq = float(np.sum((current() - x_star) ** 2))
-    else:
-        track_gradient()
-        record(0, dist_sq)
-    try:
-        while t < max_iter and dist_sq > target:
-            if should_stop is not None and should_stop():
-                raise KeyboardInterrupt(f"stopped at iteration {t}")
-            messages = pool.step(x)
-            x_prev = x
-            tick = time.perf_counter()
-            x, master = method.master_step(master, x, messages)
-            master_s += time.perf_counter() - tick
-            t += 1
-            for msg in messages:
-                uplink[msg.worker] += msg.nbytes
-            dist_sq = float(np.sum((current() - x_star) ** 2))
-            check_divergence(t, dist_sq, r0, method.gamma, x_prev)
-            if keep_iterates:
-                result.iterates.append(current().copy())
-            track_gradient()
-            if t % log_every == 0 or dist_sq <= target or t == max_iter:
-                record(t, dist_sq)
-            if checkpoint_every and on_checkpoint is not None and t % checkpoint_every == 0:
-                on_checkpoint(Checkpoint(t, x.copy(), master, pool.snapshot(), uplink.copy()))
-            if bar is not None:
-                bar.update(1)
-        if not result.records:   # resumed at (or past) the end: record where it stands
-            record(t, dist_sq)
-    finally:
-        if bar is not None:
-            bar.close()
-        result.x, result.iterations, result.converged = current(), t, dist_sq <= target
-    return result
+    loop = MasterLoop(method, engine, problem, reference, bound, x0, RunOptions(max_iter=max_iter, tol=tol, **options))
+    return loop.run()

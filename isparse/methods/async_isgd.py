@@ -1,7 +1,8 @@
 """Asynchronous ISGD (arXiv:1901.09437, Algorithm 8; DAve-RPG style).
 
 Each worker computes on the latest model it received and sends its tau*m blocks (the ISGD worker
-step) as soon as it is done; the master applies every message on arrival,
+step, with the worker's own step counter as t) as soon as it is done; the master applies every
+message on arrival,
 
 .. math::
 
@@ -11,11 +12,12 @@ and returns the new model to that worker only. An "iteration" is one applied mes
 them do the work of one synchronous round. The delay of a message is the number of updates the
 master applied between the worker receiving its model and the message arriving; it is logged
 (``delay_mean``, ``delay_max``). The paper's Theorem 9 bound cannot be recovered from the text:
-only measurements are logged. Run by :func:`isparse.engines.async_loop.run_async`.
+only measurements are logged. The engines' asynchronous views run it; the master loop is the same.
 """
 
 from __future__ import annotations
 
+from ..theory import NoBound
 from .isgd import ISGD
 
 
@@ -28,9 +30,14 @@ class AsyncISGD(ISGD):
     def master_init(self, x0):
         return None
 
-    def master_apply(self, state, x, message):
-        """x - (gamma/n) (message scattered into R^d)."""
-        return self.averaged_step(x, [message]), state
+    def master_step(self, state, x, batch, donate=False):
+        """x - (gamma/n) (the message scattered into R^d)."""
+        return self.averaged_step(x, batch), state
 
     def extra_iterates(self, state) -> dict:
         return {}
+
+    @classmethod
+    def bound(cls, ctx, method):
+        return NoBound(theorem="Theorem 9 (asynchronous ISGD): the bound cannot be recovered from the paper's text",
+                       gamma_theory=cls.stepsize(ctx.problem.L, ctx.problem.mu, ctx.n, ctx.tau), gamma=method.gamma)

@@ -1,104 +1,289 @@
-"""The contract every method follows: two worker functions, two master functions.
+"""The contract every method follows: batched worker and master steps, and how a method is built.
 
-An engine runs, per iteration t (arXiv:1901.09437, section 2, the common template)::
+An engine runs, per round (arXiv:1901.09437, section 2, the common template)::
 
-    messages = [worker_step(i, shard_i, state_i, x, rng_i) for i in workers]   # on the workers
-    x, master_state = master_step(master_state, x, messages)                   # on the master
+    batch, states = method.worker_step(data, states, x, t)    # on each host, for its k logical workers
+    x, master = method.master_step(master, x, batch)           # on the master, all n workers' batch
 
-Workers only see their own shard, state and random stream; the master only sees messages.
-The in-process and Dask engines call the same functions in the same order, with messages
-ordered by worker index, so one seed gives the same iterates in both.
+``data`` is the hosted workers' part of the problem, stacked (``StackedGLM``: one CSR matrix and a
+row-to-worker map; ``StackedQuadratic``), ``states`` the method's worker state with a leading axis k.
+The in-process engine passes all n workers as one host, a Dask host its own k; because every
+random draw is a function of (seed, i, t) (``isparse.sampling``) and every sum over a worker's
+rows runs in the same order, one seed gives the same iterates on both.
+
+States are NamedTuples of arrays: values. A step returns a new state; it may write into the arrays
+of the state it was given only when the caller passes ``donate=True`` (the caller keeps no
+reference, as JAX's buffer donation), so a checkpoint or snapshot is the state object itself,
+never a deep copy.
+
+Building: each method class owns its whole box. ``name`` is its ``algorithm=<id>``; ``needs`` the
+capabilities its worker step reads from the stacked data (checked before any work);
+:meth:`Method.configure` computes its stepsize and bound (from ``isparse.theory``) from a
+:class:`Context`. The registry (``isparse.methods.METHODS``) collects every subclass that sets a
+``name``: adding a method is one file here and one ``conf/algorithm/<id>.yaml``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import copy
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..blocks import BLOCK_ID_DTYPE, BlockPartition, Message, sample_blocks
+from ..blocks import BlockPartition
+from ..errors import ConfigError
+from ..messages import BLOCK_ID_DTYPE, Messages
+from ..sampling import BLOCKS, Sampler
+from ..theory import NoBound
 
 
-class Method(Protocol):
-    """A distributed method written as worker and master steps (optax-style pure functions).
+@dataclass
+class Context:
+    """Everything a method needs to be built for one run (``isparse.setup.build`` makes it).
 
     Attributes
     ----------
-    name : str
-        The id used in configs (``algorithm=<name>``).
+    algorithm : str
+    problem : GLMProblem or QuadraticProblem
+    reference : Reference
     n : int
-        Number of workers.
     blocks : BlockPartition
-    tau_m : int
-        Blocks each worker sends per iteration.
-    gamma : float
-        Stepsize gamma.
+    tau, tau_m : float, int
+    step_multiplier : float
+    step_rule : {"theory", "paper"}
+    seed : int
+    send_ids : bool
+    options : dict
+        The algorithm config's keys (``batch``, ``schedule``, ``alpha``, ``rho``, ...).
+    regularizer : Regularizer
+    data : Dataset or None
+    x0 : ndarray of shape (d,)
     """
 
-    name: str
+    algorithm: str
+    problem: object
+    reference: object
+    n: int
+    blocks: BlockPartition
+    tau: float
+    tau_m: int
+    step_multiplier: float = 1.0
+    step_rule: str = "theory"
+    seed: int = 0
+    send_ids: bool = False
+    options: dict = field(default_factory=dict)
+    regularizer: object = None
+    data: object = None
+    x0: np.ndarray | None = None
 
-    def worker_init(self, i: int, shard, x0: np.ndarray) -> Any: ...
+    @property
+    def r0(self) -> float:
+        return float(np.sum((self.x0 - self.reference.x_star) ** 2))
 
-    def worker_step(self, i: int, shard, state, x: np.ndarray, rng: np.random.Generator) -> tuple[Message, Any]: ...
+    def constants(self, **extra) -> dict:
+        """The keyword constants the theory functions take."""
+        p = self.problem
+        return dict(L=p.L, mu=p.mu, n=self.n, tau=self.tau, r0=self.r0,
+                    sum_sq_local_grads=self.reference.sum_sq_local_grads, **extra)
 
-    def master_init(self, x0: np.ndarray) -> Any: ...
 
-    def master_step(self, state, x: np.ndarray, messages: list[Message]) -> tuple[np.ndarray, Any]: ...
-
-
-class BlockMethod:
-    """Shared pieces of the methods that send tau*m blocks of a d-vector.
+class Method:
+    """Base of the methods that send tau*m blocks of a d-vector per worker and round.
 
     Parameters
     ----------
     n : int
-        Number of workers.
+        Number of logical workers.
     blocks : BlockPartition
         The m blocks.
     tau_m : int
-        Blocks per worker per iteration, 1 <= tau_m <= m.
+        Blocks per worker per round, 1 <= tau_m <= m.
     gamma : float
         Stepsize gamma > 0.
+    seed : int
+        Seed of every random draw (``isparse.sampling.Sampler``).
+    send_ids : bool
+        Send the block ids with the values (the old convention); default False: values only.
+
+    Class attributes (the algorithm box)
+    ------------------------------------
+    name : str
+        ``algorithm=<name>``.
+    needs : tuple of str
+        Capabilities of the stacked data the worker step uses.
+    full : bool
+        A full-communication baseline (tau = 1 forced).
+    prox : bool
+        Takes a proximal step for a regularizer R.
+    asynchronous : bool
+        Messages are applied one at a time, on arrival (Algorithm 8).
+    derivable_ids : bool
+        The master can recompute the block ids (False for Top-K).
     """
 
-    def __init__(self, n: int, blocks: BlockPartition, tau_m: int, gamma: float):
+    name: str = ""
+    needs: tuple = ("grads_at",)
+    full = False
+    prox = False
+    asynchronous = False
+    derivable_ids = True
+    smoothness = "L"        # which constant of the problem is "L" in the stepsize: L (of f_i) or L_example (of f_ij)
+
+    def __init__(self, n: int, blocks: BlockPartition, tau_m: int, gamma: float, *, seed: int = 0,
+                 send_ids: bool = False):
         self.n, self.blocks, self.tau_m, self.gamma = int(n), blocks, int(tau_m), float(gamma)
+        self.seed, self.send_ids = int(seed), bool(send_ids)
+        self.sampler = Sampler(self.seed)
 
     @property
     def tau(self) -> float:
         """tau = tau_m / m."""
         return self.tau_m / self.blocks.m
 
-    def sample(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Draw U_i (tau*m-nice) and return (block ids, their coordinates)."""
-        U = sample_blocks(rng, self.blocks.m, self.tau_m)
-        return U, self.blocks.coords(U)
+    @property
+    def sends_ids(self) -> bool:
+        """Block ids travel with the values (and count 4 B each)."""
+        return (self.send_ids or not self.derivable_ids) and self.tau_m < self.blocks.m
 
-    @staticmethod
-    def local_grad(shard, x: np.ndarray, coords: np.ndarray) -> np.ndarray:
-        """(grad f_i(x))[coords]: only those coordinates where the shard can (``grad_coords``), else sliced."""
-        if hasattr(shard, "grad_coords"):
-            return shard.grad_coords(x, coords)
-        return shard.grad(x)[coords]
+    def with_seed(self, seed: int) -> "Method":
+        """The same method with another seed (a new set of random draws)."""
+        other = copy.copy(self)
+        other.seed, other.sampler, other._memo = int(seed), Sampler(int(seed)), None
+        return other
 
-    def message(self, i: int, U: np.ndarray, values: np.ndarray) -> Message:
-        """The message of worker i carrying ``values`` on the blocks U (dense when U is every block)."""
-        return Message(i, U.astype(BLOCK_ID_DTYPE), values, dense=U.size == self.blocks.m)
+    # -- data on a host ------------------------------------------------------------------------
+    def host_shards(self, shards: list, ids) -> list:
+        """What a host of the logical workers ``ids`` is sent: their shards."""
+        return [shards[int(i)] for i in ids]
 
-    # defaults for methods without per-worker state
-    def worker_init(self, i, shard, x0):
+    def host_data(self, shards: list, ids):
+        """The stacked data of the hosted workers (``type(shard).stack``)."""
+        return type(shards[0]).stack(shards, ids)
+
+    # -- sampling and messages -----------------------------------------------------------------
+    def sample(self, ids, t: int) -> np.ndarray:
+        """U_i^t of the workers ``ids``: sorted block ids, shape (k, tau*m) (a function of (seed, i, t); the last
+        call is remembered, so an in-process master does not redraw what its host drew)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        key = (int(t), ids.tobytes())
+        memo = self.__dict__.get("_memo")
+        if memo is None or memo[0] != key:
+            memo = (key, self.sampler.subsets(BLOCKS, ids, t, self.blocks.m, self.tau_m))
+            self._memo = memo
+        return memo[1]
+
+    def dense_path(self) -> bool:
+        """Whether the worker step computes whole local gradients rather than only the sampled coordinates
+        (more than a quarter of the coordinates: the full product is cheaper). A function of tau*m, b, d only."""
+        return 4 * self.tau_m * self.blocks.size > self.blocks.d
+
+    def local_grads_at(self, data, x, U, pw, pc) -> np.ndarray:
+        """grad f_p(x) on each hosted worker's blocks U (pairs (pw, pc) = ``blocks.coords_batch(U)``): only those
+        coordinates, or gathered from whole gradients."""
+        if self.dense_path():
+            return data.grads(x)[pw, pc]
+        return data.grads_on_blocks(x, U, self.blocks)
+
+    def messages(self, data, t: int, U: np.ndarray, owner: np.ndarray, values: np.ndarray) -> Messages:
+        """The batch of the hosted workers: ``values`` (worker-major, block order) on their block sets U."""
+        counts = np.bincount(owner, minlength=data.k).astype(np.int32)
+        blocks = U.astype(BLOCK_ID_DTYPE) if self.sends_ids else None
+        return Messages(data.ids.astype(np.int32), int(t), counts, np.ascontiguousarray(values, dtype=np.float64),
+                        blocks)
+
+    def coords_of(self, batch: Messages) -> np.ndarray:
+        """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t)."""
+        U = batch.blocks if batch.blocks is not None else self.sample(batch.workers, batch.t)
+        return self.blocks.coords_batch(U)[0]
+
+    def aggregate(self, batch: Messages) -> np.ndarray:
+        """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order); shape (d,)."""
+        return np.bincount(self.coords_of(batch), weights=batch.values, minlength=self.blocks.d)
+
+    # -- defaults for methods without state ---------------------------------------------------
+    def worker_init(self, data, x0):
         return None
 
     def master_init(self, x0):
         return None
 
-    def averaged_step(self, x, messages, gamma=None):
+    def averaged_step(self, x, batch, gamma=None):
         """x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5, 6."""
-        return x - ((self.gamma if gamma is None else gamma) / self.n) * self.aggregate(messages)
+        return x - ((self.gamma if gamma is None else gamma) / self.n) * self.aggregate(batch)
 
-    def aggregate(self, messages: list[Message]) -> np.ndarray:
-        """sum_i of the messages scattered into R^d, in worker order; shape (d,)."""
-        total = np.zeros(self.blocks.d)
-        for msg in sorted(messages, key=lambda m: m.worker):
-            total[self.blocks.coords(msg.blocks)] += msg.values
-        return total
+    def derived_params(self) -> dict:
+        """Method-specific derived parameters to log (IASGD's rho)."""
+        return {}
+
+    def iterate(self, state, x):
+        """The measured point: x^t (IASGD measures its own output sequence)."""
+        return x
+
+    def extra_iterates(self, state) -> dict:
+        """Points beside x^t whose suboptimality is logged (``subopt_<key>``)."""
+        return {}
+
+    # monitors of the Lyapunov function's memory part (None: the method keeps no memory)
+    worker_targets = None     # (data, x_star) -> targets for the hosted workers
+    worker_memory = None      # (data, state, targets) -> float, sum over hosted workers
+    master_memory = None      # (state) -> float
+
+    # -- building ---------------------------------------------------------------------------
+    @staticmethod
+    def stepsize(L, mu, n, tau):
+        """The theorem's stepsize rule (L, mu, n, tau) -> gamma."""
+        raise NotImplementedError
+
+    paper_stepsize = None     # (L, mu, n, tau) -> gamma of the paper's plots (``step.rule=paper``), or None
+
+    @classmethod
+    def check(cls, ctx: Context) -> None:
+        """Checks of the method against the problem before any work (a ConfigError naming what is missing)."""
+        check_needs(cls, ctx.problem)
+
+    @classmethod
+    def smooth(cls, ctx: Context) -> float:
+        """The smoothness constant the stepsize uses."""
+        return ctx.problem.L if cls.smoothness == "L" else ctx.problem.L_example
+
+    @classmethod
+    def configure(cls, ctx: Context):
+        """(method, bound) for the run described by ``ctx``: gamma = multiplier x the rule's gamma."""
+        rule = cls.paper_stepsize if ctx.step_rule == "paper" and cls.paper_stepsize else cls.stepsize
+        gamma = ctx.step_multiplier * rule(cls.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau)
+        method = cls(ctx.n, ctx.blocks, ctx.tau_m, gamma, seed=ctx.seed, send_ids=ctx.send_ids, **cls.options_of(ctx))
+        return method, cls.bound(ctx, method)
+
+    @classmethod
+    def shards(cls, ctx: Context) -> tuple[list, list | None]:
+        """(what each of the n workers holds, its data rows): the problem's shards by default."""
+        return ctx.problem.shards, getattr(ctx.problem, "parts", None)
+
+    @classmethod
+    def options_of(cls, ctx: Context) -> dict:
+        """Keyword arguments of the constructor beyond the common ones, from ``ctx.options``."""
+        return {}
+
+    @classmethod
+    def bound(cls, ctx: Context, method: "Method"):
+        """The theorem's bound for the stepsize used; NoBound where none is logged."""
+        return NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {cls.name}",
+                       gamma_theory=cls.stepsize(cls.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau), gamma=method.gamma)
+
+
+def check_needs(cls, problem) -> None:
+    """Raise ConfigError if the stacked data of ``problem`` lack a capability ``cls.needs`` names (before any work)."""
+    caps = getattr(type(problem.shards[0]), "capabilities", ()) if getattr(problem, "shards", None) else ()
+    missing = [c for c in cls.needs if c not in caps]
+    if missing:
+        raise ConfigError("algorithm", f"{type(problem).__name__} is not compatible with {cls.name}: its shards must "
+                                       f"provide {', '.join(missing)}.")
+
+
+def strongly_convex_or_none(ctx: Context, method: Method, build_bound):
+    """build_bound() when f is strongly convex (mu > 0), else a NoBound saying why."""
+    if ctx.problem.mu <= 0:
+        return NoBound(theorem=f"the theorem for {ctx.algorithm} needs a strongly convex f", gamma_theory=method.gamma,
+                       gamma=method.gamma)
+    return build_bound()
+

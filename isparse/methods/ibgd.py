@@ -7,25 +7,39 @@ Each worker, independently, sends its whole gradient with probability tau and no
     x^{t+1} = x^t - \\frac{\\gamma}{n} \\sum_{i: \\theta_i^t = 1} \\nabla f_i(x^t), \\qquad \\theta_i^t \\sim \\text{Bernoulli}(\\tau).
 
 No 1/tau rescaling (effective step gamma tau), as IBCD. Theorem 4 gives the same stepsize and bound
-as Theorem 1 (``isparse.theory.theorem1``). A sent gradient is dense (d values, no block ids).
+as Theorem 1 (``isparse.theory.theorem1``). A sent gradient is dense (d values, no block ids); the
+coins theta_i^t are drawn from (seed, i, t), so the master knows who sent.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import BlockMethod
+from ..messages import Messages
+from ..sampling import COINS
+from .ibcd import IBCD
 
 
-class IBGD(BlockMethod):
+class IBGD(IBCD):
     """Algorithm 3 (IBGD). tau is the probability that a worker sends."""
 
     name = "ibgd"
+    needs = ("grads",)
+    theorem = "Theorem 4 (IBGD; the rate of Theorem 1)"
 
-    def worker_step(self, i, shard, state, x, rng):
-        if self.tau_m < self.blocks.m and rng.random() >= self.tau:   # theta_i^t = 0: send nothing
-            return self.message(i, np.arange(0), np.zeros(0)), state
-        return self.message(i, np.arange(self.blocks.m), shard.grad(x)), state
+    def senders(self, ids, t) -> np.ndarray:
+        """theta_i^t of the workers ``ids`` (all True at tau = 1), shape (k,)."""
+        if self.tau_m == self.blocks.m:
+            return np.ones(len(ids), bool)
+        return self.sampler.coins(COINS, ids, t, self.tau)
 
-    def master_step(self, state, x, messages):
-        return self.averaged_step(x, messages), state
+    def worker_step(self, data, state, x, t, donate=False):
+        send = np.flatnonzero(self.senders(data.ids, t))
+        G = data.grads(x, send)                                  # grad f_i(x^t) of the workers with theta_i^t = 1
+        counts = np.zeros(data.k, np.int32)
+        counts[send] = self.blocks.d
+        return Messages(data.ids.astype(np.int32), int(t), counts, G.ravel()), state
+
+    def coords_of(self, batch):
+        send = self.senders(batch.workers, batch.t)
+        return np.tile(np.arange(self.blocks.d), int(send.sum()))

@@ -1,7 +1,7 @@
-"""Distributed ISAGA (arXiv:1901.09437, Algorithm 5): SAGA on each worker's own examples, sparsified.
+"""Distributed ISAGA (arXiv:1901.09437, Algorithm 5): SAGA on each worker's own examples, sparsified; and SAGA.
 
 Worker i keeps a SAGA table alpha_ij (l_i x d) and its mean alpha_bar_i. In each iteration it draws
-U_i (tau*m-nice), then one example j uniformly from its l_i examples, and sends
+U_i (tau*m-nice) and one example j uniformly from its l_i examples, and sends
 
 .. math::
 
@@ -10,7 +10,7 @@ U_i (tau*m-nice), then one example j uniformly from its l_i examples, and sends
 
 the master takes x^{t+1} = x^t - (gamma/n) sum_i of the messages (no 1/tau rescaling). The table
 starts at 0. Theorem 5 (``isparse.theory.theorem5``) needs Assumption 2; without it the method
-stalls at a neighbourhood. With tau = 1 and n = 1 this is SAGA.
+stalls at a neighbourhood. With tau = 1 this is distributed SAGA (``saga``); with n = 1 too, SAGA.
 """
 
 from __future__ import annotations
@@ -19,42 +19,76 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .base import BlockMethod
+from ..sampling import EXAMPLES
+from ..theory import theorem5_bound, theorem5_stepsize
+from .base import Method, strongly_convex_or_none
 
 
 class IsagaWorkerState(NamedTuple):
-    """alpha : ndarray (l_i, d), the SAGA table; alpha_bar : ndarray (d,), its mean over the l_i rows."""
+    """State of the hosted workers.
+
+    alpha : ndarray of shape (R, d)
+        The SAGA tables, row ``row_ptr[p] + j`` for example j of hosted worker p.
+    alpha_bar : ndarray of shape (k, d)
+        Row p: the mean of worker p's table.
+    """
 
     alpha: np.ndarray
     alpha_bar: np.ndarray
 
 
-class ISAGA(BlockMethod):
+class ISAGA(Method):
     """Algorithm 5 (distributed ISAGA). See the module docstring for the update."""
 
     name = "isaga"
+    needs = ("example_grads_at",)
+    smoothness = "L_example"
+    stepsize = staticmethod(theorem5_stepsize)
 
-    def worker_init(self, i, shard, x0):
-        return IsagaWorkerState(alpha=np.zeros((shard.l, x0.size)), alpha_bar=np.zeros_like(x0))
+    def worker_init(self, data, x0):
+        return IsagaWorkerState(alpha=np.zeros((int(data.l.sum()), x0.size)), alpha_bar=np.zeros((data.k, x0.size)))
 
-    def worker_step(self, i, shard, state, x, rng):
-        U, c = self.sample(rng)                            # U_i^t
-        j = int(rng.integers(shard.l))                     # j ~ uniform over the l_i local examples
-        g = shard.example_grad(x, j)[c]                    # (grad f_ij(x^t))_{U_i}
-        alpha, alpha_bar = state.alpha, state.alpha_bar    # in place (l_i x d): the host owns the table and
-                                                           # copies it in snapshots
-        sent = g - alpha[j, c] + alpha_bar[c]
-        alpha_bar[c] += (g - alpha[j, c]) / shard.l        # keep the mean in step with the table
-        alpha[j, c] = g
-        return self.message(i, U, sent), IsagaWorkerState(alpha, alpha_bar)
+    def examples(self, data, t) -> np.ndarray:
+        """j_i^t of the hosted workers: uniform over each worker's l_i examples, shape (k,)."""
+        return self.sampler.subsets(EXAMPLES, data.ids, t, data.l, 1)[:, 0]
 
-    def lyapunov_target(self, shard, x_star):
-        """grad f_ij(x*) for every local example j, shape (l_i, d): what the table learns."""
-        return np.stack([shard.example_grad(x_star, j) for j in range(shard.l)])
+    def worker_step(self, data, state, x, t, donate=False):
+        U = self.sample(data.ids, t)                               # U_i^t
+        j = self.examples(data, t)                                 # j ~ uniform over the l_i local examples
+        pc, pw = self.blocks.coords_batch(U)
+        g = data.example_grads_at(x, j, pw, pc)                    # (grad f_ij(x^t))_{U_i}
+        rows = data.row_ptr[pw] + j[pw]
+        alpha = state.alpha if donate else state.alpha.copy()
+        alpha_bar = state.alpha_bar if donate else state.alpha_bar.copy()
+        old = alpha[rows, pc]
+        sent = g - old + alpha_bar[pw, pc]
+        alpha_bar[pw, pc] += (g - old) / data.l[pw]                # keep the mean in step with the table
+        alpha[rows, pc] = g
+        return self.messages(data, t, U, pw, sent), IsagaWorkerState(alpha, alpha_bar)
 
-    def lyapunov_term(self, state, target) -> float:
-        """sum_j ||alpha_ij - grad f_ij(x*)||^2, worker i's part of Psi in Theorem 5."""
-        return float(np.sum((state.alpha - target) ** 2))
+    def master_step(self, state, x, batch, donate=False):
+        return self.averaged_step(x, batch), state
 
-    def master_step(self, state, x, messages):
-        return self.averaged_step(x, messages), state
+    # Theorem 5's Lyapunov function: Psi = sum_ij ||alpha_ij - grad f_ij(x*)||^2
+    @staticmethod
+    def worker_targets(data, x_star):
+        """grad f_ij(x*) for every hosted example, shape (R, d): what the tables learn."""
+        return data.example_grads(x_star)
+
+    @staticmethod
+    def worker_memory(data, state, targets) -> float:
+        return float(np.sum((state.alpha - targets) ** 2))
+
+    @classmethod
+    def bound(cls, ctx, method):
+        p = ctx.problem
+        return strongly_convex_or_none(ctx, method, lambda: theorem5_bound(
+            gamma=method.gamma, L_example=p.L_example, l_max=max(s.l for s in p.shards),
+            sum_sq_example_grads=p.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))
+
+
+class SAGA(ISAGA):
+    """Distributed SAGA: ISAGA with tau = 1 (the full-communication baseline)."""
+
+    name = "saga"
+    full = True

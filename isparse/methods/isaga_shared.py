@@ -1,8 +1,8 @@
 """Shared-data ISAGA (arXiv:1901.09437, Algorithm 4): SAGA on f = (1/N) sum_j psi_j with n workers
 that each read the whole data set.
 
-In iteration t the workers take n distinct examples j_1..j_n (without replacement, from one
-stream that every worker and the master replay), worker i draws its own U_i and the update is
+In iteration t the workers take n distinct examples j_1..j_n (without replacement, drawn from the
+stream every worker and the master share: a function of (seed, t)), worker i draws its own U_i and
 
 .. math::
 
@@ -11,78 +11,137 @@ stream that every worker and the master replay), worker i draws its own U_i and 
 
 The paper's workers share the SAGA table alpha (N x d) in memory; here the master keeps it and
 worker i sends (grad psi_{j_i}(x^t))_{U_i} -- the same tau*m blocks the paper's worker sends, and
-the same iterates. The master regenerates j_i from the shared stream, so no index is sent.
-The table starts at 0. Theorem 2 (``isparse.theory.theorem2``) needs no Assumption 2.
+the same iterates. The master recomputes j_i, so no index is sent. The table starts at 0.
+Theorem 2 (``isparse.theory.theorem2``) needs no Assumption 2.
 """
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
-from .base import BlockMethod
+from ..errors import ConfigError
+from ..sampling import SHARED_EXAMPLES
+from ..theory import theorem2_bound, theorem2_stepsize
+from ..theory.paper import saga_paper_stepsize
+from .base import Method, strongly_convex_or_none
 
 
 class SharedSagaMasterState(NamedTuple):
-    """alpha : ndarray (N, d), the SAGA table; alpha_bar : ndarray (d,), its mean; rng : the shared index stream."""
+    """alpha : ndarray (N, d), the SAGA table; alpha_bar : ndarray (d,), its mean."""
 
     alpha: np.ndarray
     alpha_bar: np.ndarray
-    rng: np.random.Generator
 
 
-class ISAGAShared(BlockMethod):
+class SharedRows:
+    """The hosted workers of a shared-data method: every one reads the same stacked data set ``whole``."""
+
+    def __init__(self, whole, ids):
+        self.whole, self.ids = whole, np.asarray(ids, dtype=np.int64)
+
+    @property
+    def k(self) -> int:
+        return int(self.ids.size)
+
+
+class ISAGAShared(Method):
     """Algorithm 4 (ISAGA with data shared by all workers).
 
     Parameters
     ----------
     N : int
         Number of examples (>= n).
-    shared_seed : int
-        Seed of the stream of example indices replayed by every worker and the master.
     """
 
     name = "isaga_shared"
-    shared_data = True   # every worker's shard is the whole data set
+    needs = ("example_grads_at",)
+    smoothness = "L_example"
+    stepsize = staticmethod(theorem2_stepsize)
+    paper_stepsize = staticmethod(saga_paper_stepsize)
 
-    def __init__(self, n, blocks, tau_m, gamma, *, N, shared_seed=0):
-        super().__init__(n, blocks, tau_m, gamma)
-        self.N, self.shared_seed = int(N), int(shared_seed)
+    def __init__(self, n, blocks, tau_m, gamma, *, N, **common):
+        super().__init__(n, blocks, tau_m, gamma, **common)
+        self.N = int(N)
+        self.targets = None   # grad psi_j(x*) for every example, shape (N, d): set by ``configure`` (Theorem 2's Psi)
 
-    def _indices(self, rng):
-        return rng.choice(self.N, size=self.n, replace=False)      # n distinct examples
+    # every worker's shard is the whole data set: a host is sent it once
+    def host_shards(self, shards, ids):
+        return [shards[0]]
 
-    def worker_init(self, i, shard, x0):
-        return np.random.default_rng(self.shared_seed)
+    def host_data(self, shards, ids):
+        return SharedRows(type(shards[0]).stack(shards[:1], [0]), ids)
 
-    def worker_step(self, i, shard, state, x, rng):
-        j = int(self._indices(state)[i])
-        U, c = self.sample(rng)
-        return self.message(i, U, shard.example_grad(x, j)[c]), state
+    def indices(self, t) -> np.ndarray:
+        """j_1..j_n of iteration t: n distinct examples, in draw order, shape (n,)."""
+        return self.sampler.subsets(SHARED_EXAMPLES, [0], t, self.N, self.n, ordered=True)[0]
+
+    def worker_step(self, data, state, x, t, donate=False):
+        j = self.indices(t)[data.ids]
+        U = self.sample(data.ids, t)
+        pc, pw = self.blocks.coords_batch(U)
+        whole = data.whole
+        g = whole.rows_grads_at(x, j[:, None], np.ones(data.k), pw, pc)    # (grad psi_{j_i}(x^t))_{U_i}
+        return self.messages(data, t, U, pw, g), state
 
     def master_init(self, x0):
-        return SharedSagaMasterState(np.zeros((self.N, x0.size)), np.zeros_like(x0),
-                                     np.random.default_rng(self.shared_seed))
+        return SharedSagaMasterState(np.zeros((self.N, x0.size)), np.zeros_like(x0))
 
-    #: grad psi_j(x*) for every example, shape (N, d); set by ``isparse.setup.build`` for the Lyapunov function
-    targets = None
-
-    def master_lyapunov(self, state) -> float:
+    def master_memory(self, state) -> float:
         """Psi^t = sum_j ||alpha_j - grad psi_j(x*)||^2 (Theorem 2); the table lives on the master."""
-        return math.nan if self.targets is None else float(np.sum((state.alpha - self.targets) ** 2))
+        return float(np.sum((state.alpha - self.targets) ** 2))
 
-    def master_step(self, state, x, messages):
-        js = self._indices(state.rng)
-        alpha, alpha_bar = state.alpha, state.alpha_bar.copy()
-        total = np.zeros_like(x)
-        updates = []
-        for msg in sorted(messages, key=lambda m: m.worker):
-            j, c = int(js[msg.worker]), self.blocks.coords(msg.blocks)
-            total[c] += msg.values - alpha[j, c] + state.alpha_bar[c]   # with the table of iteration t
-            updates.append((j, c, msg.values))
-        for j, c, g in updates:                                          # then (alpha_j)_{U_i} <- grad psi_j
-            alpha_bar[c] += (g - alpha[j, c]) / self.N
-            alpha[j, c] = g
-        return x - (self.gamma / self.n) * total, SharedSagaMasterState(alpha, alpha_bar, state.rng)
+    def master_step(self, state, x, batch, donate=False):
+        js = self.indices(batch.t)
+        c = self.coords_of(batch)
+        rows = js[np.repeat(batch.workers, batch.counts)]
+        alpha = state.alpha if donate else state.alpha.copy()
+        old = alpha[rows, c]                                               # the table of iteration t
+        total = np.bincount(c, weights=batch.values - old + state.alpha_bar[c], minlength=self.blocks.d)
+        alpha[rows, c] = batch.values                                      # then (alpha_j)_{U_i} <- grad psi_j
+        alpha_bar = state.alpha_bar + np.bincount(c, weights=(batch.values - old) / self.N, minlength=self.blocks.d)
+        return x - (self.gamma / self.n) * total, SharedSagaMasterState(alpha, alpha_bar)
+
+    @classmethod
+    def check(cls, ctx):
+        if ctx.data is None:
+            raise ConfigError("data", f"The 'data' parameter must be a data set for algorithm={cls.name} "
+                                      f"(the workers share its examples); got {ctx.problem.name!r}.")
+        super().check(ctx)
+
+    @classmethod
+    def whole(cls, ctx):
+        """psi_j = phi_j + P: the data set as one worker's problem."""
+        from ..problems import GLMProblem
+
+        p = ctx.problem
+        return GLMProblem(ctx.data, [np.arange(ctx.data.N)], p.lam, loss=p.loss.name, penalty=p.penalty.name)
+
+    @classmethod
+    def smooth(cls, ctx):
+        return cls.whole(ctx).L_example
+
+    @classmethod
+    def options_of(cls, ctx):
+        return {"N": ctx.data.N}
+
+    @classmethod
+    def configure(cls, ctx):
+        method, bound = super().configure(ctx)
+        whole = cls.whole(ctx)
+        method.targets = np.stack([whole.shards[0].example_grad(ctx.reference.x_star, j) for j in range(ctx.data.N)])
+        return method, bound
+
+    @classmethod
+    def shards(cls, ctx):
+        """What every worker holds: the whole data set."""
+        w = cls.whole(ctx)
+        return [w.shards[0]] * ctx.n, [w.parts[0]] * ctx.n
+
+    @classmethod
+    def bound(cls, ctx, method):
+        whole = cls.whole(ctx)
+        return strongly_convex_or_none(ctx, method, lambda: theorem2_bound(
+            gamma=method.gamma, L_example=whole.L_example, N=ctx.data.N,
+            sum_sq_example_grads=whole.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))

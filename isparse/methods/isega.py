@@ -23,14 +23,16 @@ from typing import NamedTuple
 import numpy as np
 
 from ..regularizers import Zero
-from .base import BlockMethod
+from ..theory import theorem3_bound, theorem3_stepsize
+from ..theory.paper import isega_paper_stepsize
+from .base import Method, strongly_convex_or_none
 
 
 class IsegaWorkerState(NamedTuple):
-    """State of worker i.
+    """State of the hosted workers.
 
-    h : ndarray of shape (d,)
-        The gradient memory h_i^t.
+    h : ndarray of shape (k, d)
+        Row p: the gradient memory h_i^t of hosted worker i = ids[p].
     """
 
     h: np.ndarray
@@ -46,7 +48,7 @@ class IsegaMasterState(NamedTuple):
     h_bar: np.ndarray
 
 
-class ISEGA(BlockMethod):
+class ISEGA(Method):
     """Algorithm 2 (ISEGA) with a proximal step for R. See the module docstring for the update.
 
     Parameters
@@ -56,35 +58,49 @@ class ISEGA(BlockMethod):
     """
 
     name = "isega"
+    prox = True
+    stepsize = staticmethod(theorem3_stepsize)
+    paper_stepsize = staticmethod(isega_paper_stepsize)
 
-    def __init__(self, n, blocks, tau_m, gamma, reg=None):
-        super().__init__(n, blocks, tau_m, gamma)
+    def __init__(self, n, blocks, tau_m, gamma, *, reg=None, **common):
+        super().__init__(n, blocks, tau_m, gamma, **common)
         self.reg = reg if reg is not None else Zero()
 
-    def worker_init(self, i, shard, x0):
-        return IsegaWorkerState(h=np.zeros_like(x0))
+    @classmethod
+    def options_of(cls, ctx):
+        return {"reg": ctx.regularizer}
 
-    def worker_step(self, i, shard, state, x, rng):
-        U, coords = self.sample(rng)                      # U_i^t, tau*m-nice
-        g = self.local_grad(shard, x, coords)             # grad f_i(x^t), only on U_i
-        h = state.h                                       # updated in place: the host owns it (and copies it
-        delta = g - h[coords]                             # in snapshots); (grad f_i(x^t) - h_i^t)_{U_i}
-        h[coords] = g                                     # h_i^{t+1} = h_i^t + Delta_i
-        return self.message(i, U, delta), IsegaWorkerState(h)
+    def worker_init(self, data, x0):
+        return IsegaWorkerState(h=np.zeros((data.k, x0.size)))
 
-    def lyapunov_target(self, shard, x_star):
-        """grad f_i(x*), what h_i learns."""
-        return shard.grad(x_star)
-
-    def lyapunov_term(self, state, target) -> float:
-        """||h_i - grad f_i(x*)||^2, worker i's part of Theorem 3's Lyapunov function."""
-        return float(np.sum((state.h - target) ** 2))
+    def worker_step(self, data, state, x, t, donate=False):
+        U = self.sample(data.ids, t)                              # U_i^t, tau*m-nice
+        pc, pw = self.blocks.coords_batch(U)
+        g = self.local_grads_at(data, x, U, pw, pc)                  # grad f_i(x^t), only on U_i
+        h = state.h if donate else state.h.copy()
+        delta = g - h[pw, pc]                                     # Delta_i = (grad f_i(x^t) - h_i^t)_{U_i}
+        h[pw, pc] = g                                             # h_i^{t+1} = h_i^t + Delta_i
+        return self.messages(data, t, U, pw, delta), IsegaWorkerState(h)
 
     def master_init(self, x0):
         return IsegaMasterState(h_bar=np.zeros_like(x0))
 
-    def master_step(self, state, x, messages):
-        S = self.aggregate(messages)                      # sum_i Delta_i
-        g = state.h_bar + S / (self.n * self.tau)         # (1/n) sum_i g_i, unbiased
+    def master_step(self, state, x, batch, donate=False):
+        S = self.aggregate(batch)                                 # sum_i Delta_i
+        g = state.h_bar + S / (self.n * self.tau)                 # (1/n) sum_i g_i, unbiased
         x_new = self.reg.prox(x - self.gamma * g, self.gamma)
         return x_new, IsegaMasterState(h_bar=state.h_bar + S / self.n)
+
+    # Theorem 3's Lyapunov function: the memory part sum_i ||h_i - grad f_i(x*)||^2
+    @staticmethod
+    def worker_targets(data, x_star):
+        """grad f_i(x*) of the hosted workers, shape (k, d): what h_i learns."""
+        return data.grads(x_star)
+
+    @staticmethod
+    def worker_memory(data, state, targets) -> float:
+        return float(np.sum((state.h - targets) ** 2))
+
+    @classmethod
+    def bound(cls, ctx, method):
+        return strongly_convex_or_none(ctx, method, lambda: theorem3_bound(gamma=method.gamma, **ctx.constants()))

@@ -1,7 +1,7 @@
-"""ISGD: independent sparsified SGD (arXiv:1901.09437, Algorithm 6).
+"""ISGD: independent sparsified SGD (arXiv:1901.09437, Algorithm 6), and SGD (its tau = 1 baseline).
 
-Worker i draws U_i (tau*m-nice), then a minibatch of ``batch`` of its examples without
-replacement, and sends the tau*m blocks of the minibatch gradient g_i; the master takes
+Worker i draws U_i (tau*m-nice) and a minibatch of ``batch`` of its examples without replacement,
+and sends the tau*m blocks of the minibatch gradient g_i; the master takes
 
 .. math::
 
@@ -9,6 +9,7 @@ replacement, and sends the tau*m blocks of the minibatch gradient g_i; the maste
 
 with a constant gamma_t = gamma or the decreasing gamma_t = 1/(a + c t) of Theorem 6. The master
 also keeps the average x_hat^t of x^0..x^t weighted by 1/gamma_s, the point Theorem 6 bounds.
+For a non-convex f (mu = 0) the stepsize and bound are Theorem 7's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .base import BlockMethod
+from ..errors import check_choice, check_range
+from ..sampling import EXAMPLES
+from ..theory import isgd_bound, isgd_schedule, theorem1_stepsize
+from ..theory.isgd import theorem7_stepsize
+from ..theory.paper import sgd_paper_stepsize
+from .base import Method
 
 
 class IsgdMasterState(NamedTuple):
@@ -28,46 +34,101 @@ class IsgdMasterState(NamedTuple):
     weight: float
 
 
-class ISGD(BlockMethod):
+class ISGD(Method):
     """Algorithm 6 (ISGD).
 
     Parameters
     ----------
     batch : int
-        Minibatch size per worker (>= 1; capped at l_i).
+        Minibatch size per worker (>= 1; capped at the smallest shard, ``l_min``).
     schedule : tuple or None
         None for the constant gamma; (a, c) for gamma_t = 1/(a + c t).
+    l_min : int
+        The smallest number of examples on a worker.
     """
 
     name = "isgd"
+    needs = ("minibatch_grads_at",)
+    stepsize = staticmethod(theorem1_stepsize)
+    paper_stepsize = staticmethod(sgd_paper_stepsize)
 
-    def __init__(self, n, blocks, tau_m, gamma, batch=1, schedule=None):
-        super().__init__(n, blocks, tau_m, gamma)
-        self.batch, self.schedule = int(batch), schedule
+    def __init__(self, n, blocks, tau_m, gamma, *, batch=1, schedule=None, l_min=1, **common):
+        super().__init__(n, blocks, tau_m, gamma, **common)
+        self.batch, self.schedule = min(int(batch), int(l_min)), schedule
 
-    def stepsize(self, t: int) -> float:
+    def stepsize_at(self, t: int) -> float:
         """gamma_t."""
         if self.schedule is None:
             return self.gamma
         a, c = self.schedule
         return 1.0 / (a + c * t)
 
-    def worker_step(self, i, shard, state, x, rng):
-        U, c = self.sample(rng)
-        idx = rng.choice(shard.l, size=min(self.batch, shard.l), replace=False)
-        return self.message(i, U, shard.minibatch_grad(x, idx)[c]), state
+    def minibatches(self, data, t) -> np.ndarray:
+        """Each hosted worker's minibatch: ``batch`` distinct local example indices, shape (k, batch)."""
+        return self.sampler.subsets(EXAMPLES, data.ids, t, data.l, self.batch)
+
+    def worker_step(self, data, state, x, t, donate=False):
+        U = self.sample(data.ids, t)
+        pc, pw = self.blocks.coords_batch(U)
+        g = data.minibatch_grads_at(x, self.minibatches(data, t), pw, pc)     # (g_i^t)_{U_i}
+        return self.messages(data, t, U, pw, g), state
 
     def master_init(self, x0):
-        w = 1.0 / self.stepsize(0)
-        return IsgdMasterState(t=0, x_hat=np.array(x0, dtype=float), weight=w)
+        return IsgdMasterState(t=0, x_hat=np.array(x0, dtype=float), weight=1.0 / self.stepsize_at(0))
 
-    def master_step(self, state, x, messages):
-        x_new = self.averaged_step(x, messages, gamma=self.stepsize(state.t))
+    def master_step(self, state, x, batch, donate=False):
+        x_new = self.averaged_step(x, batch, gamma=self.stepsize_at(state.t))
         t = state.t + 1
-        w = 1.0 / self.stepsize(t)
+        w = 1.0 / self.stepsize_at(t)
         x_hat = state.x_hat + (w / (state.weight + w)) * (x_new - state.x_hat)
         return x_new, IsgdMasterState(t=t, x_hat=x_hat, weight=state.weight + w)
 
     def extra_iterates(self, state) -> dict:
-        """Points beside x^t whose suboptimality is logged: ``avg`` = x_hat^t (Theorem 6)."""
+        """``avg`` = x_hat^t (Theorem 6)."""
         return {"avg": state.x_hat}
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def batch_of(cls, ctx) -> int:
+        return check_range("algorithm.batch", ctx.options.get("batch", 1), 1, None, integer=True)
+
+    @classmethod
+    def decreasing(cls, ctx) -> bool:
+        return check_choice("algorithm.schedule", ctx.options.get("schedule", "constant"),
+                            ["constant", "decreasing"]) == "decreasing"
+
+    @classmethod
+    def configure(cls, ctx):
+        p, n, tau = ctx.problem, ctx.n, ctx.tau
+        schedule = None
+        if cls.decreasing(ctx):
+            a, c = isgd_schedule(p.L, p.mu, n, tau)
+            schedule = (a / ctx.step_multiplier, c / ctx.step_multiplier)
+            gamma = 1.0 / schedule[0]                     # gamma_0 of the decreasing schedule
+        elif p.mu <= 0:                                    # non-convex: Theorem 7's stepsize
+            gamma = ctx.step_multiplier * theorem7_stepsize(p.L, p.mu, n, tau)
+        else:
+            rule = cls.paper_stepsize if ctx.step_rule == "paper" else cls.stepsize
+            gamma = ctx.step_multiplier * rule(p.L, p.mu, n, tau)
+        method = cls(n, ctx.blocks, ctx.tau_m, gamma, seed=ctx.seed, send_ids=ctx.send_ids, batch=cls.batch_of(ctx),
+                     schedule=schedule, l_min=min(s.l for s in p.shards))
+        return method, cls.bound(ctx, method)
+
+    @classmethod
+    def noise(cls, ctx) -> float:
+        """sigma^2 = (1/n) sum_i sigma_i^2 of the minibatch gradients."""
+        return float(np.mean([s.gradient_noise_bound(cls.batch_of(ctx)) for s in ctx.problem.shards]))
+
+    @classmethod
+    def bound(cls, ctx, method):
+        p = ctx.problem
+        extra = dict(nu_sq=p.gradient_dissimilarity_bound(), f0_minus_low=p.F(ctx.x0)) if p.mu <= 0 else {}
+        return isgd_bound(gamma=method.gamma, sigma_sq=cls.noise(ctx), decreasing=cls.decreasing(ctx),
+                          **extra, **ctx.constants())
+
+
+class SGD(ISGD):
+    """Distributed minibatch SGD: ISGD with tau = 1 (the full-communication baseline)."""
+
+    name = "sgd"
+    full = True

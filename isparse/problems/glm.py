@@ -198,6 +198,16 @@ class GLMShard:
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in ("_AT", "_A_csc")}
 
+    #: what the stacked data of such shards provide (``Method.needs`` is checked against it)
+    capabilities = ("grads", "grads_at", "example_grads_at", "minibatch_grads_at")
+
+    @staticmethod
+    def stack(shards, ids):
+        """The hosted workers' shards stacked into one CSR matrix (``isparse.problems.glm_stack.StackedGLM``)."""
+        from .glm_stack import StackedGLM
+
+        return StackedGLM(shards, ids)
+
     def value(self, x: np.ndarray) -> float:
         """f_i(x)."""
         return self.scale * float(self.loss.value(self.A @ x, self.b).sum()) + self.penalty.value(x)

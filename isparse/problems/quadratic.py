@@ -45,6 +45,59 @@ class QuadraticShard:
     def gradient_noise_bound(self, batch):
         return 0.0
 
+    #: what the stacked data of such shards provide (``Method.needs`` is checked against it)
+    capabilities = ("grads", "grads_at", "example_grads_at", "minibatch_grads_at")
+
+    @staticmethod
+    def stack(shards, ids) -> "StackedQuadratic":
+        """The hosted workers' f_p, stacked (what a method's worker step reads)."""
+        return StackedQuadratic(shards, ids)
+
+
+class StackedQuadratic:
+    """f_p(x) = x^T M_p x / 2 for the k hosted workers; every worker has one "example" (l_p = 1).
+
+    Attributes
+    ----------
+    M : ndarray of shape (k, d, d)
+    """
+
+    capabilities = ("grads", "grads_at", "example_grads_at", "minibatch_grads_at")
+
+    def __init__(self, shards, ids):
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.M = np.stack([s.M for s in shards])
+        self.d = self.M.shape[1]
+        self.l = np.ones(len(shards), dtype=np.int64)
+        self.row_ptr = np.arange(len(shards) + 1)
+
+    @property
+    def k(self) -> int:
+        return int(self.ids.size)
+
+    def grads(self, x, which=None):
+        """M_p x for the hosted workers ``which`` (default all), shape (len(which), d)."""
+        M = self.M if which is None else self.M[np.asarray(which, dtype=np.intp)]
+        return M @ x
+
+    def grads_at(self, x, pw, pc):
+        """(M_p x)[c] for pairs (p, c), shape (P,)."""
+        return self.M[pw, pc, :] @ x
+
+    def grads_on_blocks(self, x, U, blocks):
+        """(M_p x) on the coordinates of each hosted worker's block set, in ``blocks.coords_batch(U)`` order."""
+        pc, pw = blocks.coords_batch(U)
+        return self.grads_at(x, pw, pc)
+
+    def example_grads_at(self, x, rows, pw, pc):
+        return self.grads_at(x, pw, pc)
+
+    def minibatch_grads_at(self, x, batch, pw, pc):
+        return self.grads_at(x, pw, pc)
+
+    def example_grads(self, x):
+        return self.M @ x
+
 
 class QuadraticProblem:
     """Problem (17) for n workers.

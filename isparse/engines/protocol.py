@@ -1,0 +1,60 @@
+"""What an engine provides to the master loop (``isparse.engines.loop``): a declared protocol, no probing.
+
+Both engines (``InProcessPool``, ``isparse.engines.dask.DaskPool``) and their asynchronous views
+implement it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from ..messages import Messages
+
+
+class Engine(Protocol):
+    """Runs the logical workers' steps.
+
+    Attributes
+    ----------
+    name : str
+        ``inprocess`` or ``dask``.
+    method : Method
+        The method the workers run (with the run's seed).
+    placement : dict
+        Logical worker index -> where it runs.
+    """
+
+    name: str
+    method: object
+    placement: dict
+
+    def exchange(self, x: np.ndarray, monitor: np.ndarray | None = None) -> tuple[Messages, float | None]:
+        """Hand x to the idle workers and return the next batch of messages, ordered by worker.
+
+        A synchronous engine runs one round of every worker; an asynchronous view returns the next
+        message to arrive. With ``monitor`` = x*, also the workers' Lyapunov memory term after the step
+        (None if not asked).
+        """
+
+    def memory(self, x_star: np.ndarray) -> float:
+        """The workers' Lyapunov memory term now (a separate call; the loop uses it only off the logging schedule)."""
+
+    def snapshot(self) -> list:
+        """Every host's ``HostSnapshot`` (values; one state fetch per round however often it is asked)."""
+
+    def restore(self, snapshots: list) -> None:
+        """Put back the workers' states and counters from snapshots of any placement."""
+
+    def counters(self) -> dict:
+        """Cumulative engine counters for the records: ``time_compute_s``, ``time_comm_s``, and the engine's own."""
+
+    def stop(self) -> None:
+        """End of a run (an asynchronous view waits for its pending calls)."""
+
+    def asynchronous(self, seed: int = 0, spread: float = 1.0) -> "Engine":
+        """The asynchronous view of this engine (for methods with ``asynchronous = True``)."""
+
+    def close(self) -> None:
+        """Release what the engine holds."""

@@ -1,0 +1,158 @@
+"""Counter-based random draws: every draw is a function of (seed, stream, logical worker i, iteration t) alone.
+
+The blocks U_i^t that worker i sends at iteration t (a tau*m-nice sampling: exactly tau*m of the m
+blocks, uniformly among all such sets, independently across workers and iterations; arXiv:1901.09437,
+section 2; ALGORITHMS.md section 1) are drawn from numpy's Philox4x64 counter-based generator,
+keyed by the run's seed, with the 256-bit counter set to (position, t, attempt, stream). Worker i
+owns the positions [i Q, (i + 1) Q) of that counter for iteration t, so
+
+- the draws of worker i do not depend on where it runs, on how many hosts there are, or on which
+  other workers share its host: a host draws for a contiguous run of workers with one counter set;
+- resuming, and replaying a recovered worker, need no stored stream state: only (seed, i, t);
+- the master recomputes every worker's block ids itself, so messages carry values only.
+
+Streams (the last counter word) separate the purposes: block ids, the example indices of
+stochastic methods, IBGD's Bernoulli coins, and the streams all workers share (shared-data ISAGA's
+example indices, shared-block BCD's blocks).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: the counter's last word: one independent stream per purpose
+BLOCKS, EXAMPLES, COINS, SHARED_EXAMPLES, SHARED_BLOCKS = 0, 1, 2, 3, 4
+#: below this fraction size/m a subset is drawn by rejecting repeats of 2*size uniform indices, above it by
+#: the size smallest of m uniform keys: both cost O(size) per worker and iteration
+_KEYS_ABOVE = 1.0 / 16.0
+_SCALE53 = 2.0 ** -53
+
+
+class Sampler:
+    """Draws keyed by (seed, stream, worker, iteration), vectorized over the workers of a host.
+
+    Parameters
+    ----------
+    seed : int
+        The run's seed (>= 0). The Philox key is ``SeedSequence(seed).generate_state(2, uint64)``.
+
+    Examples
+    --------
+    >>> s = Sampler(0)
+    >>> U = s.subsets(BLOCKS, np.arange(4), t=7, m=30, size=8)   # U[k]: the 8 sorted block ids of worker k
+    >>> U.shape
+    (4, 8)
+    """
+
+    def __init__(self, seed: int):
+        self.seed = int(seed)
+        self._key = np.random.SeedSequence(self.seed).generate_state(2, np.uint64)
+        self._bg = np.random.Philox(key=self._key)
+        self._zero4 = np.zeros(4, np.uint64)
+
+    def __reduce__(self):   # the key is derived: pickle the seed only
+        return (Sampler, (self.seed,))
+
+    def __eq__(self, other):
+        return isinstance(other, Sampler) and other.seed == self.seed
+
+    def __hash__(self):
+        return hash(("Sampler", self.seed))
+
+    # -- raw draws ------------------------------------------------------------------------------
+    def _raw(self, stream: int, start: int, t: int, attempt: int, count: int) -> np.ndarray:
+        """``count`` uint64 words from counter (start, t, attempt, stream) on."""
+        self._bg.state = {"bit_generator": "Philox",
+                          "state": {"counter": np.array([start, t, attempt, stream], np.uint64), "key": self._key},
+                          "buffer": self._zero4, "buffer_pos": 4, "has_uint32": 0, "uinteger": 0}
+        return self._bg.random_raw(count)
+
+    def uniforms(self, stream: int, ids, t: int, count: int, attempt: int = 0) -> np.ndarray:
+        """Uniform doubles in [0, 1) (53 random bits each), shape (len(ids), count).
+
+        Row k holds the first ``count`` draws of worker ``ids[k]`` at iteration ``t``: the same
+        numbers whatever the other ids are.
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        q = -(-int(count) // 4)                      # counter values per worker (4 words each)
+        out = np.empty((ids.size, 4 * q), np.uint64)
+        breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+        for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, ids.size]):   # one counter set per contiguous run
+            if hi > lo:
+                out[lo:hi] = self._raw(stream, int(ids[lo]) * q, t, attempt, (hi - lo) * 4 * q).reshape(hi - lo, 4 * q)
+        return (out[:, :count] >> np.uint64(11)).astype(np.float64) * _SCALE53
+
+    # -- samplings ------------------------------------------------------------------------------
+    def subsets(self, stream: int, ids, t: int, m, size: int, *, ordered: bool = False) -> np.ndarray:
+        """A ``size``-nice sampling of range(m) per worker: ``size`` distinct values, every such set equally likely.
+
+        Parameters
+        ----------
+        stream : int
+            One of the module's stream constants.
+        ids : array of int, shape (k,)
+            Logical workers.
+        t : int
+            Iteration.
+        m : int or array of int, shape (k,)
+            Size of the ground set (per worker when an array); ``size <= min(m)``.
+        size : int
+        ordered : bool
+            Return the values in draw order (an ordered sample) instead of sorted.
+
+        Returns
+        -------
+        ndarray of int64, shape (k, size)
+
+        Notes
+        -----
+        ``size == m``: every value, no draw. ``size > m/16``: the ``size`` smallest of m uniform keys.
+        Otherwise the first ``size`` distinct values of 2*size uniform draws from range(m) (a
+        sequential draw without replacement, exact by exchangeability); a worker whose draws hold
+        fewer distinct values starts again on a fresh counter region with twice the draws, which
+        keeps every set equally likely (the event is symmetric in the values).
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        size = int(size)
+        scalar = np.ndim(m) == 0
+        mm = np.broadcast_to(np.asarray(m, dtype=np.int64), ids.shape)
+        if size > int(mm.min(initial=size)):
+            raise ValueError(f"cannot draw {size} distinct values out of {int(mm.min())}")
+        if scalar and size == int(m) and not ordered:
+            return np.broadcast_to(np.arange(size), (ids.size, size)).copy()
+        if scalar and size > _KEYS_ABOVE * int(m):
+            keys = self.uniforms(stream, ids, t, int(m))
+            part = np.argpartition(keys, size - 1, axis=1)[:, :size]
+            if ordered:                              # in the order of the keys: a uniform ordered sample
+                return np.take_along_axis(part, np.argsort(np.take_along_axis(keys, part, 1), axis=1), 1)
+            return np.sort(part, axis=1)
+        if size == 1:                                # one value: the first draw (the rejection path's result)
+            u = self.uniforms(stream, ids, t, 2)[:, :1]
+            return np.floor(u * mm[:, None]).astype(np.int64)
+        out = np.empty((ids.size, size), np.int64)
+        todo, attempt, draws = np.arange(ids.size), 0, 2 * size
+        while todo.size:
+            cand = np.floor(self.uniforms(stream, ids[todo], t, draws, attempt) * mm[todo, None]).astype(np.int64)
+            got, ok = _first_distinct(cand, size)
+            out[todo[ok]] = got
+            todo, attempt, draws = todo[~ok], attempt + 1, 2 * draws
+        return out if ordered else np.sort(out, axis=1)
+
+    def coins(self, stream: int, ids, t: int, p: float) -> np.ndarray:
+        """Independent Bernoulli(p) coins, one per worker: bool array of shape (k,)."""
+        return self.uniforms(stream, ids, t, 1)[:, 0] < p
+
+
+def _first_distinct(cand: np.ndarray, size: int):
+    """(first ``size`` distinct values of each row in order, rows that had that many); shapes (ok rows, size), (k,)."""
+    k, R = cand.shape
+    order = np.argsort(cand, axis=1, kind="stable")
+    s = np.take_along_axis(cand, order, axis=1)
+    new = np.ones((k, R), bool)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]              # the first (earliest) of equal values is kept
+    keep = np.empty_like(new)
+    np.put_along_axis(keep, order, new, axis=1)
+    rank = np.cumsum(keep, axis=1)
+    ok = rank[:, -1] >= size
+    sel = keep[ok] & (rank[ok] <= size)
+    return cand[ok][sel].reshape(-1, size), ok

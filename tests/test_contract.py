@@ -1,0 +1,102 @@
+"""The method contract, table-driven: every algorithm id through both engines, what each needs checked before work,
+and the message format (values only vs ids sent) giving the same iterates."""
+
+import numpy as np
+import pytest
+
+from isparse import ConfigError, InProcessPool, METHODS, build, load_dataset
+from isparse.engines.dask import DaskPool
+from isparse.problems import QuadraticProblem
+from isparse.problems.quadratic import QuadraticShard
+
+#: algorithm id -> problem it runs on here (the accelerated methods need a computable strong-growth constant)
+ON_QUADRATIC = {"iasgd", "asgd"}
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    return load_dataset("breast_cancer")
+
+
+@pytest.fixture(scope="module")
+def quadratic():
+    return QuadraticProblem(d=12, o=6, n=5, seed=1)
+
+
+def _setup(algorithm, breast_cancer, quadratic, **kw):
+    if algorithm in ON_QUADRATIC:
+        return build(algorithm=algorithm, problem=quadratic, n=5, block_size=2, seed=4, **kw)
+    return build(algorithm=algorithm, data=breast_cancer, lam=0.1, n=5, block_size=2, seed=4, **kw)
+
+
+def test_the_table_covers_every_algorithm():
+    from pathlib import Path
+
+    conf = Path(__file__).resolve().parents[1] / "conf" / "algorithm"
+    assert set(METHODS) == {p.stem for p in conf.glob("*.yaml")}
+    assert len(METHODS) == 15
+
+
+@pytest.mark.parametrize("algorithm", sorted(METHODS))
+def test_every_method_runs_on_both_engines_with_the_same_iterates(dask_client, breast_cancer, quadratic, algorithm):
+    s = _setup(algorithm, breast_cancer, quadratic)
+    T = 40
+    local = s.run(InProcessPool(*s.pool_args()), max_iter=T, tol=1e-300, keep_iterates=True, log_every=10)
+    assert local.iterations == T and np.all(np.isfinite(local.x))
+    assert np.abs(local.iterates[-1] - local.iterates[0]).max() > 1e-6          # the run moved
+    remote = s.run(DaskPool(dask_client, *s.pool_args()), max_iter=T, tol=1e-300, keep_iterates=True, log_every=10)
+    if s.method.asynchronous:   # truly concurrent on Dask: the arrival order is the cluster's, not a seeded model's
+        assert remote.iterations == T and np.all(np.isfinite(remote.x))
+        return
+    np.testing.assert_allclose(np.array(remote.iterates), np.array(local.iterates), rtol=0, atol=1e-12)
+    assert [r["uplink_bytes"] for r in remote.records] == [r["uplink_bytes"] for r in local.records]
+
+
+@pytest.mark.parametrize("algorithm", sorted(a for a in METHODS if METHODS[a].derivable_ids and not METHODS[a].full
+                                             and a != "ibgd"))
+def test_values_only_messages_give_the_iterates_of_id_carrying_ones(breast_cancer, quadratic, algorithm):
+    """The master recomputes the block ids from (seed, i, t): dropping them from the messages changes nothing but
+    the bytes (4 B per id less)."""
+    a = _setup(algorithm, breast_cancer, quadratic)
+    b = _setup(algorithm, breast_cancer, quadratic, send_ids=True)
+    ra = a.run(max_iter=30, tol=1e-300, keep_iterates=True, log_every=30)
+    rb = b.run(max_iter=30, tol=1e-300, keep_iterates=True, log_every=30)
+    np.testing.assert_array_equal(np.array(ra.iterates), np.array(rb.iterates))
+    messages = 30 if a.method.asynchronous else 30 * a.method.n      # an asynchronous iteration is one message
+    ids = messages * a.method.tau_m * 4
+    assert rb.records[-1]["uplink_bytes"] - ra.records[-1]["uplink_bytes"] == ids
+    assert ra.records[-1]["uplink_bytes"] == messages * a.method.tau_m * a.method.blocks.size * 8
+
+
+def test_ef21_always_sends_its_top_k_ids(breast_cancer, quadratic):
+    s = _setup("ef21", breast_cancer, quadratic)
+    assert s.method.sends_ids
+    res = s.run(max_iter=10, tol=1e-300, log_every=10)
+    assert res.records[-1]["uplink_bytes"] == 10 * 5 * s.method.tau_m * (2 * 8 + 4)
+
+
+class _GradientsOnly(QuadraticShard):
+    """A shard whose stacked data give whole local gradients only (no per-example or per-coordinate gradients)."""
+
+    capabilities = ("grads",)
+
+
+class _GradientsOnlyProblem(QuadraticProblem):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.shards = [_GradientsOnly(s.M) for s in self.shards]
+
+
+@pytest.mark.parametrize("algorithm, missing", [("isaga", "example_grads_at"), ("isgd", "minibatch_grads_at"),
+                                                ("isega", "grads_at"), ("ibcd", "grads_at")])
+def test_a_problem_lacking_what_a_method_needs_is_refused_before_work(algorithm, missing):
+    p = _GradientsOnlyProblem(d=8, o=4, n=3, seed=0)
+    with pytest.raises(ConfigError, match=f"_GradientsOnlyProblem is not compatible with {algorithm}: its shards must "
+                                          f"provide {missing}"):
+        build(algorithm=algorithm, problem=p, n=3, block_size=1)
+    build(algorithm="ibgd", problem=p, n=3, block_size=1).run(max_iter=5, tol=1e-300)   # needs only grads
+
+
+def test_shared_data_method_needs_a_data_set(quadratic):
+    with pytest.raises(ConfigError, match="'data' parameter must be a data set for algorithm=isaga_shared"):
+        build(algorithm="isaga_shared", problem=quadratic, n=5, block_size=1)
