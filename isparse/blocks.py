@@ -14,13 +14,6 @@ import numpy as np
 
 from .errors import ConfigError, check_range
 
-#: Bytes per transmitted value (float64) and per block id (int32); ALGORITHMS.md section 6.
-VALUE_BYTES = 8
-BLOCK_ID_BYTES = 4
-#: Block ids travel as int32, so the ids of a message weigh what the byte count says.
-BLOCK_ID_DTYPE = np.int32
-
-
 @dataclass(frozen=True)
 class BlockPartition:
     """Contiguous blocks of a configured size.

@@ -75,10 +75,12 @@ class Sampler:
         """
         ids = np.asarray(ids, dtype=np.int64)
         q = -(-int(count) // 4)                      # counter values per worker (4 words each)
-        out = np.empty((ids.size, 4 * q), np.uint64)
-        breaks = np.flatnonzero(np.diff(ids) != 1) + 1
-        for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, ids.size]):   # one counter set per contiguous run
-            if hi > lo:
+        if ids.size and ids[-1] - ids[0] == ids.size - 1 and (ids.size < 3 or np.all(np.diff(ids) == 1)):
+            out = self._raw(stream, int(ids[0]) * q, t, attempt, ids.size * 4 * q).reshape(ids.size, 4 * q)
+        else:                                        # one counter set per contiguous run of ids
+            out = np.empty((ids.size, 4 * q), np.uint64)
+            breaks = np.flatnonzero(np.diff(ids) != 1) + 1
+            for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), ids.size]):
                 out[lo:hi] = self._raw(stream, int(ids[lo]) * q, t, attempt, (hi - lo) * 4 * q).reshape(hi - lo, 4 * q)
         return (out[:, :count] >> np.uint64(11)).astype(np.float64) * _SCALE53
 
@@ -115,7 +117,7 @@ class Sampler:
         ids = np.asarray(ids, dtype=np.int64)
         size = int(size)
         scalar = np.ndim(m) == 0
-        mm = np.broadcast_to(np.asarray(m, dtype=np.int64), ids.shape)
+        mm = np.full(ids.shape, m, np.int64) if scalar else np.asarray(m, dtype=np.int64)
         if size > int(mm.min(initial=size)):
             raise ValueError(f"cannot draw {size} distinct values out of {int(mm.min())}")
         if scalar and size == int(m) and not ordered:

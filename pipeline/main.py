@@ -138,7 +138,8 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
         pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
 
     def save_checkpoint(ck):
-        """Pickle at once (states mutate as the run goes on), then upload; metrics first, so nothing logged lags it."""
+        """Pickle (the checkpoint holds the states as values: the next steps do not write into them), then upload;
+        metrics first, so nothing logged lags it."""
         tmp, path = outdir / "checkpoint.pkl.tmp", outdir / "checkpoint.pkl"
         with open(tmp, "wb") as fh:
             pickle.dump(ck, fh, protocol=pickle.HIGHEST_PROTOCOL)

@@ -100,3 +100,22 @@ def test_a_problem_lacking_what_a_method_needs_is_refused_before_work(algorithm,
 def test_shared_data_method_needs_a_data_set(quadratic):
     with pytest.raises(ConfigError, match="'data' parameter must be a data set for algorithm=isaga_shared"):
         build(algorithm="isaga_shared", problem=quadratic, n=5, block_size=1)
+
+
+@pytest.mark.parametrize("algorithm", ["isega", "isaga", "isaga_shared", "ef21"])
+def test_checkpoints_are_values_that_later_steps_leave_alone(breast_cancer, quadratic, algorithm):
+    """A checkpoint holds the states themselves (no deep copy); the steps after it must not write into them,
+    and resuming from it gives the uninterrupted run's iterates to the bit."""
+    import copy
+
+    s = _setup(algorithm, breast_cancer, quadratic)
+    taken = []
+    full = s.run(max_iter=60, tol=1e-300, keep_iterates=True, log_every=60, checkpoint_every=20,
+                 on_checkpoint=lambda ck: taken.append((ck, copy.deepcopy(ck))))
+    assert len(taken) == 3
+    for ck, frozen in taken:
+        for got, want in zip([ck.master, *[w.state for w in ck.workers]], [frozen.master, *[w.state for w in frozen.workers]]):
+            for a, b in zip(got or (), want or ()):
+                np.testing.assert_array_equal(a, b)
+    resumed = s.run(max_iter=60, tol=1e-300, keep_iterates=True, log_every=60, resume=taken[0][0])
+    np.testing.assert_array_equal(resumed.iterates[-1], full.iterates[-1])

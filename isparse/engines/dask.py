@@ -28,6 +28,7 @@ import numpy as np
 
 from ..messages import Messages
 from .host import WorkerHost
+from .protocol import AsynchronousView
 
 #: Exceptions of an actor call that mean "the Dask worker is gone or does not answer".
 LOST = (OSError, TimeoutError)
@@ -303,7 +304,7 @@ class DaskPool:
         self._hosts = []
 
 
-class DaskAsync:
+class DaskAsync(AsynchronousView):
     """Asynchronous view of a :class:`DaskPool`: worker i's step runs on its host as soon as it gets a model.
 
     Calls to the logical workers of one host queue behind each other (one actor thread per Dask
@@ -330,21 +331,7 @@ class DaskAsync:
                     return fut.result(), None
             time.sleep(self.poll)
 
-    def memory(self, x_star):
-        return float("nan")
-
-    def snapshot(self):
-        raise NotImplementedError("asynchronous runs take no checkpoints")
-
-    restore = snapshot
-
-    def counters(self):
-        return self.pool.counters()
-
     def stop(self):
         for fut in self.pending.values():   # let the last calls finish so the actors stay consistent
             fut.result()
         self.pending.clear()
-
-    def close(self):
-        pass

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..messages import Messages
 from .host import WorkerHost
+from .protocol import AsynchronousView
 
 
 class InProcessPool:
@@ -61,7 +62,7 @@ class InProcessPool:
         pass
 
 
-class SimulatedAsync:
+class SimulatedAsync(AsynchronousView):
     """Asynchrony simulated in one process with a seeded delay model (an :class:`~isparse.engines.protocol.Engine`).
 
     Worker i's compute times are exponential with mean 1 + spread * i / n (heterogeneous workers,
@@ -89,19 +90,5 @@ class SimulatedAsync:
         self.idle = [i]
         return batch, None
 
-    def memory(self, x_star):
-        return float("nan")
-
-    def snapshot(self):
-        raise NotImplementedError("asynchronous runs take no checkpoints")
-
-    restore = snapshot
-
-    def counters(self):
-        return self.pool.counters()
-
     def stop(self):
         self.events.clear()
-
-    def close(self):
-        pass

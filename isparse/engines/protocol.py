@@ -58,3 +58,26 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release what the engine holds."""
+
+
+class AsynchronousView:
+    """What the asynchronous views of both engines share: no Lyapunov memory, no checkpoints, the pool's counters.
+
+    Subclasses set ``pool`` and implement ``exchange`` and ``stop``.
+    """
+
+    name = "asynchronous"
+
+    def memory(self, x_star):
+        return float("nan")
+
+    def snapshot(self):
+        raise NotImplementedError("asynchronous runs take no checkpoints")
+
+    restore = snapshot
+
+    def counters(self):
+        return self.pool.counters()
+
+    def close(self):
+        pass

@@ -75,6 +75,7 @@ class Context:
     regularizer: object = None
     data: object = None
     x0: np.ndarray | None = None
+    cache: dict = field(default_factory=dict)   # what a method derives once per build (e.g. the whole-data problem)
 
     @property
     def r0(self) -> float:

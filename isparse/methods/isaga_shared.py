@@ -74,8 +74,12 @@ class ISAGAShared(Method):
         return SharedRows(type(shards[0]).stack(shards[:1], [0]), ids)
 
     def indices(self, t) -> np.ndarray:
-        """j_1..j_n of iteration t: n distinct examples, in draw order, shape (n,)."""
-        return self.sampler.subsets(SHARED_EXAMPLES, [0], t, self.N, self.n, ordered=True)[0]
+        """j_1..j_n of iteration t: n distinct examples, in draw order, shape (n,) (the last t is remembered)."""
+        memo = self.__dict__.get("_indices")
+        if memo is None or memo[0] != (self.seed, int(t)):
+            memo = ((self.seed, int(t)), self.sampler.subsets(SHARED_EXAMPLES, [0], t, self.N, self.n, ordered=True)[0])
+            self._indices = memo
+        return memo[1]
 
     def worker_step(self, data, state, x, t, donate=False):
         j = self.indices(t)[data.ids]
@@ -115,8 +119,11 @@ class ISAGAShared(Method):
         """psi_j = phi_j + P: the data set as one worker's problem."""
         from ..problems import GLMProblem
 
-        p = ctx.problem
-        return GLMProblem(ctx.data, [np.arange(ctx.data.N)], p.lam, loss=p.loss.name, penalty=p.penalty.name)
+        if "whole" not in ctx.cache:
+            p = ctx.problem
+            ctx.cache["whole"] = GLMProblem(ctx.data, [np.arange(ctx.data.N)], p.lam, loss=p.loss.name,
+                                            penalty=p.penalty.name)
+        return ctx.cache["whole"]
 
     @classmethod
     def smooth(cls, ctx):

@@ -89,6 +89,15 @@ class StackedGLM:
                 self._csc = ("keys", C, keys)
         return self._csc
 
+    def _margins(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """a_j^T x for the given rows, shape (len(rows),), from the CSR arrays (entries summed in index order)."""
+        ptr = self.A.indptr
+        lo = ptr[rows]
+        lens = ptr[rows + 1] - lo
+        seg = np.repeat(np.arange(rows.size), lens)
+        pos = np.arange(seg.size) + np.repeat(lo - (np.cumsum(lens) - lens), lens)
+        return np.bincount(seg, weights=self.A.data[pos] * x[self.A.indices[pos]], minlength=rows.size)
+
     def _lookup(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """A[rows, cols] elementwise (0 where A has no entry), by binary search in the CSR keys row * d + col."""
         if self._keys_csr is None:
@@ -209,7 +218,8 @@ class StackedGLM:
     def rows_grads_at(self, x, rows: np.ndarray, weight: np.ndarray, pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
         """(weight_p / B) sum_{j in rows[p]} phi'_j a_jc + P'(x)_c for pairs (p, c), ``rows`` (k, B) global row indices."""
         B = rows.shape[1]
-        r = self.loss.deriv(self.A[rows.ravel()] @ x, self.b[rows.ravel()]).reshape(rows.shape)
+        flat = rows.ravel()
+        r = self.loss.deriv(self._margins(flat, x), self.b[flat]).reshape(rows.shape)
         vals = self._lookup(rows[pw].ravel(), np.repeat(pc, B))
         local = (vals.reshape(pc.size, B) * r[pw]).sum(axis=1)
         return (np.asarray(weight)[pw] / B) * local + self.penalty.grad(x[pc])
