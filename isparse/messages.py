@@ -34,9 +34,8 @@ class Messages:
     values : ndarray of float64, shape (counts.sum(),)
         Worker ``workers[0]``'s values in block order, then the next worker's, ...
     blocks : ndarray of int32, shape (k, tau*m), or None
-        Block ids sent with the values; None when the master derives them (values-only messages).
-    dense_ids : bool
-        The ids of a worker that sends all m blocks are not counted (nor needed).
+        Block ids sent with the values; None when the master derives them (values-only messages). The ids of a
+        worker that sends all m blocks are neither needed nor counted.
     """
 
     workers: np.ndarray

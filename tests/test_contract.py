@@ -119,3 +119,17 @@ def test_checkpoints_are_values_that_later_steps_leave_alone(breast_cancer, quad
                 np.testing.assert_array_equal(a, b)
     resumed = s.run(max_iter=60, tol=1e-300, keep_iterates=True, log_every=60, resume=taken[0][0])
     np.testing.assert_array_equal(resumed.iterates[-1], full.iterates[-1])
+
+
+@pytest.mark.parametrize("algorithm", ["isega", "isaga"])
+def test_a_dask_checkpoint_resumes_in_process_with_the_same_iterates(dask_client, breast_cancer, quadratic, algorithm):
+    """Checkpoints do not depend on the placement: the hosts' snapshots are regrouped by logical worker."""
+    s = _setup(algorithm, breast_cancer, quadratic)
+    taken = []
+    s.run(DaskPool(dask_client, *s.pool_args()), max_iter=20, tol=1e-300, checkpoint_every=20,
+          on_checkpoint=taken.append)
+    assert len(taken[0].workers) == 2                     # two Dask workers, two host snapshots
+    local = s.run(max_iter=50, tol=1e-300, keep_iterates=True, log_every=50)
+    resumed = s.run(max_iter=50, tol=1e-300, keep_iterates=True, log_every=50, resume=taken[0])
+    np.testing.assert_allclose(resumed.iterates[-1], local.iterates[-1], rtol=0, atol=1e-12)
+    assert resumed.records[-1]["uplink_bytes"] == local.records[-1]["uplink_bytes"]
