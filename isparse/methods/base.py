@@ -174,9 +174,10 @@ class Method:
         return memo[1]
 
     def dense_path(self) -> bool:
-        """Whether the worker step computes whole local gradients rather than only the sampled coordinates
-        (more than a quarter of the coordinates: the full product is cheaper). A function of tau*m, b, d only."""
-        return 4 * self.tau_m * self.blocks.size > self.blocks.d
+        """Whether the worker step computes whole local gradients (one sparse product over all hosted entries)
+        rather than only the sampled coordinates: above an eighth of the coordinates the product is cheaper than
+        gathering the sampled entries. A function of tau*m, b and d only, so every host takes the same path."""
+        return 8 * self.tau_m * self.blocks.size > self.blocks.d
 
     def local_grads_at(self, data, x, U, pw, pc) -> np.ndarray:
         """grad f_p(x) on each hosted worker's blocks U (pairs (pw, pc) = ``blocks.coords_batch(U)``): only those

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 
 
 class StackedGLM:
@@ -43,6 +44,7 @@ class StackedGLM:
         self.A = sp.vstack([s.A for s in shards], format="csr")
         self.A.sort_indices()
         self.b = np.concatenate([s.b for s in shards])
+        self._nb = -self.b
         self.l = np.array([s.A.shape[0] for s in shards], dtype=np.int64)
         self.row_ptr = np.concatenate([[0], np.cumsum(self.l)])
         self.owner = np.repeat(np.arange(self.l.size), self.l)
@@ -56,8 +58,14 @@ class StackedGLM:
 
     # -- building blocks ------------------------------------------------------------------------
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        """phi'(a_j^T x; b_j) of every hosted row, shape (R,)."""
-        return self.loss.deriv(self.A @ x, self.b)
+        """phi'(a_j^T x; b_j) of every hosted row, shape (R,) (the logistic one in place: -b expit(-b z))."""
+        z = self.A @ x
+        if self.loss.name == "logistic":
+            z *= self._nb
+            expit(z, out=z)
+            z *= self._nb
+            return z
+        return self.loss.deriv(z, self.b)
 
     #: memory budget (entries) of the per-host maps used by :meth:`grads_at` for large d
     MAP_ENTRIES = 64_000_000
@@ -110,16 +118,23 @@ class StackedGLM:
 
     # -- what the methods use ------------------------------------------------------------------
     def grads(self, x: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
-        """grad f_p(x) of the hosted workers ``which`` (default all), shape (len(which), d)."""
-        which = np.arange(self.k) if which is None else np.asarray(which, dtype=np.intp)
+        """grad f_p(x) of the hosted workers ``which`` (default all), shape (len(which), d).
+
+        One sparse matrix-vector product: the CSC entries of A, cut at every (column, worker) segment, form a
+        (d k) x R matrix whose product with phi'(A x) is every worker's A_p^T r_p (rows summed in ascending order).
+        """
         r = self.residuals(x)
-        sel = np.isin(self.owner, which)
-        col = np.searchsorted(which, self.owner[sel])
-        rows = np.flatnonzero(sel)
-        Rm = sp.csr_matrix((r[rows], (rows, col)), shape=(self.R, which.size))
         if self._AT is None:
-            self._AT = self.A.T.tocsr()
-        G = np.asarray((self._AT @ Rm).toarray()).T
+            C = self.A.tocsc()
+            C.sort_indices()
+            cols = np.repeat(np.arange(self.d, dtype=np.int64), np.diff(C.indptr))
+            keys = cols * self.R + C.indices
+            seg = np.searchsorted(keys, np.arange(self.d, dtype=np.int64)[:, None] * self.R + self.row_ptr[None, :-1])
+            indptr = np.append(seg.ravel(), C.nnz)
+            self._AT = sp.csr_matrix((C.data, C.indices, indptr), shape=(self.d * self.k, self.R))
+        G = (self._AT @ r).reshape(self.d, self.k).T
+        if which is not None:
+            G = G[np.asarray(which, dtype=np.intp)]
         return self.scale * G + self.penalty.grad(x)[None, :]
 
     def grads_at(self, x: np.ndarray, pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
@@ -150,8 +165,10 @@ class StackedGLM:
             lo = np.searchsorted(index[2], base + self.row_ptr[pw])
             hi = np.searchsorted(index[2], base + self.row_ptr[pw + 1])
         lens = hi - lo
+        starts = np.cumsum(lens) - lens
         seg = np.repeat(np.arange(pc.size), lens)                       # which pair each gathered entry is in
-        pos = np.arange(seg.size) + np.repeat(lo - (np.cumsum(lens) - lens), lens)
+        pos = np.arange(seg.size) + np.repeat(lo - starts, lens)
+        # bincount sums each pair's entries in row order, one after the other, as the other index paths do
         local = np.bincount(seg, weights=C.data[pos] * r[C.indices[pos]], minlength=pc.size)
         return self.scale * local + self.penalty.grad(x[pc])
 
