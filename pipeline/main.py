@@ -56,6 +56,7 @@ def run_job(cfg: DictConfig) -> dict:
         raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={cfg.engine} and "
                                        f"data={cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
     check_range("checkpoint.every", cfg.checkpoint.every, 0, None, integer=True)
+    _send_ids(cfg)
     uri = str(cfg.tracking.uri)
     check_reachable(uri)
 
@@ -65,7 +66,7 @@ def run_job(cfg: DictConfig) -> dict:
                   reg=cfg.problem.reg,
                   reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box), reg_l2=cfg.problem.reg_l2,
                   options={k: v for k, v in cfg.algorithm.items() if k != "name"},
-                  send_ids=bool(cfg.get("messages", {}).get("send_ids", False)))
+                  send_ids=_send_ids(cfg))
     if cfg.data.name == "quadratic":
         problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
         setup = build(problem=problem, **common)
@@ -119,6 +120,20 @@ def run_job(cfg: DictConfig) -> dict:
             logger.end(status)
 
 
+def _send_ids(cfg) -> bool:
+    """``messages.send_ids``, a boolean.
+
+    Raises
+    ------
+    ConfigError
+        Anything but true or false.
+    """
+    value = cfg.get("messages", {}).get("send_ids", False)
+    if not isinstance(value, bool):
+        raise ConfigError("messages.send_ids", f"The 'messages.send_ids' parameter must be true or false; got {value!r}.")
+    return value
+
+
 def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> dict:
     derived, bound, method = setup.derived, setup.bound, setup.method
     outdir = Path(HydraConfig.get().runtime.output_dir)
@@ -127,6 +142,7 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
         logger.log_params({**flatten(resolved_config(cfg)), **derived, "data.source": _source(cfg, setup),
                            "tau_setting": cfg.tau,
                            "uplink_convention": ("values x 8 B + block ids x 4 B (none when dense)" if method.sends_ids
+                                                 else "values x 8 B (all blocks: no ids)" if method.tau_m == method.blocks.m
                                                  else "values x 8 B (block ids recomputed by the master)")})
         logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
         logger.set_tags({"predicted_iterations": predicted})

@@ -328,7 +328,11 @@ class DaskAsync(AsynchronousView):
                 if fut.done():
                     del self.pending[i]
                     self.idle = [i]
-                    return fut.result(), None
+                    try:
+                        return fut.result(), None
+                    except LOST as exc:
+                        raise RuntimeError(f"a Dask worker was lost during an asynchronous run ({type(exc).__name__}: "
+                                           f"{exc}); asynchronous runs do not recover from lost workers") from exc
             time.sleep(self.poll)
 
     def stop(self):

@@ -76,6 +76,7 @@ class Checkpoint:
     master: object
     workers: list
     uplink_per_worker: np.ndarray
+    counters: dict = field(default_factory=dict)   # wall_s, the time split and the engine's counters so far
 
 
 @dataclass
@@ -157,6 +158,7 @@ class MasterLoop:
         self.master = method.master_init(self.x)
         self.master_s, self.t = 0.0, 0
         self._master_shared = False                       # a checkpoint holds the master state: do not write into it
+        self.offsets = {}                                 # counters of the run before a resume
         self.grad_sq = [0.0, 0]                           # Theorem 7: the average of ||grad f(x^s)||^2 over every s
         self.weight = getattr(bound, "lyapunov_weight", None)
         self.result = RunResult(x=self.x, iterations=0, converged=self.r0 <= self.target, uplink_per_worker=self.uplink,
@@ -178,12 +180,17 @@ class MasterLoop:
             self.grad_sq[0] += float(np.sum(self.problem.grad(self.current()) ** 2))
             self.grad_sq[1] += 1
 
+    def counters(self) -> dict:
+        """The cumulative counters of the run so far (continued from a resumed checkpoint's)."""
+        out = {"wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s, **self.engine.counters()}
+        return {k: v + self.offsets.get(k, 0) for k, v in out.items()}
+
     def record(self, dist_sq: float, memory: float | None) -> None:
         t, z = self.t, self.current()
         rec = {"step": t, "dist_sq": dist_sq, "subopt": self.problem.F(z) - self.ref.F_star,
                "bound": self.bound(t) if self.bound is not None else math.nan,
                "uplink_bytes": int(self.uplink.sum()), "downlink_bytes": int(self.models_sent * self.d * VALUE_BYTES),
-               "wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s, **self.engine.counters()}
+               **self.counters()}
         if self.grad_sq[1]:
             rec["grad_norm_sq_avg"] = self.grad_sq[0] / self.grad_sq[1]
         if self.weight is not None:
@@ -207,6 +214,7 @@ class MasterLoop:
         if self.method.asynchronous:
             raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
         self.t, self.x, self.master, self._master_shared = ck.t, np.array(ck.x, dtype=float), ck.master, True
+        self.offsets = dict(getattr(ck, "counters", {}) or {})
         self.uplink[:] = ck.uplink_per_worker
         self.models_sent = self.n * ck.t
         self.engine.restore(ck.workers)
@@ -239,7 +247,7 @@ class MasterLoop:
         return dist_sq
 
     def checkpoint(self):
-        ck = Checkpoint(self.t, self.x.copy(), self.master, self.engine.snapshot(), self.uplink.copy())
+        ck = Checkpoint(self.t, self.x.copy(), self.master, self.engine.snapshot(), self.uplink.copy(), self.counters())
         self._master_shared = True
         self.opt.on_checkpoint(ck)
 

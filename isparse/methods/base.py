@@ -240,8 +240,26 @@ class Method:
 
     @classmethod
     def check(cls, ctx: Context) -> None:
-        """Checks of the method against the problem before any work (a ConfigError naming what is missing)."""
+        """Checks of the method against the problem before any work: what it needs from the problem (a ConfigError
+        naming what is missing), and that its states fit in memory (a ConfigError naming GiB)."""
         check_needs(cls, ctx.problem)
+        need = cls.state_bytes(ctx)
+        if need:
+            from ..problems.reference import available_memory_bytes
+
+            avail = available_memory_bytes()
+            if need > avail:
+                raise ConfigError("algorithm", f"algorithm={cls.name} needs about {need / 2**30:.3g} GiB for its "
+                                               f"state ({cls.state_text}, d = {ctx.problem.d}); only "
+                                               f"{avail / 2**30:.3g} GiB are available.")
+
+    #: what :meth:`state_bytes` counts, for the error message
+    state_text = "no state"
+
+    @classmethod
+    def state_bytes(cls, ctx: Context) -> int:
+        """Bytes of the method's worker and master states (float64), for the memory check before any work."""
+        return 0
 
     @classmethod
     def smooth(cls, ctx: Context) -> float:

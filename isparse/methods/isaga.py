@@ -44,6 +44,11 @@ class ISAGA(Method):
     needs = ("example_grads_at",)
     smoothness = "L_example"
     stepsize = staticmethod(theorem5_stepsize)
+    state_text = "the SAGA tables, N x d, and their means, n x d"
+
+    @classmethod
+    def state_bytes(cls, ctx):
+        return 8 * (ctx.problem.N + ctx.n) * ctx.problem.d
 
     def worker_init(self, data, x0):
         return IsagaWorkerState(alpha=np.zeros((int(data.l.sum()), x0.size)), alpha_bar=np.zeros((data.k, x0.size)))

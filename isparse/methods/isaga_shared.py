@@ -60,6 +60,11 @@ class ISAGAShared(Method):
     smoothness = "L_example"
     stepsize = staticmethod(theorem2_stepsize)
     paper_stepsize = staticmethod(saga_paper_stepsize)
+    state_text = "the master's SAGA table and its targets grad psi_j(x*), 2 x N x d"
+
+    @classmethod
+    def state_bytes(cls, ctx):
+        return 8 * 2 * ctx.data.N * ctx.problem.d if ctx.data is not None else 0
 
     def __init__(self, n, blocks, tau_m, gamma, *, N, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)

@@ -61,6 +61,11 @@ class ISEGA(Method):
     prox = True
     stepsize = staticmethod(theorem3_stepsize)
     paper_stepsize = staticmethod(isega_paper_stepsize)
+    state_text = "the memories h_i, n x d"
+
+    @classmethod
+    def state_bytes(cls, ctx):
+        return 8 * ctx.n * ctx.problem.d
 
     def __init__(self, n, blocks, tau_m, gamma, *, reg=None, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)

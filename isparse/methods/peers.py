@@ -118,6 +118,11 @@ class EF21(Method):
     needs = ("grads",)
     stepsize = staticmethod(ef21_stepsize)
     derivable_ids = False
+    state_text = "the estimates g_i, n x d"
+
+    @classmethod
+    def state_bytes(cls, ctx):
+        return 8 * ctx.n * ctx.problem.d
 
     def worker_init(self, data, x0):
         return Ef21WorkerState(np.zeros((data.k, x0.size)))

@@ -75,14 +75,17 @@ class StackedQuadratic:
     def k(self) -> int:
         return int(self.ids.size)
 
+    # Every row's product is an elementwise product summed along the row (numpy reduces each row on its own),
+    # not a BLAS matrix-vector product, whose blocking makes a row's bits depend on how many rows are stacked:
+    # a worker's numbers must not depend on which other workers share its host.
     def grads(self, x, which=None):
         """M_p x for the hosted workers ``which`` (default all), shape (len(which), d)."""
         M = self.M if which is None else self.M[np.asarray(which, dtype=np.intp)]
-        return M @ x
+        return (M * x).sum(axis=2)
 
     def grads_at(self, x, pw, pc):
         """(M_p x)[c] for pairs (p, c), shape (P,)."""
-        return self.M[pw, pc, :] @ x
+        return (self.M[pw, pc, :] * x).sum(axis=1)
 
     def grads_on_blocks(self, x, U, blocks):
         """(M_p x) on the coordinates of each hosted worker's block set, in ``blocks.coords_batch(U)`` order."""
@@ -96,7 +99,7 @@ class StackedQuadratic:
         return self.grads_at(x, pw, pc)
 
     def example_grads(self, x):
-        return self.M @ x
+        return self.grads(x)
 
 
 class QuadraticProblem:
