@@ -78,7 +78,41 @@ def versions(names=("isparse", "numpy", "scipy", "scikit-learn", "dask", "distri
                                            text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         out["git commit"] = "?"
+    out.update(library_identity())
     return out
+
+
+def library_identity() -> dict:
+    """Which ``isparse`` this process imports (it may be a frozen copy, see the README of this directory) and whether
+    its files are those of git HEAD: git blob hashes of every file of the imported package against ``git ls-tree``."""
+    import hashlib
+    from pathlib import Path
+
+    import isparse
+
+    pkg = Path(isparse.__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent
+    where = str(pkg.relative_to(root)) if pkg.is_relative_to(root) else str(pkg)
+    try:
+        tree = subprocess.run(["git", "ls-tree", "-r", "HEAD", "--", "isparse"], capture_output=True, text=True,
+                              check=True, cwd=root).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"isparse imported from": where, "isparse vs HEAD": "?"}
+    head = {}
+    for line in tree.splitlines():
+        meta, path = line.split("\t", 1)
+        head[path[len("isparse/"):]] = meta.split()[2]
+    local = {}
+    for f in pkg.rglob("*"):
+        if f.is_file() and "__pycache__" not in f.parts:
+            data = f.read_bytes()
+            local[str(f.relative_to(pkg))] = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    differ = sorted(k for k in set(head) | set(local) if head.get(k) != local.get(k))
+    digest = hashlib.sha256("".join(f"{k}{v}" for k, v in sorted(local.items())).encode()).hexdigest()[:12]
+    return {"isparse imported from": where,
+            "isparse vs HEAD": ("identical to HEAD's isparse/" if not differ else
+                                f"differs from HEAD in {len(differ)} files ({', '.join(differ[:6])}"
+                                + (", ..." if len(differ) > 6 else "") + ")") + f"; files sha256 {digest}"}
 
 
 def now_utc() -> str:

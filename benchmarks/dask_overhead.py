@@ -1,17 +1,35 @@
-"""Item 2: the Dask engine's per-round overhead over the in-process engine, and where it goes.
+"""Item 2: the Dask engine's per-round overhead over the in-process engine, against a bare actor round trip.
 
 A round of :class:`isparse.engines.dask.DaskPool` on a ``LocalCluster`` (2 worker processes, 1 thread each,
 ``direct_to_workers=True`` as the pipeline uses) is timed through :func:`isparse.engines.run` (no bound, so no
-Lyapunov monitoring). Overhead = Dask round - in-process iteration, both medians over repetitions measured in the
-same run. Its split:
+Lyapunov monitoring), with the pool's defaults ``snapshot_every=50`` and ``measure_every=50`` (every 50th round the
+worker states are fetched for recovery and the hosts size their replies; both are in the timed rounds).
+Overhead = Dask round - in-process iteration, both medians over repetitions measured in the same run.
 
-- master work: the client's part of a round outside ``pool.step`` (master step, counters, stopping test),
-  measured by a timer around the pool's ``step`` calls;
-- worker compute: the longest of the hosts' ``WorkerHost.step`` (the two actors compute concurrently), measured
-  by running the same hosts in this process;
-- serialization: ``distributed.protocol.serialize`` + ``deserialize`` of x (once per host) and of each host's list
-  of messages (both directions of a round, timed in this process; the worker side runs on the workers in reality);
-- RPC/scheduling: the rest of the round (actor call round trips, event loops, the comm).
+The yardstick, measured in the same run on the same cluster: the **bare round trip**, one trivial actor call per
+Dask worker (2 ``Echo`` actors, one per worker, called concurrently as the pool calls its hosts) that takes x and
+returns a NumPy array of as many float64 values as that worker's host returns in a round. It is what any actor
+round costs on this cluster: two RPCs through the client's and the workers' event loops, pickling x and a
+reply of the same payload.
+
+A second yardstick, the **busy bare round trip**: the same trivial calls, but each ``Echo`` actor first keeps its
+thread busy for the pool's measured compute per round (a pure-Python spin, holding the GIL as the worker step's
+small NumPy calls do) and the spin is subtracted: what a round trip costs beyond the compute when the worker was
+computing, on this machine, without any of the library's code.
+
+The Dask round is split, per round, into parts that add up to it (timers around the pool's calls):
+
+- master: the loop's work outside ``pool.exchange`` (master step, byte counters, stopping test);
+- worker compute: the slower host's ``WorkerHost.round`` compute, as the actors report it;
+- actor round trip beyond the compute: the wall time of the pool's concurrent ``round`` calls minus that compute
+  (RPC, scheduling, serialization of x and of the ``Messages`` replies); compared with the bare round trip;
+- snapshot: the ``snapshot`` calls every ``snapshot_every`` rounds, per round;
+- per-round bookkeeping: the rest of ``exchange`` (``Messages.concat``, analytic bytes, the copy of x kept to
+  replay a recovery, the measured-size counters).
+
+Serialization alone (``distributed.protocol.serialize`` + ``deserialize`` of x, once per host, and of each host's
+reply, timed in the client; on Dask half of it runs on the workers) is shown for the ``Messages`` replies and for
+the bare round trip's plain arrays.
 """
 
 from __future__ import annotations
@@ -23,21 +41,55 @@ import numpy as np
 
 from .common import load, median_time, table, verdict
 
-GOAL_MS = 5.0
+#: goal: Dask round - in-process round <= GOAL_BARE x the bare actor round trip (issue 11)
+GOAL_BARE = 1.5
 LAM = 1e-3
 CACHE = "outputs/bench_cache"
+SNAPSHOT_EVERY = 50
+MEASURE_EVERY = 50
+
+
+class Echo:
+    """The bare round trip's actor: returns a stored float64 array of a host reply's value count, after keeping its
+    thread busy (a pure-Python spin on the clock, holding the GIL) for ``spin`` seconds."""
+
+    def __init__(self, count: int):
+        self.reply = np.zeros(int(count))
+
+    def call(self, x, spin: float = 0.0):
+        if spin > 0:
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < spin:
+                pass
+        return self.reply
+
+    async def acall(self, x):
+        """The same trivial call as an ``async def`` method (run on the worker's event loop, as the pool's round)."""
+        return self.reply
 
 
 class TimedPool:
-    """Wraps a pool and accumulates the wall time of its ``step`` calls."""
+    """Wraps a pool: accumulates the wall time of its ``exchange`` calls and, for a ``DaskPool``, of its actor calls
+    by name (``round``, ``snapshot``)."""
 
     def __init__(self, pool):
-        self.pool, self.step_s, self.calls = pool, 0.0, 0
+        self.pool, self.exchange_s, self.calls = pool, 0.0, 0
+        self.call_s = {}
+        if hasattr(pool, "_call"):
+            inner = pool._call
 
-    def step(self, x):
+            def timed_call(name, args_of, hosts=None):
+                t0 = time.perf_counter()
+                try:
+                    return inner(name, args_of, hosts)
+                finally:
+                    self.call_s[name] = self.call_s.get(name, 0.0) + time.perf_counter() - t0
+            pool._call = timed_call
+
+    def exchange(self, x, monitor=None):
         t0 = time.perf_counter()
-        out = self.pool.step(x)
-        self.step_s += time.perf_counter() - t0
+        out = self.pool.exchange(x, monitor)
+        self.exchange_s += time.perf_counter() - t0
         self.calls += 1
         return out
 
@@ -45,25 +97,30 @@ class TimedPool:
         return getattr(self.pool, name)
 
 
-def timed_rounds(setup, pool, rounds: int) -> tuple[float, float]:
-    """(seconds per round, of which seconds inside pool.step) for ``rounds`` rounds of the library's loop."""
+def timed_rounds(setup, pool, rounds: int) -> dict:
+    """Per-round seconds of ``rounds`` rounds of the library's loop on ``pool``: ``round``, ``exchange`` (inside
+    pool.exchange), ``actor_round`` and ``snapshot`` (the DaskPool's actor calls), ``compute`` (the pool's own
+    compute timer: the slowest host per round)."""
     from isparse import run
 
     tp = TimedPool(pool)
+    compute0 = pool.timing["compute_s"]
     t_F = median_time(lambda: setup.problem.F(setup.x0), reps=3)
     t0 = time.perf_counter()
     res = run(setup.method, tp, setup.problem, setup.reference, None, x0=setup.x0, max_iter=rounds, tol=1e-300,
               log_every=rounds)
     dt = time.perf_counter() - t0 - 2 * t_F
     assert res.iterations == rounds
-    return dt / rounds, tp.step_s / rounds
+    if hasattr(pool, "_call"):
+        del pool._call        # drop the instance wrapper again
+    return {"round": dt / rounds, "exchange": tp.exchange_s / rounds,
+            "actor_round": tp.call_s.get("round", 0.0) / rounds, "snapshot": tp.call_s.get("snapshot", 0.0) / rounds,
+            "compute": (pool.timing["compute_s"] - compute0) / rounds}
 
 
-def serialization_seconds(x, messages_per_host) -> tuple[float, int]:
-    """(serialize + deserialize seconds of one round's payloads, their frame bytes), with distributed's serializers."""
+def serialization_seconds(payloads) -> tuple[float, int]:
+    """(serialize + deserialize seconds of the payloads, their frame bytes), with distributed's serializers."""
     from distributed.protocol import deserialize, serialize
-
-    payloads = [x] * len(messages_per_host) + list(messages_per_host)
 
     def once():
         for p in payloads:
@@ -71,6 +128,46 @@ def serialization_seconds(x, messages_per_host) -> tuple[float, int]:
             deserialize(header, frames)
     nbytes = sum(sum(memoryview(f).nbytes for f in serialize(p)[1]) for p in payloads)
     return median_time(once, reps=5, inner=20), nbytes
+
+
+def bare_round_trip(client, plan_counts: dict, x, calls: int, reps: int, spin: float = 0.0, asynchronous=False) -> float:
+    """Median seconds of one bare round: one ``Echo.call(x, spin)`` (or ``Echo.acall(x)``) per Dask worker,
+    concurrently, both awaited."""
+    actors = []
+    for addr, count in plan_counts.items():
+        fut = client.submit(Echo, count, workers=[addr], actor=True, allow_other_workers=False, pure=False)
+        actors.append((fut, fut.result(timeout=60)))
+    acts = [a for _, a in actors]
+
+    def one():
+        for f in [a.acall(x) if asynchronous else a.call(x, spin) for a in acts]:
+            f.result(timeout=60)
+    for _ in range(20):
+        one()
+    t = median_time(one, reps=reps, inner=calls)
+    for fut, _ in actors:
+        fut.cancel()
+    return t
+
+
+def host_round_seconds(method, ids, shards, x0, x) -> tuple[float, float]:
+    """(wall, thread CPU) seconds of one ``WorkerHost.round`` of a fresh host, median of 5 x 50 rounds after a
+    warm-up; run here, or on a Dask worker with ``client.submit`` (the same code in both processes)."""
+    import statistics
+    import time
+
+    from isparse.engines.host import WorkerHost
+
+    h = WorkerHost(method, ids, shards, x0)
+    for _ in range(3):
+        h.round(x)
+    out = []
+    for _ in range(5):
+        w0, c0 = time.perf_counter(), time.thread_time()
+        for _ in range(50):
+            h.round(x)
+        out.append(((time.perf_counter() - w0) / 50, (time.thread_time() - c0) / 50))
+    return statistics.median(w for w, _ in out), statistics.median(c for _, c in out)
 
 
 def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=None) -> dict:
@@ -82,47 +179,102 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
     reps = 2 if quick else 5
     rounds = 50 if quick else 200
     rows = []
+    med = statistics.median
     for n in ns:
         s = build(algorithm=algorithm, data=data, lam=LAM, n=n, block_size=1, cache_dir=CACHE)
-        dpool = DaskPool(client, *s.pool_args())
+        dpool = DaskPool(client, *s.pool_args(), snapshot_every=SNAPSHOT_EVERY, measure_every=MEASURE_EVERY)
         timed_rounds(s, dpool, 5)   # warm-up
-        t_round, t_step, t_inproc, t_master, t_hosts = [], [], [], [], []
-        for _ in range(reps):
-            r, st = timed_rounds(s, dpool, rounds)
-            t_round.append(r), t_step.append(st)
-            ip, ip_step = timed_rounds(s, InProcessPool(*s.pool_args()), rounds)
-            t_inproc.append(ip), t_master.append(ip - ip_step)
-            hosts = [WorkerHost(s.method, ids, [s.shards[i] for i in ids], [s.streams()[i] for i in ids], s.x0)
-                     for ids in dpool.plan.values()]
-            x = s.reference.x_star * 0.5
-            t_hosts.append(max(median_time(lambda h=h: h.step(x), reps=3, inner=10) for h in hosts))
+        ipool = InProcessPool(*s.pool_args())
+        timed_rounds(s, ipool, 5)
         x = s.reference.x_star * 0.5
-        hosts = [WorkerHost(s.method, ids, [s.shards[i] for i in ids], [s.streams()[i] for i in ids], s.x0)
-                 for ids in dpool.plan.values()]
-        msgs = [h.step(x) for h in hosts]
-        t_ser, frame_bytes = serialization_seconds(x, msgs)
-        uplink = sum(m.nbytes for ms in msgs for m in ms)
+        # one round's replies, from hosts like the pool's, for the payload sizes and the serialization timing
+        hosts = [WorkerHost(s.method, ids, s.method.host_shards(s.shards, ids), s.x0) for ids in dpool.plan.values()]
+        batches = [h.round(x)[0] for h in hosts]
+        counts = {addr: int(b.values.size) for addr, b in zip(dpool.plan, batches)}
+        dk, ip, bare, busy, abare = [], [], [], [], []
+        for _ in range(reps):
+            dk.append(timed_rounds(s, dpool, rounds))
+            ip.append(timed_rounds(s, ipool, rounds))
+            bare.append(bare_round_trip(client, counts, x, calls=rounds, reps=1))
+            abare.append(bare_round_trip(client, counts, x, calls=rounds, reps=1, asynchronous=True))
+            # the same trivial call, each actor first spinning for this repetition's (slower-host) compute per round
+            busy.append(bare_round_trip(client, counts, x, calls=rounds, reps=1, spin=dk[-1]["compute"])
+                        - dk[-1]["compute"])
+        ids0 = next(iter(dpool.plan.values()))
+        shards0 = s.method.host_shards(s.shards, ids0)
+        here = host_round_seconds(s.method, ids0, shards0, s.x0, x)
+        there = client.submit(host_round_seconds, s.method, ids0, shards0, s.x0, x, workers=[next(iter(dpool.plan))],
+                              allow_other_workers=False, pure=False).result()
+        t_ser, frame_bytes = serialization_seconds([x] * len(batches) + batches)
+        t_ser_bare, frame_bytes_bare = serialization_seconds([x] * len(batches) + [np.zeros(c) for c in counts.values()])
+        traffic = dpool.traffic()
         dpool.close()
-        med = statistics.median
-        round_s, inproc_s, master_s, hosts_s = med(t_round), med(t_inproc), med(t_master), med(t_hosts)
-        overhead = round_s - inproc_s
-        rpc = round_s - master_s - hosts_s - t_ser
-        rows.append(dict(n=n, tau=s.method.tau, round_ms=1e3 * round_s, inproc_ms=1e3 * inproc_s,
-                         overhead_ms=1e3 * overhead, master_ms=1e3 * master_s, compute_ms=1e3 * hosts_s,
-                         ser_ms=1e3 * t_ser, rpc_ms=1e3 * rpc, uplink=uplink, frame_bytes=frame_bytes,
-                         rounds=rounds, reps=reps))
-        print(f"[item2] n={n}: round {rows[-1]['round_ms']:.2f} ms, in-process {rows[-1]['inproc_ms']:.2f} ms, "
-              f"overhead {rows[-1]['overhead_ms']:.2f} ms", flush=True)
-    return {"rows": rows, "algorithm": algorithm}
+        d = {k: med(r[k] for r in dk) for k in dk[0]}
+        p = {k: med(r[k] for r in ip) for k in ip[0]}
+        bare_s, busy_s, abare_s = med(bare), med(busy), med(abare)
+        overhead = med(a["round"] - b["round"] for a, b in zip(dk, ip))
+        master, master_ip = d["round"] - d["exchange"], p["round"] - p["exchange"]
+        comm = d["actor_round"] - d["compute"]
+        book = d["exchange"] - d["actor_round"] - d["snapshot"]
+        uplink = int(sum(b.bytes_per_worker(s.method.blocks.m).sum() for b in batches))
+        rows.append(dict(
+            n=n, tau=s.method.tau, rounds=rounds, reps=reps, values_per_host=list(counts.values()),
+            round_ms=1e3 * d["round"], inproc_ms=1e3 * p["round"], overhead_ms=1e3 * overhead, bare_ms=1e3 * bare_s,
+            overhead_over_bare=overhead / bare_s, bare_async_ms=1e3 * abare_s, overhead_over_bare_async=overhead / abare_s,
+            master_ms=1e3 * master, master_inproc_ms=1e3 * master_ip, compute_ms=1e3 * d["compute"],
+            compute_inproc_ms=1e3 * p["exchange"], comm_ms=1e3 * comm, comm_beyond_bare_ms=1e3 * (comm - bare_s),
+            busy_ms=1e3 * busy_s, comm_beyond_busy_ms=1e3 * (comm - busy_s),
+            snapshot_ms=1e3 * d["snapshot"], bookkeeping_ms=1e3 * book,
+            ser_ms=1e3 * t_ser, ser_bare_ms=1e3 * t_ser_bare, frame_bytes=frame_bytes,
+            frame_bytes_bare=frame_bytes_bare, uplink=uplink,
+            serialized_per_round=traffic["uplink_bytes_serialized"] / max(1, traffic["rounds"]),
+            overhead_per_reply=traffic["uplink_overhead_per_reply"],
+            host_client_ms=1e3 * here[0], host_client_cpu_ms=1e3 * here[1], host_worker_ms=1e3 * there[0],
+            host_worker_cpu_ms=1e3 * there[1]))
+        r = rows[-1]
+        print(f"[item2] n={n}: round {r['round_ms']:.2f} ms, in-process {r['inproc_ms']:.2f} ms, overhead "
+              f"{r['overhead_ms']:.2f} ms, bare round trip {r['bare_ms']:.2f} ms (ratio {r['overhead_over_bare']:.2f}); "
+              f"compute {r['compute_ms']:.2f}, comm {r['comm_ms']:.2f}, master {r['master_ms']:.2f}, snapshot "
+              f"{r['snapshot_ms']:.3f}, bookkeeping {r['bookkeeping_ms']:.3f} ms", flush=True)
+    return {"rows": rows, "algorithm": algorithm, "snapshot_every": SNAPSHOT_EVERY, "measure_every": MEASURE_EVERY}
 
 
-def report(res: dict) -> str:
-    body = []
+def measure_all(quick: bool = False) -> dict:
+    """:func:`measure` on a cluster started as the pipeline starts cluster=local (the goal), then on one whose workers run
+    with Dask's own ``MALLOC_TRIM_THRESHOLD_=65536`` (a diagnostic: see ``benchmarks/cluster.py``)."""
+    from .cluster import local_client, worker_environ
+
+    with local_client() as client:
+        res = measure(quick=quick, client=client)
+        res["malloc_trim"] = sorted(set(client.run(worker_environ, "MALLOC_TRIM_THRESHOLD_").values()), key=str)
+    with local_client(dask_malloc_trim=True) as client:
+        variant = measure(quick=quick, client=client)
+        variant["malloc_trim"] = sorted(set(client.run(worker_environ, "MALLOC_TRIM_THRESHOLD_").values()), key=str)
+    res["variant"] = variant
+    return res
+
+
+def report(res: dict) -> tuple[str, str]:
+    """(the goal table, the split table)."""
+    goal = []
+    split = []
     for r in res["rows"]:
-        body.append([r["n"], f"{r['tau']:.3g}", r["round_ms"], r["inproc_ms"], r["overhead_ms"], r["compute_ms"],
-                     r["master_ms"], r["ser_ms"], r["rpc_ms"], r["uplink"], r["frame_bytes"],
-                     verdict(r["overhead_ms"], GOAL_MS) if r["n"] == 8 else ""])
-    return table(["n", "τ", "Dask round (ms)", "in-process iteration (ms)", "overhead (ms)",
-                  "worker compute, slowest host (ms)", "master work (ms)", "serialization (ms)",
-                  "RPC/scheduling = rest (ms)", "uplink payload B/round", "serialized frames B/round",
-                  "goal < 5 ms at n = 8"], body)
+        goal.append([r["n"], f"{r['tau']:.3g}", r["round_ms"], r["inproc_ms"], r["overhead_ms"], r["bare_ms"],
+                     r["overhead_over_bare"], verdict(r["overhead_over_bare"], GOAL_BARE)])
+        split.append([r["n"], r["round_ms"], r["master_ms"], r["compute_ms"], r["comm_ms"], r["bare_ms"],
+                      r["comm_beyond_bare_ms"], r.get("busy_ms", float("nan")), r.get("comm_beyond_busy_ms", float("nan")),
+                      r["snapshot_ms"], r["bookkeeping_ms"], r["master_inproc_ms"],
+                      r["compute_inproc_ms"], r["ser_ms"], r["ser_bare_ms"],
+                      " + ".join(str(c) for c in r["values_per_host"]), r["uplink"],
+                      f"{r['frame_bytes']} / {r['frame_bytes_bare']}",
+                      f"{r['host_client_cpu_ms']:.3g} / {r['host_worker_cpu_ms']:.3g}"])
+    t1 = table(["n", "τ", "Dask round (ms)", "in-process iteration (ms)", "overhead (ms)", "bare round trip (ms)",
+                "overhead ÷ bare round trip", f"goal ≤ {GOAL_BARE:g}"], goal)
+    t2 = table(["n", "Dask round (ms)", "master (ms)", "worker compute, slower host (ms)",
+                "actor round trip beyond compute (ms)", "of which: bare round trip (ms)", "rest of the round trip (ms)",
+                "busy bare round trip beyond its spin (ms)", "round trip beyond compute − busy one (ms)",
+                "snapshot (ms per round)", "per-round bookkeeping (ms)", "in-process: master (ms)",
+                "in-process: compute (ms)", "serialization, Messages (ms)", "serialization, bare arrays (ms)",
+                "values per host reply", "uplink payload B/round", "frame bytes, Messages / bare",
+                "one host's round, CPU ms: in the client / in a Dask worker"], split)
+    return t1, t2

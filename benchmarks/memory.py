@@ -3,8 +3,10 @@
 Per configuration a fresh ``LocalCluster`` (2 worker processes) is started, so that each process's peak RSS
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss``, read on the worker) belongs to that configuration alone. The
 growth of the peak over the process's RSS just before the pool is made (``psutil``) is compared with the bytes of
-the shards the process hosts (CSR data, indices, indptr, labels) plus the method states of its logical workers
-(ISEGA: h_i, d floats; ISAGA: the l_i x d table and its mean), computed from the same objects in this process.
+the shards the process hosts (CSR data, indices, indptr, labels), the host's stacked copy of them (``StackedGLM``:
+one CSR matrix of the hosted rows, labels, row-to-worker map) plus the batched method state of its logical workers
+(ISEGA: h, k x d floats; ISAGA: the (sum of l_i) x d table and the k x d means), computed from the same objects in
+this process (the stacked data's lazily built CSC copy and transpose are not counted).
 Growth = RSS after the rounds - RSS before the pool, and the same for the virtual size (``vms``). The peak
 (``ru_maxrss``) is shown too, but a worker's start-up peak is above anything the pool adds, so it does not move.
 The tables are ``np.zeros``: their pages become resident only when a row is first written (one random row per
@@ -65,6 +67,11 @@ def nbytes(obj) -> int:
     return 0
 
 
+def stacked_nbytes(data) -> int:
+    """Bytes of a ``StackedGLM``'s eager arrays (A, b, l, row_ptr, owner)."""
+    return sum(nbytes(getattr(data, k, None)) for k in ("A", "b", "l", "row_ptr", "owner"))
+
+
 def measure(quick: bool = False) -> dict:
     from isparse import build
     from isparse.engines.dask import DaskPool
@@ -85,28 +92,31 @@ def measure(quick: bool = False) -> dict:
             plan = pool.plan
             pool.close()
             for addr, ids in plan.items():
-                shard_b = sum(nbytes(s.shards[i]) for i in ids)
-                state_b = sum(nbytes(s.method.worker_init(i, s.shards[i], s.x0)) for i in ids)
+                hosted = s.method.host_shards(s.shards, ids)
+                shard_b = sum(nbytes(sh) for sh in hosted)
+                host_data = s.method.host_data(hosted, ids)
+                stacked_b = stacked_nbytes(host_data)
+                state_b = nbytes(s.method.worker_init(host_data, s.x0))
                 (rss0, peak0, vms0), (rss1, peak1, vms1) = base[addr], after[addr]
                 grown = rss1 - rss0
+                total = shard_b + stacked_b + state_b
                 rows.append(dict(algorithm=algorithm, n=n, worker=addr.rsplit(":", 1)[-1], hosted=len(ids),
                                  base_mb=rss0 / 2**20, rss_mb=rss1 / 2**20, peak0_mb=peak0 / 2**20, peak_mb=peak1 / 2**20,
                                  grown_mb=grown / 2**20, vms_mb=(vms1 - vms0) / 2**20,
-                                 shard_mb=shard_b / 2**20, state_mb=state_b / 2**20,
-                                 ratio=grown / max(shard_b + state_b, 1),
-                                 vms_ratio=(vms1 - vms0) / max(shard_b + state_b, 1),
-                                 state_share=state_b / max(shard_b + state_b, 1)))
+                                 shard_mb=shard_b / 2**20, stacked_mb=stacked_b / 2**20, state_mb=state_b / 2**20,
+                                 ratio=grown / max(total, 1), vms_ratio=(vms1 - vms0) / max(total, 1),
+                                 state_share=state_b / max(total, 1)))
                 print(f"[item4] {algorithm} n={n} {addr}: RSS {rss0 / 2**20:.0f} -> {rss1 / 2**20:.0f} MB, peak "
-                      f"{peak0 / 2**20:.0f} -> {peak1 / 2**20:.0f} MB, for {(shard_b + state_b) / 2**20:.1f} MB of "
-                      "shards + state", flush=True)
+                      f"{peak0 / 2**20:.0f} -> {peak1 / 2**20:.0f} MB, for {total / 2**20:.1f} MB of "
+                      "shards + stacked data + state", flush=True)
     return {"rows": rows, "rounds": rounds}
 
 
 def report(res: dict) -> str:
     body = [[r["algorithm"], r["n"], f"port {r['worker']}", r["hosted"], r["base_mb"], r["rss_mb"], r["grown_mb"],
-             r["vms_mb"], r["peak0_mb"], r["peak_mb"], r["shard_mb"], r["state_mb"], f"{100 * r['state_share']:.0f} %",
-             r["ratio"], r["vms_ratio"]] for r in res["rows"]]
+             r["vms_mb"], r["peak0_mb"], r["peak_mb"], r["shard_mb"], r.get("stacked_mb", float("nan")), r["state_mb"],
+             f"{100 * r['state_share']:.0f} %", r["ratio"], r["vms_ratio"]] for r in res["rows"]]
     return table(["method", "n", "Dask worker", "logical workers", "RSS before pool (MB)", "RSS after rounds (MB)",
                   "RSS growth (MB)", "virtual growth (MB)", "peak before pool (MB)", "peak after (MB)", "shards (MB)",
-                  "method state (MB)", "state share", "RSS growth / (shards + state)",
-                  "virtual growth / (shards + state)"], body)
+                  "stacked data (MB)", "method state (MB)", "state share", "RSS growth / (shards + stacked + state)",
+                  "virtual growth / (shards + stacked + state)"], body)

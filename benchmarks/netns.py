@@ -127,6 +127,9 @@ def namespaced_client(timeout: float = 60.0):
                                            "--name", f"ns{k}"], stdout=log, stderr=subprocess.STDOUT))
         client = Client(address, direct_to_workers=True, timeout=timeout)
         client.wait_for_workers(N_WORKERS, timeout=timeout)
+        from .cluster import check_same_library
+
+        check_same_library(client)
         yield client
     finally:
         if client is not None:

@@ -25,15 +25,3 @@ def make_sparse_logistic(N: int = 20_000, d: int = 100_000, nnz_per_row: int = 2
     return Dataset(A=A, b=b, name=f"synthetic-N{N}-d{d}-k{nnz_per_row}",
                    source=f"benchmarks.synthetic.make_sparse_logistic(N={N}, d={d}, nnz_per_row={nnz_per_row}, seed={seed})")
 
-
-def lbfgs_reference(problem):
-    """x*, F* of a GLMProblem whose d is too large for the library's Newton reference: scipy L-BFGS-B to gtol 1e-12."""
-    from scipy.optimize import minimize
-
-    from isparse import Reference
-
-    res = minimize(lambda x: (problem.f(x), problem.grad(x)), np.zeros(problem.d), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 20000, "ftol": 1e-16, "gtol": 1e-12})
-    x = res.x
-    return Reference(x_star=x, F_star=problem.F(x), local_grads=problem.local_grads(x),
-                     residual=float(np.linalg.norm(problem.grad(x))))

@@ -98,6 +98,8 @@ def check_cluster(cluster_cfg) -> str:
     if kind == "local" and not cluster_cfg.get("address"):
         check_range("cluster.n_workers", cluster_cfg.n_workers, 1, None, integer=True)
         check_range("cluster.threads_per_worker", cluster_cfg.threads_per_worker, 1, None, integer=True)
+        if cluster_cfg.get("malloc_trim_threshold") is not None:
+            check_range("cluster.malloc_trim_threshold", cluster_cfg.malloc_trim_threshold, 0, None, integer=True)
     check_range("cluster.snapshot_every", cluster_cfg.snapshot_every, 0, None, integer=True)
     check_range("cluster.worker_timeout", cluster_cfg.worker_timeout, 0.0, None, low_open=True)
     check_range("cluster.measure_every", cluster_cfg.get("measure_every", 50), 1, None, integer=True)
@@ -130,6 +132,32 @@ def _deploy(kind, cluster_cfg, security):
     return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
 
 
+def local_cluster(*, malloc_trim_threshold=None, **kwargs):
+    """A ``distributed.LocalCluster`` of worker processes (``kwargs`` are its own) started with
+    ``MALLOC_TRIM_THRESHOLD_ = malloc_trim_threshold`` (``distributed.nanny.pre-spawn-environ``; None: Dask's 65536).
+
+    A round allocates and frees the same temporaries every time; with Dask's threshold glibc hands them back to
+    the OS and the next round faults the pages in again.
+    """
+    import os
+
+    from distributed import LocalCluster
+
+    if malloc_trim_threshold is None:
+        return LocalCluster(processes=True, **kwargs)
+    # the nanny prefers this process's environment to its config, and copies its pre-spawn variables into it
+    # (so an earlier cluster of this process would decide): set it here while the workers spawn
+    key, saved = "MALLOC_TRIM_THRESHOLD_", os.environ.get("MALLOC_TRIM_THRESHOLD_")
+    os.environ[key] = str(int(malloc_trim_threshold))
+    try:
+        return LocalCluster(processes=True, **kwargs)
+    finally:
+        if saved is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = saved
+
+
 @contextlib.contextmanager
 def dask_client(cluster_cfg):
     """Yield a connected ``distributed.Client``; close what was opened here on exit.
@@ -143,7 +171,7 @@ def dask_client(cluster_cfg):
     ConfigError
         The scheduler at ``cluster.address`` cannot be reached within ``cluster.timeout`` seconds.
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     # distributed sets its own log levels on import; keep the run's output to warnings
     for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
@@ -169,11 +197,12 @@ def dask_client(cluster_cfg):
                                                  f"client; could not connect to {address!r} {tls} within {timeout:g} s: "
                                                  f"{type(exc).__name__}: {exc}") from exc
     else:
-        cluster = LocalCluster(n_workers=int(cluster_cfg.n_workers), threads_per_worker=int(cluster_cfg.threads_per_worker),
-                               processes=True, host=cluster_cfg.get("host", "127.0.0.1"),
-                               dashboard_address=cluster_cfg.get("dashboard_address", "127.0.0.1:0"),
-                               silence_logs=logging.WARNING, security=security,
-                               protocol="tls://" if security is not None else None)
+        cluster = local_cluster(n_workers=int(cluster_cfg.n_workers), threads_per_worker=int(cluster_cfg.threads_per_worker),
+                                host=cluster_cfg.get("host", "127.0.0.1"),
+                                dashboard_address=cluster_cfg.get("dashboard_address", "127.0.0.1:0"),
+                                malloc_trim_threshold=cluster_cfg.get("malloc_trim_threshold"),
+                                silence_logs=logging.WARNING, security=security,
+                                protocol="tls://" if security is not None else None)
         client = Client(cluster, direct_to_workers=direct, security=security)
     try:
         nworkers = len(client.scheduler_info()["workers"])
