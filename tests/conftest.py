@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))   # benchmarks/ (its synthetic data generator) is importable from the tests
 DATA_DIR = Path(os.environ.get("ISPARSE_DATA_DIR", ROOT.parent / "shared" / "datasets")).resolve()
 os.environ["ISPARSE_DATA_DIR"] = str(DATA_DIR)
 CONF_DIR = ROOT / "conf"

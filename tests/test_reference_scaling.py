@@ -6,31 +6,17 @@ import tracemalloc
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from isparse.data import Dataset, load_dataset
-from isparse.data import split_rows
+from benchmarks.synthetic import make_sparse_logistic
+from isparse.data import load_dataset, split_rows
 from isparse.errors import ConfigError
 from isparse.problems.glm import GLMProblem
 from isparse.problems.reference import (_cg_step, _GLMCurvature, reference_memory_bytes, reference_solve)
 from isparse.regularizers import Box, L1, make_regularizer
 
 GiB = 2.0 ** 30
-
-
-def make_sparse_logistic(N, d, nnz_per_row, seed):
-    """A copy of benchmarks.synthetic.make_sparse_logistic (benchmarks/ is not on the path under bare pytest)."""
-    rng = np.random.default_rng(seed)
-    cols = np.stack([np.sort(rng.choice(d, size=nnz_per_row, replace=False)) for _ in range(N)])
-    vals = rng.standard_normal((N, nnz_per_row))
-    vals /= np.linalg.norm(vals, axis=1, keepdims=True)
-    A = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, N * nnz_per_row + 1, nnz_per_row)), shape=(N, d))
-    w = rng.standard_normal(d)
-    b = np.sign(A @ w + 0.1 * rng.standard_normal(N))
-    b[b == 0] = 1.0
-    return Dataset(A=A, b=b, name=f"synthetic-N{N}-d{d}-k{nnz_per_row}", source="tests/test_reference_scaling.py")
 
 
 def logistic_grad(A, b, lam, x):

@@ -116,9 +116,6 @@ class NonconvexPenalty:
 
 LOSSES = {"logistic": Logistic(), "squared": Squared()}
 
-#: up to this many coordinates, GLMShard.grad_coords loops over the columns instead of gathering them at once
-_FEW_COORDS = 16
-
 
 @dataclass(frozen=True)
 class GLMShard:
@@ -163,40 +160,8 @@ class GLMShard:
             object.__setattr__(self, "_AT", AT)
         return AT
 
-    @property
-    def A_csc(self) -> sp.csc_matrix:
-        """A in CSC form (a copy, made on first use, not pickled): the columns :meth:`grad_coords` reads."""
-        C = self.__dict__.get("_A_csc")
-        if C is None:
-            C = self.A.tocsc()
-            C.sort_indices()
-            object.__setattr__(self, "_A_csc", C)
-        return C
-
-    def grad_coords(self, x: np.ndarray, coords: np.ndarray) -> np.ndarray:
-        """(grad f_i(x))[coords], shape (coords.size,), computing only those coordinates of A_i^T r.
-
-        r = phi'(A_i x) needs every local row; A_i^T r is then read only on the columns ``coords`` of
-        a CSC copy of A_i (rows summed in ascending order, as the full product does). For more than a
-        quarter of the coordinates the full gradient is cheaper and is used. The penalties are separable.
-        """
-        coords = np.asarray(coords, dtype=np.intp)
-        if 4 * coords.size > self.A.shape[1]:
-            return self.grad(x)[coords]
-        r = self.loss.deriv(self.A @ x, self.b)
-        C = self.A_csc
-        lo, hi = C.indptr[coords], C.indptr[coords + 1]
-        if coords.size <= _FEW_COORDS:   # a dot product per column costs less than the vectorized gather
-            local = np.array([C.data[a:b] @ r[C.indices[a:b]] for a, b in zip(lo.tolist(), hi.tolist())])
-            return self.scale * local + self.penalty.grad(x[coords])
-        lens = hi - lo
-        seg = np.repeat(np.arange(coords.size), lens)              # which selected column each entry is in
-        pos = np.arange(seg.size) + np.repeat(lo - (np.cumsum(lens) - lens), lens)
-        local = np.bincount(seg, weights=C.data[pos] * r[C.indices[pos]], minlength=coords.size)
-        return self.scale * local + self.penalty.grad(x[coords])
-
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_AT", "_A_csc")}
+        return {k: v for k, v in self.__dict__.items() if k != "_AT"}
 
     #: what the stacked data of such shards provide (``Method.needs`` is checked against it)
     capabilities = ("grads", "grads_at", "example_grads_at", "minibatch_grads_at")
