@@ -28,8 +28,8 @@ The Dask round is split, per round, into parts that add up to it (timers around 
   replay a recovery, the measured-size counters).
 
 Serialization alone (``distributed.protocol.serialize`` + ``deserialize`` of x, once per host, and of each host's
-reply, timed in the client; on Dask half of it runs on the workers) is shown for the ``Messages`` replies and for
-the bare round trip's plain arrays.
+reply, timed in the client; on Dask half of it runs on the workers) is shown for the hosts' replies (the ``Messages``
+batch pickled into one ``bytes``, as the hosts send it) and for the bare round trip's plain arrays.
 """
 
 from __future__ import annotations
@@ -118,15 +118,23 @@ def timed_rounds(setup, pool, rounds: int) -> dict:
             "compute": (pool.timing["compute_s"] - compute0) / rounds}
 
 
-def serialization_seconds(payloads) -> tuple[float, int]:
-    """(serialize + deserialize seconds of the payloads, their frame bytes), with distributed's serializers."""
+def serialization_seconds(payloads, replies=()) -> tuple[float, int]:
+    """(serialize + deserialize seconds of the payloads, their frame bytes), with distributed's serializers;
+    ``replies``: host batches, sent as :class:`isparse.engines.dask.DaskHost` sends them (pickled into one
+    ``bytes``, unpickled by the client), the pickling timed too."""
+    import pickle
+
     from distributed.protocol import deserialize, serialize
 
     def once():
         for p in payloads:
             header, frames = serialize(p)
             deserialize(header, frames)
-    nbytes = sum(sum(memoryview(f).nbytes for f in serialize(p)[1]) for p in payloads)
+        for b in replies:
+            header, frames = serialize(pickle.dumps((b, 0.0, None, None), protocol=5))
+            pickle.loads(deserialize(header, frames))
+    sent = list(payloads) + [pickle.dumps((b, 0.0, None, None), protocol=5) for b in replies]
+    nbytes = sum(sum(memoryview(f).nbytes for f in serialize(p)[1]) for p in sent)
     return median_time(once, reps=5, inner=20), nbytes
 
 
@@ -205,7 +213,7 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
         here = host_round_seconds(s.method, ids0, shards0, s.x0, x)
         there = client.submit(host_round_seconds, s.method, ids0, shards0, s.x0, x, workers=[next(iter(dpool.plan))],
                               allow_other_workers=False, pure=False).result()
-        t_ser, frame_bytes = serialization_seconds([x] * len(batches) + batches)
+        t_ser, frame_bytes = serialization_seconds([x] * len(batches), replies=batches)
         t_ser_bare, frame_bytes_bare = serialization_seconds([x] * len(batches) + [np.zeros(c) for c in counts.values()])
         traffic = dpool.traffic()
         dpool.close()

@@ -75,7 +75,7 @@ class Sampler:
         """
         ids = np.asarray(ids, dtype=np.int64)
         q = -(-int(count) // 4)                      # counter values per worker (4 words each)
-        if ids.size and ids[-1] - ids[0] == ids.size - 1 and (ids.size < 3 or np.all(np.diff(ids) == 1)):
+        if self._contiguous(ids):
             out = self._raw(stream, int(ids[0]) * q, t, attempt, ids.size * 4 * q).reshape(ids.size, 4 * q)
         else:                                        # one counter set per contiguous run of ids
             out = np.empty((ids.size, 4 * q), np.uint64)
@@ -83,6 +83,17 @@ class Sampler:
             for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), ids.size]):
                 out[lo:hi] = self._raw(stream, int(ids[lo]) * q, t, attempt, (hi - lo) * 4 * q).reshape(hi - lo, 4 * q)
         return (out[:, :count] >> np.uint64(11)).astype(np.float64) * _SCALE53
+
+    def _contiguous(self, ids: np.ndarray) -> bool:
+        """Whether ids are i0, i0 + 1, ...; the answer for the last ids seen is remembered (a host passes the same
+        ids every iteration)."""
+        key = ids.tobytes()
+        last = self.__dict__.get("_last_ids")
+        if last is not None and last[0] == key:
+            return last[1]
+        out = bool(ids.size and ids[-1] - ids[0] == ids.size - 1 and (ids.size < 3 or np.all(np.diff(ids) == 1)))
+        self._last_ids = (key, out)
+        return out
 
     # -- samplings ------------------------------------------------------------------------------
     def subsets(self, stream: int, ids, t: int, m, size: int, *, ordered: bool = False) -> np.ndarray:
@@ -145,9 +156,38 @@ class Sampler:
         return self.uniforms(stream, ids, t, 1)[:, 0] < p
 
 
+#: up to this many draws per row, :func:`_first_distinct` compares draws pairwise instead of sorting
+_PAIRWISE_MAX = 16
+_EARLIER = {}
+
+
+def _earlier(R: int) -> np.ndarray:
+    """(R, R) bool, [j, i] = i < j."""
+    e = _EARLIER.get(R)
+    if e is None:
+        e = _EARLIER[R] = np.tri(R, R, -1, dtype=bool)
+    return e
+
+
 def _first_distinct(cand: np.ndarray, size: int):
     """(first ``size`` distinct values of each row in order, rows that had that many); shapes (ok rows, size), (k,)."""
     k, R = cand.shape
+    if size == 2:                                    # the first value, and the first later draw that differs
+        rest = cand[:, 1:] != cand[:, :1]
+        j = rest.argmax(axis=1)
+        r = np.arange(k)
+        ok = rest[r, j]
+        got = np.empty((k, 2), cand.dtype)
+        got[:, 0], got[:, 1] = cand[:, 0], cand[r, j + 1]
+        return (got if ok.all() else got[ok]), ok
+    if R <= _PAIRWISE_MAX:                           # few draws: compare every draw with the earlier ones
+        keep = ~np.any((cand[:, :, None] == cand[:, None, :]) & _earlier(R), axis=2)
+        rank = np.cumsum(keep, axis=1)
+        ok = rank[:, -1] >= size
+        if ok.all():
+            return cand[keep & (rank <= size)].reshape(-1, size), ok
+        sel = keep[ok] & (rank[ok] <= size)
+        return cand[ok][sel].reshape(-1, size), ok
     order = np.argsort(cand, axis=1, kind="stable")
     s = np.take_along_axis(cand, order, axis=1)
     new = np.ones((k, R), bool)

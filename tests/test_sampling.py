@@ -129,3 +129,33 @@ def test_per_worker_ground_sets_and_ordered_draws():
     first = np.array([s.subsets(EXAMPLES, [0], t, 5, 5, ordered=True)[0, 0] for t in range(5000)])
     assert stats.chisquare(np.bincount(first, minlength=5)).pvalue > 1e-3
     assert np.array_equal(s.subsets(BLOCKS, [0], 0, 6, 6)[0], np.arange(6))   # all blocks: no draw
+
+
+def _first_distinct_by_sorting(cand, size):
+    """The first ``size`` distinct values of each row, by a stable sort (the general path), for comparison."""
+    k, R = cand.shape
+    order = np.argsort(cand, axis=1, kind="stable")
+    s = np.take_along_axis(cand, order, axis=1)
+    new = np.ones((k, R), bool)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]
+    keep = np.empty_like(new)
+    np.put_along_axis(keep, order, new, axis=1)
+    rank = np.cumsum(keep, axis=1)
+    ok = rank[:, -1] >= size
+    return cand[ok][keep[ok] & (rank[ok] <= size)].reshape(-1, size), ok
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 8])
+def test_fast_paths_of_first_distinct_match_the_sorting_one(size):
+    """size 2 and small draws (pairwise comparisons) take shortcuts: the same values and the same failed rows as
+    sorting, also where values repeat often (small ground sets make some rows fail)."""
+    from isparse.sampling import _first_distinct
+
+    rng = np.random.default_rng(size)
+    for m in (size, size + 1, 3 * size):
+        cand = rng.integers(0, m, (400, 2 * size))
+        got, ok = _first_distinct(cand, size)
+        want, want_ok = _first_distinct_by_sorting(cand, size)
+        assert np.array_equal(ok, want_ok) and np.array_equal(got, want)
+        if m == size:
+            assert not ok.all()       # the failing rows were exercised

@@ -22,6 +22,7 @@ uninterrupted run.
 
 from __future__ import annotations
 
+import pickle
 import time
 
 import numpy as np
@@ -33,11 +34,12 @@ from .protocol import AsynchronousView
 #: Exceptions of an actor call that mean "the Dask worker is gone or does not answer".
 LOST = (OSError, TimeoutError)
 
-#: Measured overhead of a serialized host batch over its analytic bytes (distributed 2026.8, numpy 2, pickle 5):
-#: about 420 B per reply (Dask's header and the pickled Messages with its arrays' headers; ~30 B more when the
-#: block ids travel) plus 8 B per hosted worker (its index and value count, int32 each), within 1% for 1 to 100
-#: workers of 1 to 1000 values. See ``tests/test_dask_recovery.py`` and the README.
-REPLY_OVERHEAD_BYTES = 420
+#: Measured overhead of a host's serialized reply over its batch's analytic bytes (distributed 2026.8, numpy 2,
+#: pickle 5): about 486 B per reply (Dask's 175 B header of the reply's bytes, the pickled tuple and Messages with
+#: its arrays' headers; ~26 B more when the block ids travel) plus 8 B per hosted worker (its index and value
+#: count, int32 each), within 1% for 1 to 100 workers of 1 to 1000 values. See ``tests/test_dask_recovery.py``
+#: and the README.
+REPLY_OVERHEAD_BYTES = 486
 WORKER_OVERHEAD_BYTES = 8
 
 
@@ -65,10 +67,28 @@ class DaskHost(WorkerHost):
     """A :class:`~isparse.engines.host.WorkerHost` as a Dask actor. Its round is an ``async def`` method, so it runs
     on the Dask worker's event loop instead of being handed to the actor thread and back (measured 0.3-0.4 ms
     less per round on a 2-process LocalCluster; docs/benchmarks.md, item 2); a round blocks that loop for its
-    compute, which is all the Dask worker does meanwhile."""
+    compute, which is all the Dask worker does meanwhile.
+
+    The round's reply is one ``bytes`` object, the pickled (protocol 5) tuple of :meth:`WorkerHost.round`
+    (:func:`unpack_reply` reads it): Dask serializes a tuple element by element, which cost about twice the time
+    per reply (measured 0.36 ms against 0.17 ms to serialize and deserialize a host's reply at n = 100). With
+    ``measure``, the reported size is ``len(distributed.protocol.serialize_bytes(reply))``, the bytes Dask sends
+    for the reply (Dask's header and the pickled batch; sized before the size itself is put in, a few bytes less).
+    """
 
     async def round(self, x, monitor=None, measure=False):
-        return WorkerHost.round(self, x, monitor, measure)
+        batch, compute, _, memory = WorkerHost.round(self, x, monitor)
+        reply = pickle.dumps((batch, compute, None, memory), protocol=5)
+        if measure:
+            from distributed.protocol import serialize_bytes
+
+            reply = pickle.dumps((batch, compute, len(serialize_bytes(reply)), memory), protocol=5)
+        return reply
+
+
+def unpack_reply(reply: bytes) -> tuple:
+    """A :class:`DaskHost` round's reply: (batch, compute seconds, reply bytes or None, memory or None)."""
+    return pickle.loads(reply)
 
 
 class _Host:
@@ -237,7 +257,9 @@ class DaskPool:
             self.snapshot()
         measure = self.rounds % self.measure_every == 0
         start = time.perf_counter()
-        out = self._call("round", lambda h: (x, monitor, measure))
+        # only x when nothing else is asked: Dask serializes every argument on its own (about 0.1 ms each)
+        args = (x,) if monitor is None and not measure else (x, monitor, measure)
+        out = {h: unpack_reply(r) for h, r in self._call("round", lambda h: args).items()}
         wall = time.perf_counter() - start
         compute = max(c for _, c, _, _ in out.values())
         self.timing["compute_s"] += compute

@@ -236,7 +236,11 @@ class MasterLoop:
             self.delays.extend((self.version - self.received[batch.workers]).tolist())
         self.version += 1
         self.idle = batch.workers
-        np.add.at(self.uplink, batch.workers, batch.bytes_per_worker(self.method.blocks.m))
+        sent = batch.bytes_per_worker(self.method.blocks.m)
+        if self.method.asynchronous:
+            np.add.at(self.uplink, batch.workers, sent)
+        else:                                     # a synchronous batch holds each worker once
+            self.uplink[batch.workers] += sent
         dist_sq = float(np.sum((self.current() - self.ref.x_star) ** 2))
         check_divergence(self.t, dist_sq, self.r0, self.method.gamma, x_prev)
         if self.opt.keep_iterates:

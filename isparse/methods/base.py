@@ -173,6 +173,15 @@ class Method:
             self._memo = memo
         return memo[1]
 
+    def coords_batch(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``blocks.coords_batch(U)``; the last result is remembered (keyed by the array U itself), so a worker step,
+        its gathered gradient and an in-process master's scatter-add compute the coordinates once per iteration."""
+        memo = self.__dict__.get("_coords_memo")
+        if memo is None or memo[0] is not U:
+            memo = (U, self.blocks.coords_batch(U))
+            self._coords_memo = memo
+        return memo[1]
+
     def dense_path(self) -> bool:
         """Whether the worker step computes whole local gradients (one sparse product over all hosted entries)
         rather than only the sampled coordinates: above an eighth of the coordinates the product is cheaper than
@@ -184,7 +193,7 @@ class Method:
         coordinates, or gathered from whole gradients."""
         if self.dense_path():
             return data.grads(x)[pw, pc]
-        return data.grads_on_blocks(x, U, self.blocks)
+        return data.grads_on_blocks(x, U, self.blocks, (pc, pw))
 
     def messages(self, data, t: int, U: np.ndarray, owner: np.ndarray, values: np.ndarray) -> Messages:
         """The batch of the hosted workers: ``values`` (worker-major, block order) on their block sets U."""
@@ -196,7 +205,7 @@ class Method:
     def coords_of(self, batch: Messages) -> np.ndarray:
         """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t)."""
         U = batch.blocks if batch.blocks is not None else self.sample(batch.workers, batch.t)
-        return self.blocks.coords_batch(U)[0]
+        return self.coords_batch(U)[0]
 
     def aggregate(self, batch: Messages) -> np.ndarray:
         """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order); shape (d,)."""

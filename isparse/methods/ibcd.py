@@ -25,7 +25,7 @@ class IBCD(Method):
 
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)                             # line 3: U_i^t, tau*m-nice, every hosted i
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         g = self.local_grads_at(data, x, U, pw, pc)                 # line 4: grad f_i(x^t), only on U_i
         return self.messages(data, t, U, pw, g), state           # line 5: send (grad f_i)_{U_i}
 

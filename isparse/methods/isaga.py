@@ -60,7 +60,7 @@ class ISAGA(Method):
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)                               # U_i^t
         j = self.examples(data, t)                                 # j ~ uniform over the l_i local examples
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         g = data.example_grads_at(x, j, pw, pc)                    # (grad f_ij(x^t))_{U_i}
         rows = data.row_ptr[pw] + j[pw]
         alpha = state.alpha if donate else state.alpha.copy()

@@ -89,7 +89,7 @@ class ISAGAShared(Method):
     def worker_step(self, data, state, x, t, donate=False):
         j = self.indices(t)[data.ids]
         U = self.sample(data.ids, t)
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         whole = data.whole
         g = whole.rows_grads_at(x, j[:, None], np.ones(data.k), pw, pc)    # (grad psi_{j_i}(x^t))_{U_i}
         return self.messages(data, t, U, pw, g), state

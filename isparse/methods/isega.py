@@ -80,7 +80,7 @@ class ISEGA(Method):
 
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)                              # U_i^t, tau*m-nice
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         g = self.local_grads_at(data, x, U, pw, pc)                  # grad f_i(x^t), only on U_i
         h = state.h if donate else state.h.copy()
         delta = g - h[pw, pc]                                     # Delta_i = (grad f_i(x^t) - h_i^t)_{U_i}

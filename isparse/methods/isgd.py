@@ -69,7 +69,7 @@ class ISGD(Method):
 
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         g = data.minibatch_grads_at(x, self.minibatches(data, t), pw, pc)     # (g_i^t)_{U_i}
         return self.messages(data, t, U, pw, g), state
 

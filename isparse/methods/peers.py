@@ -59,7 +59,7 @@ class SharedBCD(Method):
 
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         return self.messages(data, t, U, pw, self.local_grads_at(data, x, U, pw, pc)), state
 
     def master_step(self, state, x, batch, donate=False):
@@ -85,7 +85,7 @@ class DIANA(ISEGA):
 
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         g = self.local_grads_at(data, x, U, pw, pc)
         h = state.h if donate else state.h.copy()
         delta = g - h[pw, pc]                             # sent: (grad f_i - h_i)_U; Q = (1/tau) of it
@@ -132,7 +132,7 @@ class EF21(Method):
         b, m = self.blocks.size, self.blocks.m
         norms = np.pad(diff ** 2, ((0, 0), (0, m * b - diff.shape[1]))).reshape(data.k, m, b).sum(axis=2)
         U = np.sort(np.argsort(-norms, axis=1, kind="stable")[:, : self.tau_m], axis=1)   # Top-K blocks by norm
-        pc, pw = self.blocks.coords_batch(U)
+        pc, pw = self.coords_batch(U)
         g = state.g if donate else state.g.copy()
         sent = diff[pw, pc]
         g[pw, pc] += sent

@@ -172,7 +172,7 @@ class StackedGLM:
         local = np.bincount(seg, weights=C.data[pos] * r[C.indices[pos]], minlength=pc.size)
         return self.scale * local + self.penalty.grad(x[pc])
 
-    def grads_on_blocks(self, x: np.ndarray, U: np.ndarray, blocks) -> np.ndarray:
+    def grads_on_blocks(self, x: np.ndarray, U: np.ndarray, blocks, pairs=None) -> np.ndarray:
         """grad f_p(x) on the coordinates of every hosted worker's block set, in ``blocks.coords_batch(U)`` order.
 
         Parameters
@@ -180,6 +180,8 @@ class StackedGLM:
         U : ndarray of int, shape (k, tau*m)
             Sorted block ids of each hosted worker.
         blocks : BlockPartition
+        pairs : (pc, pw), optional
+            ``blocks.coords_batch(U)`` when the caller already has it.
 
         Returns
         -------
@@ -188,7 +190,7 @@ class StackedGLM:
         For large d (the ``scan`` index) every hosted entry is matched against the sampled blocks through a
         (k, m) map, O(nnz) per call; otherwise :meth:`grads_at` on the coordinate pairs.
         """
-        pc, pw = blocks.coords_batch(U)
+        pc, pw = blocks.coords_batch(U) if pairs is None else pairs
         index = self._column_index()
         if index[0] != "scan":
             return self.grads_at(x, pw, pc)

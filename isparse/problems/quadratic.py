@@ -87,9 +87,10 @@ class StackedQuadratic:
         """(M_p x)[c] for pairs (p, c), shape (P,)."""
         return (self.M[pw, pc, :] * x).sum(axis=1)
 
-    def grads_on_blocks(self, x, U, blocks):
-        """(M_p x) on the coordinates of each hosted worker's block set, in ``blocks.coords_batch(U)`` order."""
-        pc, pw = blocks.coords_batch(U)
+    def grads_on_blocks(self, x, U, blocks, pairs=None):
+        """(M_p x) on the coordinates of each hosted worker's block set, in ``blocks.coords_batch(U)`` order
+        (``pairs``: that (pc, pw) when the caller already has it)."""
+        pc, pw = blocks.coords_batch(U) if pairs is None else pairs
         return self.grads_at(x, pw, pc)
 
     def example_grads_at(self, x, rows, pw, pc):
