@@ -96,7 +96,9 @@ def run_job(cfg: DictConfig) -> dict:
             logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
                                tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
                                      "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
-                                     "bound_quantity": bound.quantity, "overrides": overrides},
+                                     "bound_quantity": bound.quantity, "bound_source": bound.source,
+                                     **({"bound_derivation": bound.derivation} if bound.derivation else {}),
+                                     "overrides": overrides},
                                spill_dir=HydraConfig.get().runtime.output_dir)
         log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
         status = "FAILED"

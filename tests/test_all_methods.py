@@ -218,3 +218,44 @@ def test_baselines_stay_under_their_bounds(request, algorithm, problem):
         s = build(algorithm=algorithm, problem=request.getfixturevalue("quadratic"), n=10, block_size=1)
     assert s.bound.applicable
     _mean_under_bound(s, 400, seeds=20 if algorithm in ("sgd", "isega") else 2)
+
+
+def test_theorem5_applies_up_to_its_own_stepsize_limit(quadratic):
+    """ISAGA at 0.95 x 1/(L(3/n + tau)), above the rule's 1/(L(tau + 4/n)): Theorem 5 still applies (the theorem's
+    own limit), and the mean over 20 seeds of dist_sq and of the Lyapunov function stays under it."""
+    n = 10
+    rule = build(algorithm="isaga", problem=quadratic, n=n, block_size=1)
+    tau = rule.method.tau
+    L = 1.0 / (rule.bound.gamma_theory * (tau + 4.0 / n))     # the f_ij's L, from the rule 1/(L(tau + 4/n))
+    limit = 1.0 / (L * (3.0 / n + tau))
+    assert rule.bound.gamma_max == pytest.approx(limit, rel=1e-12)
+    s = build(algorithm="isaga", problem=quadratic, n=n, block_size=1, step_multiplier=0.95 * limit / rule.method.gamma)
+    assert s.method.gamma == pytest.approx(0.95 * limit, rel=1e-12) and s.method.gamma > rule.method.gamma
+    assert s.bound.applicable and s.bound.source == "paper"
+    _mean_under_bound(s, 1000, log_every=50)
+    _mean_under_bound(s, 1000, log_every=50, key="lyapunov")
+    over = build(algorithm="isaga", problem=quadratic, n=n, block_size=1, step_multiplier=1.01 * limit / rule.method.gamma)
+    assert not over.bound.applicable     # past the theorem's limit no bound is claimed
+
+
+@pytest.mark.parametrize("algorithm, where, options, source", [
+    ("isega", "hetero", {}, "paper"),                    # Theorem 3 needs no Assumption 2
+    ("ibcd", "quadratic", {}, "paper"),                  # Theorem 1 under Assumption 2
+    ("ibcd", "hetero", {}, "derived"),                   # its neighbourhood without Assumption 2
+    ("isaga", "quadratic", {}, "paper"),                 # Theorem 5 at tau = 1/n
+    ("isaga", "quadratic_small_tau", {}, "derived"),     # the tau < 1/n variant
+    ("saga", "hetero", {}, "derived"),                   # Theorem 5 at tau = 1 without Assumption 2
+    ("isgd", "hetero", {"batch": 2}, "derived"),         # the constant-step neighbourhood
+    ("isgd", "hetero", {"schedule": "decreasing"}, "paper"),   # Theorem 6
+    ("iasgd", "quadratic", {}, "derived"),               # rho_hat of the strong growth condition
+    ("async_isgd", "quadratic", {}, "none"),
+])
+def test_every_bound_says_whether_the_paper_states_it(hetero, quadratic, algorithm, where, options, source):
+    kw = dict(hetero) if where == "hetero" else dict(problem=quadratic, n=10, block_size=1)
+    if where == "quadratic_small_tau":
+        kw["tau"] = "0.5/n"
+    s = build(algorithm=algorithm, options=options, **kw)
+    assert s.bound.source == source, s.bound
+    assert bool(s.bound.derivation) == (source == "derived")
+    if source != "none":
+        assert s.bound.applicable and s.bound.gamma <= s.bound.gamma_max * (1 + 1e-12)

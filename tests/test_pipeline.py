@@ -55,6 +55,8 @@ def test_default_run_on_local_dask_cluster(tmp_path):
     assert [h.step for h in history][:3] == [0, 10, 20]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"config.yaml", "convergence.png", "placement.json"} <= artifacts
+    assert run.data.tags["bound_source"] == "paper" and "bound_derivation" not in run.data.tags   # Theorem 3
+    assert float(p["gamma_max"]) == pytest.approx(float(p["gamma_theory"]))   # Theorem 3's rule is its limit
 
 
 def test_multirun_makes_children_of_one_parent(tmp_path):
@@ -70,6 +72,8 @@ def test_multirun_makes_children_of_one_parent(tmp_path):
     # IBCD on breast-cancer data violates Assumption 2: the bound carries the neighbourhood
     ibcd = [c for c in children if c.data.params["algorithm.name"] == "ibcd"]
     assert all(float(c.data.params["bound_neighbourhood"]) > 0 for c in ibcd)
+    assert {c.data.tags["bound_source"] for c in ibcd} == {"derived"}          # the neighbourhood is ours
+    assert all(c.data.tags["bound_derivation"].startswith("isparse/theory/theorem1.py") for c in ibcd)
 
 
 def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):

@@ -6,6 +6,20 @@ import math
 from dataclasses import dataclass
 
 
+#: what ``source`` may be: a bound the paper states, one derived here, or no bound
+SOURCES = ("paper", "derived", "none")
+
+
+def _check_source(bound) -> None:
+    """Fill ``gamma_max`` (default ``gamma_theory``) and check ``source``: a derived bound must say where it is derived."""
+    if bound.gamma_max is None:
+        object.__setattr__(bound, "gamma_max", bound.gamma_theory)
+    if bound.source not in SOURCES[:2]:
+        raise ValueError(f"bound source must be one of {SOURCES[:2]}; got {bound.source!r}")
+    if bound.source == "derived" and not bound.derivation:
+        raise ValueError(f"a derived bound must name its derivation ({bound.theorem})")
+
+
 @dataclass(frozen=True)
 class LinearBound:
     """E[quantity_t] <= rate^t * initial + neighbourhood, valid when ``applicable``.
@@ -17,11 +31,11 @@ class LinearBound:
     quantity : str
         What it bounds (``dist_sq`` = ||x^t - x*||^2).
     gamma_theory : float
-        The largest stepsize the theorem allows.
+        The stepsize of the theorem's rule (what ``step.rule=theory`` uses before ``step.multiplier``).
     gamma : float
         The stepsize used; the bound is for this gamma.
     applicable : bool
-        False when gamma > gamma_theory: then no bound is claimed.
+        False when gamma > gamma_max: then no bound is claimed.
     rate : float
         Contraction factor per iteration, in [0, 1).
     initial : float
@@ -31,6 +45,12 @@ class LinearBound:
     lyapunov_weight : float, optional
         Where the theorem bounds a Lyapunov function dist_sq + weight x (sum of the workers' memory
         errors, see ``Method.lyapunov_term``), the weight; the bound then holds for it too.
+    gamma_max : float, optional
+        The largest stepsize the theorem allows (default: ``gamma_theory``, where the rule's stepsize is the limit).
+    source : str
+        ``paper``: a bound the paper states; ``derived``: one this project derived (``derivation`` says where).
+    derivation : str
+        For a derived bound, where the derivation is written down (module docstring, ALGORITHMS.md section).
     """
 
     theorem: str
@@ -42,6 +62,12 @@ class LinearBound:
     initial: float
     neighbourhood: float = 0.0
     lyapunov_weight: float | None = None
+    gamma_max: float | None = None
+    source: str = "paper"
+    derivation: str = ""
+
+    def __post_init__(self):
+        _check_source(self)
 
     def __call__(self, t: int) -> float:
         """The bound after t iterations; NaN when not applicable."""
@@ -86,6 +112,9 @@ class NoBound:
     applicable: bool = False
     neighbourhood: float = math.nan
     rate: float = math.nan
+    gamma_max: float | None = None
+    source: str = "none"
+    derivation: str = ""
 
     def __call__(self, t: int) -> float:
         return math.nan
@@ -109,6 +138,12 @@ class SublinearBound:
     formula: object
     neighbourhood: float = 0.0
     rate: float = math.nan
+    gamma_max: float | None = None
+    source: str = "paper"
+    derivation: str = ""
+
+    def __post_init__(self):
+        _check_source(self)
 
     def __call__(self, t: int) -> float:
         return self.formula(t) if self.applicable else math.nan

@@ -29,4 +29,5 @@ def iasgd_bound(*, L: float, mu: float, rho: float, rho_is_computed: bool, subop
     s = (mu / (rho * rho * L)) ** 0.5
     return LinearBound(theorem="Theorem 8 (IASGD) with Vaswani-Bach-Schmidt Theorem 1; rho_hat derived",
                        quantity="subopt", gamma_theory=1.0 / (rho * L), gamma=1.0 / (rho * L), applicable=True,
-                       rate=1.0 - s, initial=(subopt0 + 0.5 * mu * r0) / (1.0 - s))
+                       rate=1.0 - s, initial=(subopt0 + 0.5 * mu * r0) / (1.0 - s), source="derived",
+                       derivation="isparse/theory/iasgd.py (rho_hat of the strong growth condition derived)")

@@ -52,7 +52,8 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
                            gamma_theory=gamma_max, gamma=gamma, quantity="grad_norm_sq_avg")
         floor = (L * gamma / n) * ((1.0 - tau) * nu_sq + sigma_sq)
         return SublinearBound(theorem="Theorem 7 (non-convex ISGD), derived; f* replaced by the lower bound 0",
-                              quantity="grad_norm_sq_avg", gamma_theory=gamma_max, gamma=gamma,
+                              quantity="grad_norm_sq_avg", gamma_theory=gamma_max, gamma=gamma, source="derived",
+                              derivation="isparse/theory/isgd.py (Theorem 7 of arXiv:1901.09437 restated, f* -> 0)",
                               applicable=gamma <= gamma_max * (1 + 1e-12), neighbourhood=floor,
                               formula=lambda t: 2.0 * f0_minus_low / (gamma * tau * (t + 1)) + floor)
     D = sigma_sq + (1.0 - tau) * (2.0 / n) * sum_sq_local_grads
@@ -72,4 +73,6 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
     gamma_max = theorem1_stepsize(L, mu, n, tau)
     return LinearBound(theorem="ISGD constant step, derived from Lemma 2 of arXiv:1901.09437", quantity="dist_sq",
                        gamma_theory=gamma_max, gamma=gamma, applicable=gamma <= gamma_max * (1 + 1e-12),
+                       source="derived", derivation="isparse/theory/isgd.py (Lemma 2 as in theorem1.py, plus the "
+                                                    "minibatch noise sigma^2)",
                        rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu))

@@ -53,4 +53,7 @@ def theorem1_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0:
     return LinearBound(theorem=f"{theorem}, arXiv:1901.09437; neighbourhood derived from Lemma 2",
                        quantity="dist_sq", gamma_theory=gamma_max, gamma=gamma,
                        applicable=gamma <= gamma_max * (1 + 1e-12),
-                       rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu))
+                       rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu),
+                       # with D = 0 (Assumption 2, or tau = 1) this is the paper's Theorem 1; the neighbourhood is ours
+                       source="derived" if D > 0 else "paper",
+                       derivation="isparse/theory/theorem1.py (from Lemma 2; ALGORITHMS.md section 3)" if D > 0 else "")

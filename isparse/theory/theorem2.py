@@ -31,5 +31,5 @@ def theorem2_bound(*, L_example: float, mu: float, n: int, N: int, tau: float, g
     rho = min(gamma * tau * mu, (n * tau / N) * (1.0 - 2.0 / (n ** 2 * c)))
     return LinearBound(theorem="Theorem 2 (shared-data ISAGA), arXiv:1901.09437; reconstructed", quantity="dist_sq",
                        gamma_theory=theorem2_stepsize(L_example, mu, n, tau), gamma=gamma,
-                       applicable=gamma <= gamma_max * (1 + 1e-12), rate=1.0 - rho,
+                       applicable=gamma <= gamma_max * (1 + 1e-12), gamma_max=gamma_max, rate=1.0 - rho,
                        initial=r0 + c * gamma ** 2 * sum_sq_example_grads, lyapunov_weight=c * gamma ** 2)
