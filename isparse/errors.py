@@ -22,6 +22,9 @@ class ConfigError(ValueError):
         self.key = key
         super().__init__(message)
 
+    def __reduce__(self):   # survives pickling (a process pool or a Dask task sends it back): key and message
+        return (type(self), (self.key, str(self)))
+
 
 class DataError(ValueError):
     """A data file or array cannot be used (malformed, NaN/inf, wrong labels)."""
