@@ -185,7 +185,7 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
                                                         f"every {pool.measure_every} rounds"})
     logger.log_metrics(summary, step=result.iterations)
     logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
-    fig = convergence_figure(result.records, f"{run_name}: {bound.theorem.split(',')[0]}", tol=cfg.tol,
+    fig = convergence_figure(result.records, f"{run_name}: {bound.theorem.split(', arXiv')[0]}", tol=cfg.tol,
                              r0=derived["r0"], bound_quantity=bound.quantity)
     try:
         logger.log_figure(fig, "convergence.png")
