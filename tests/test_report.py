@@ -27,7 +27,7 @@ def quick_sweep(tmp_path_factory):
     """``isparse-run -m +experiment=quick``: ISEGA on breast cancer, n = 4, tau in {1/(2n), 1/n, 1}, seeds 0 and 1."""
     out = tmp_path_factory.mktemp("quick")
     proc = subprocess.run([CLI, "-m", "+experiment=quick", f"paths.outputs={out}", "progress=false"],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, cwd=out)   # MLflow's ./mlruns goes there
     assert proc.returncode == 0, proc.stderr[-3000:]
     # one data load and one reference solve for the 6 jobs: the later jobs reuse them
     assert (proc.stdout + proc.stderr).count("as loaded by an earlier job of this sweep") == 5
@@ -186,7 +186,7 @@ def test_tau_sweep_on_mushrooms_has_the_knee_at_one_over_n(tmp_path):
     steeper below, flatter above. Checked on the predictions the runs logged (not the report's).
     """
     proc = subprocess.run([CLI, "-m", "+experiment=tau_sweep_quick", f"paths.outputs={tmp_path}", "progress=false"],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("paper-tau_sweep_quick")
@@ -250,7 +250,8 @@ def blocks_sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("blocks")
     proc = subprocess.run([sys.executable, "-c", _RUN_AND_COUNT_FIGURES, "-m", "engine=inprocess", "blocks.size=1,8",
                            "tau=1/n,2/n", "tol=1e-6", "max_iter=5000", "report.auto=true", "tracking.experiment=blocks",
-                           f"paths.outputs={out}", "progress=false"], capture_output=True, text=True, timeout=600)
+                           f"paths.outputs={out}", "progress=false"], capture_output=True, text=True, timeout=600,
+                          cwd=out)   # the experiments' artifacts (MLflow's default ./mlruns) go there
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name("blocks")
