@@ -28,7 +28,7 @@ from isparse.problems import QuadraticProblem
 from isparse.errors import ConfigError, check_choice, check_range
 
 from .cluster import check_cluster, dask_client
-from .plots import convergence_figure
+from .plots import convergence_figure, plt
 from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config
 
 log = logging.getLogger("isparse")
@@ -187,9 +187,13 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
                                                         f"every {pool.measure_every} rounds"})
     logger.log_metrics(summary, step=result.iterations)
     logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
-    fig = convergence_figure(result.records, f"{run_name}  ({bound.theorem.split(',')[0]})")
-    logger.log_figure(fig, "convergence.png")
-    fig.savefig(Path(HydraConfig.get().runtime.output_dir) / "convergence.png", dpi=100)
+    fig = convergence_figure(result.records, f"{run_name}: {bound.theorem.split(', arXiv')[0]}", tol=cfg.tol,
+                             r0=derived["r0"], bound_quantity=bound.quantity)
+    try:
+        logger.log_figure(fig, "convergence.png")
+        fig.savefig(Path(HydraConfig.get().runtime.output_dir) / "convergence.png", dpi=100)
+    finally:
+        plt.close(fig)   # pyplot keeps every figure until closed: a sweep's jobs run in one process
     if not result.converged:
         note = f"max_iter={cfg.max_iter} reached before tol={cfg.tol} (predicted iterations: {predicted})"
         logger.set_tags({"stopped": note})

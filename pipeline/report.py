@@ -5,17 +5,21 @@ Writes, as artifacts of the sweep's parent run (under ``report/``) and as files 
 
 1. ``convergence_<data>.png`` per data set: the measured quantity each theorem bounds (dist_sq,
    or the Lyapunov function, relative to its start) and the theorem's bound, against iterations and
-   against cumulative uplink bytes, one line per configuration.
-2. ``iterations_vs_tau.png`` (when the sweep has several tau): iterations to eps against tau,
+   against cumulative uplink bytes, one line per configuration, and eps as a horizontal line.
+2. ``iterations_vs_tau.png`` (when a series has several tau): iterations to eps against tau,
    measured (median over seeds, bars from min to max) and the theorem's prediction
-   (``predicted_iterations``), one panel per n.
-3. ``table99.md`` / ``table99.csv`` (when the sweep has tau = 1/n and tau = 1 for the same data,
-   method and n): iterations and uplink bytes to eps at tau = 1/n relative to tau = 1, and the share of
-   uplink saved; where a configuration does not reach eps, the neighbourhood it stalls in.
+   (``predicted_iterations``), one panel per n; ``iterations_vs_tau.csv`` with the log-log slopes.
+3. ``table99.md`` / ``table99.csv`` (when the sweep has tau = 1/n and tau = 1 for the same series):
+   iterations and uplink bytes to eps at tau = 1/n relative to tau = 1, and the share of uplink
+   saved; where a configuration does not reach eps, the neighbourhood it stalls in.
+4. ``README.md``: what the report holds, how its series are formed, and what it could not build and why
+   (also printed by the CLI).
 
-eps is each run's ``tol``: a run reaches it at the first logged step with dist_sq <= tol * r0
-(steps are logged every ``tracking.log_every`` iterations and at the last one). Everything is
-recomputed from the logged metrics and params, so a report can be rebuilt at any time:
+A *series* is one data set, method and n, and one value of every other key that differs among the
+sweep's runs (e.g. ``blocks.size``, shown as ``b``), found from the runs' params: only seed and tau
+vary along a series. eps is each run's ``tol``: a run reaches it at the first logged step with
+dist_sq <= tol * r0 (steps are logged every ``tracking.log_every`` iterations and at the last one).
+Everything is recomputed from the logged metrics and params, so a report can be rebuilt at any time:
 
     isparse-report --experiment paper-table99            # the newest sweep of that experiment
     isparse-report --parent <run id> --uri sqlite:///outputs/mlflow.db
@@ -38,11 +42,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
 
 from isparse.blocks import resolve_tau  # noqa: E402
 from isparse.errors import ConfigError  # noqa: E402
 
+from .plots import bytes_axis  # noqa: E402
 from .tracking import check_reachable  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -50,10 +57,42 @@ log = logging.getLogger(__name__)
 #: metrics read back for each run
 METRICS = ("dist_sq", "bound", "uplink_bytes", "lyapunov")
 
+#: params that are part of every label already (or vary along a series): never a series key
+IDENTITY = ("seed", "tau", "tau_setting", "algorithm.name", "data.name", "workers.n", "step.rule", "step.multiplier")
+#: params (or prefixes ending in ".") that say where and how a run was logged, not what it computed
+BOOKKEEPING = ("paths.", "tracking.uri", "tracking.experiment", "tracking.run_name", "report.", "hydra.", "progress",
+               "resume", "cache", "data.dir", "data.source")
+#: short names of series keys in labels (the README's names)
+ALIASES = {"blocks.size": "b"}
+#: the undotted keys of conf/config.yaml, if that file cannot be read (an installed, not editable, package)
+TOP_LEVEL_FALLBACK = ("engine", "max_iter", "tol", "tau", "seed", "resume", "cache", "progress")
+
+
+def _top_level_keys() -> tuple[str, ...]:
+    """The scalar top-level keys of conf/config.yaml (``engine``, ``max_iter``, ``tol``, ...): the undotted params
+    that are config values; every other undotted param (n, m, gamma, r0, ...) is derived by the run."""
+    try:
+        cfg = OmegaConf.load(Path(__file__).resolve().parent.parent / "conf" / "config.yaml")
+    except OSError:
+        return TOP_LEVEL_FALLBACK
+    return tuple(k for k, v in cfg.items_ex(resolve=False) if not OmegaConf.is_config(v))
+
+
+def config_params(params: dict, top_level=None) -> dict:
+    """The params of a run that are config values and may tell its series apart (derived values, identity
+    and bookkeeping keys removed)."""
+    top = _top_level_keys() if top_level is None else top_level
+    return {k: v for k, v in params.items()
+            if ("." in k or k in top) and k not in IDENTITY and not k.startswith(BOOKKEEPING) and k not in BOOKKEEPING}
+
 
 @dataclass
 class RunRecord:
-    """One child run of a sweep, as logged: its identity, constants and metric histories."""
+    """One child run of a sweep, as logged: its identity, constants and metric histories.
+
+    ``config`` holds the run's config params that are not in the label already; ``group`` the
+    (key, value) pairs of the keys that differ among the sweep's runs (set by :func:`assign_series`).
+    """
 
     run_id: str
     status: str
@@ -70,11 +109,29 @@ class RunRecord:
     predicted: float | None
     bound_quantity: str
     history: dict = field(default_factory=dict)   # metric -> (steps, values)
+    config: dict = field(default_factory=dict)
+    group: tuple = ()
+
+    @property
+    def group_label(self) -> str:
+        """The series keys of this run, e.g. ``b=8`` ("" when the sweep varies nothing but seed and tau)."""
+        return " ".join(f"{ALIASES.get(k, k)}={v}" for k, v in self.group)
+
+    @property
+    def series(self) -> tuple:
+        """The series: data, method, its group and n (tau and the seed vary along it)."""
+        return (self.data, self.algorithm + self.label_extra, self.group_label, self.n)
 
     @property
     def key(self) -> tuple:
         """The configuration without the seed (runs that differ only in the seed are repetitions)."""
-        return (self.data, self.algorithm, self.label_extra, self.n, self.tau_m, self.m)
+        return (self.data, self.algorithm, self.label_extra, self.group, self.n, self.tau_m, self.m)
+
+    @property
+    def identity(self) -> tuple:
+        """What a re-run of this run in a later sweep has in common with it: every config value and the seed."""
+        return (self.data, self.algorithm, self.n, self.tau_m, self.m, self.seed, self.label_extra,
+                tuple(sorted(self.config.items())))
 
     @property
     def full(self) -> bool:
@@ -88,7 +145,8 @@ class RunRecord:
 
     def label(self) -> str:
         tau = "1" if self.full else f"{self.tau_m}/{self.m}"
-        return f"{self.algorithm}{self.label_extra} n={self.n} τ={tau}"
+        group = f" {self.group_label}" if self.group else ""
+        return f"{self.algorithm}{self.label_extra} n={self.n}{group} τ={tau}"
 
     def to_eps(self) -> tuple[int | None, float | None]:
         """(iterations, cumulative uplink bytes) at the first logged step with dist_sq <= tol * r0; (None, None) if never."""
@@ -102,6 +160,32 @@ class RunRecord:
         """The last logged dist_sq / r0 (where a run that does not reach eps stalls)."""
         steps, values = self.history.get("dist_sq", ([], []))
         return values[-1] / self.r0 if values else math.nan
+
+
+def assign_series(records: list[RunRecord]) -> list[str]:
+    """Find the keys that tell series apart and set each record's ``group``; returns those keys.
+
+    A key is a series key when it takes more than one value (or is missing in some runs) among runs of
+    the same data set, method and n: keys that only follow the data set or the method (``problem.lam``
+    from the data config, ``algorithm.schedule`` of ISGD) are not. Of keys that split the runs in exactly
+    the same way (``data.lam`` and ``problem.lam`` = ``${data.lam}``), only the first is kept.
+    """
+    cells = defaultdict(list)
+    for r in records:
+        cells[(r.data, r.algorithm + r.label_extra, r.n)].append(r)
+    keys = sorted({k for r in records for k in r.config})
+    swept, seen = [], set()
+    for k in keys:
+        if not any(len({r.config.get(k) for r in cell}) > 1 for cell in cells.values()):
+            continue
+        ids = {}
+        partition = tuple(ids.setdefault(r.config.get(k), len(ids)) for r in records)
+        if partition not in seen:
+            seen.add(partition)
+            swept.append(k)
+    for r in records:
+        r.group = tuple((k, r.config.get(k, "—")) for k in swept)
+    return swept
 
 
 def _value_at(history, step):
@@ -138,17 +222,27 @@ def latest_sweep(client: MlflowClient, experiment: str):
                                     f"finished job.")
 
 
-def load_children(client: MlflowClient, parent) -> list[RunRecord]:
-    """Every child run of ``parent`` that logged its constants, with its metric histories."""
+def load_children(client: MlflowClient, parent, notes: list | None = None) -> list[RunRecord]:
+    """Every finished child run of ``parent`` that logged its constants, with its metric histories.
+
+    Runs left out (not FINISHED) are named in ``notes`` when a list is given. ``group`` is not set
+    here: call :func:`assign_series` on all the records of a report.
+    """
     runs = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
                               max_results=5000)
+    top = _top_level_keys()
     records = []
     for run in runs:
         p, t = run.data.params, run.data.tags
         if "r0" not in p or "tau_m" not in p:   # failed before its constants were logged
+            if notes is not None:
+                notes.append(f"left out {run.info.run_name} ({run.info.status}): it failed before logging its constants")
             continue
         if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
             log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
+            if notes is not None:
+                notes.append(f"left out {run.info.run_name} ({run.info.status}"
+                             + (f": {t['error'][:200]}" if t.get("error") else "") + ")")
             continue
         extra = ""
         if p.get("step.rule", "theory") != "theory":
@@ -160,7 +254,7 @@ def load_children(client: MlflowClient, parent) -> list[RunRecord]:
                         data=p.get("data.name", "?"), n=int(p["n"]), m=int(p["m"]), tau=float(p["tau"]),
                         tau_m=int(p["tau_m"]), seed=int(p.get("seed", 0)), tol=float(p["tol"]), r0=float(p["r0"]),
                         label_extra=extra, predicted=float(pred) if pred not in (None, "", "None", "nan") else None,
-                        bound_quantity=t.get("bound_quantity", "dist_sq"))
+                        bound_quantity=t.get("bound_quantity", "dist_sq"), config=config_params(p, top))
         for key in METRICS:
             hist = sorted(client.get_metric_history(run.info.run_id, key), key=lambda mm: mm.step)
             if hist:
@@ -171,7 +265,8 @@ def load_children(client: MlflowClient, parent) -> list[RunRecord]:
 
 # ----------------------------------------------------------------------------------------- figures
 def convergence_figures(records: list[RunRecord]) -> dict[str, plt.Figure]:
-    """Per data set: the bounded quantity (relative to its start) and its bound vs iterations and vs uplink bytes."""
+    """Per data set: the bounded quantity (relative to its start) and its bound vs iterations and vs uplink bytes,
+    with eps (``tol``, on dist_sq / r0) as a horizontal line. The caller closes the figures (``plt.close``)."""
     by_data = defaultdict(list)
     for r in records:
         if r.seed == min(x.seed for x in records if x.key == r.key):    # one line per configuration
@@ -180,25 +275,35 @@ def convergence_figures(records: list[RunRecord]) -> dict[str, plt.Figure]:
     for data, runs in by_data.items():
         fig, axes = plt.subplots(1, 2, figsize=(13, 5), constrained_layout=True)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        styles = ("-", "-.", ":")
+        tols = set()
         for i, r in enumerate(runs):
             quantity = r.bound_quantity if r.bound_quantity in r.history else "dist_sq"
             steps, values = r.history.get(quantity, ([], []))
             if not values:
                 continue
+            if quantity == "dist_sq":
+                tols.add(r.tol)
             scale = r.r0 if quantity == "dist_sq" else (values[0] or 1.0)
             up_steps, up = r.history.get("uplink_bytes", ([], []))
             up_at = dict(zip(up_steps, up))
-            color = colors[i % len(colors)]
+            color, style = colors[i % len(colors)], styles[(i // len(colors)) % len(styles)]
             name = r.label() + ("" if quantity == "dist_sq" else f" [{quantity}]")
             for ax, xs in ((axes[0], steps), (axes[1], [up_at.get(s, 0) or math.nan for s in steps])):
-                ax.semilogy(xs, [v / scale for v in values], color=color, label=name)
+                ax.semilogy(xs, [v / scale for v in values], color=color, linestyle=style, label=name)
                 b_steps, bound = r.history.get("bound", ([], []))
                 if bound:
                     bx = b_steps if ax is axes[0] else [up_at.get(s, 0) or math.nan for s in b_steps]
                     ax.semilogy(bx, [b / scale for b in bound], "--", color=color, linewidth=0.9)
+        for tol in sorted(tols):
+            for ax in axes:
+                ax.axhline(tol, color="gray", linestyle=":", linewidth=1.2,
+                           label=f"ε: ‖x−x*‖²/r0 = tol = {tol:g}" if ax is axes[0] else None)
         axes[0].set_xlabel("iteration t")
-        axes[1].set_xlabel("uplink bytes, all workers, cumulative")
+        axes[1].set_xlabel("uplink bytes, all workers, cumulative (log scale)")
         axes[1].set_xscale("log")
+        bytes_axis(axes[1].xaxis)
+        axes[1].xaxis.set_minor_formatter(NullFormatter())
         axes[0].set_ylabel("measured / start (solid), theorem's bound / start (dashed)")
         for ax in axes:
             ax.grid(True, which="both", alpha=0.3)
@@ -209,23 +314,33 @@ def convergence_figures(records: list[RunRecord]) -> dict[str, plt.Figure]:
 
 
 def tau_rows(records: list[RunRecord]) -> list[dict]:
-    """Iterations to eps per configuration over seeds: median, min, max, and the prediction."""
+    """Iterations to eps per configuration over seeds: median, min, max, and the prediction.
+
+    ``group`` names the series keys (e.g. ``b=8``; "" when the sweep varies only seed and tau).
+    """
     groups = defaultdict(list)
     for r in records:
         groups[r.key].append(r)
     rows = []
-    for (data, alg, extra, n, tau_m, m), runs in groups.items():
+    for runs in groups.values():
+        one = runs[0]
         its = [r.to_eps()[0] for r in runs]
         reached = [i for i in its if i is not None]
-        rows.append(dict(data=data, algorithm=alg + extra, n=n, tau=tau_m / m, tau_m=tau_m, m=m, seeds=len(runs),
+        rows.append(dict(data=one.data, algorithm=one.algorithm + one.label_extra, group=one.group_label, n=one.n,
+                         tau=one.tau_m / one.m, tau_m=one.tau_m, m=one.m, seeds=len(runs),
                          reached=len(reached), median=statistics.median(reached) if reached else None,
                          low=min(reached) if reached else None, high=max(reached) if reached else None,
-                         predicted=runs[0].predicted, eps=runs[0].tol))
+                         predicted=one.predicted, eps=one.tol))
     return rows
 
 
+def _line(row: dict) -> tuple:
+    """The series of a row of :func:`tau_rows`: data, method, group, n."""
+    return (row["data"], row["algorithm"], row.get("group", ""), row["n"])
+
+
 def add_slopes(rows: list[dict]) -> list[dict]:
-    """Per line (data, algorithm, n), sorted by tau: the log-log slope of the predicted and the measured
+    """Per series (data, method, group, n), sorted by tau: the log-log slope of the predicted and the measured
     iterations from the previous tau (``predicted_slope``, ``measured_slope``), and ``predicted_knee_tau``,
     the tau where the predicted slope crosses -1/2 (interpolated in log tau between segment midpoints).
 
@@ -234,7 +349,7 @@ def add_slopes(rows: list[dict]) -> list[dict]:
     """
     lines = defaultdict(list)
     for r in rows:
-        lines[(r["data"], r["algorithm"], r["n"])].append(r)
+        lines[_line(r)].append(r)
     for line in lines.values():
         line.sort(key=lambda r: r["tau"])
         mids = []
@@ -255,40 +370,69 @@ def add_slopes(rows: list[dict]) -> list[dict]:
     return rows
 
 
+def _series_name(data, alg, group, n=None) -> str:
+    return f"{alg} on {data}" + (f", {group}" if group else "") + (f", n = {n}" if n is not None else "")
+
+
+def single_tau_series(rows: list[dict]) -> list[str]:
+    """The series of :func:`tau_rows` with one tau only (left out of ``iterations_vs_tau.png``)."""
+    taus = defaultdict(set)
+    for r in rows:
+        taus[_line(r)].add(r["tau"])
+    return [_series_name(*line) + f" (τ = {next(iter(t)):.3g})" for line, t in sorted(taus.items()) if len(t) < 2]
+
+
+def tau_ticks(axis, taus) -> None:
+    """Major ticks of a log tau axis at the measured tau values (``0.267``), thinned so that labels keep
+    apart (8% of the axis' log range at least); no minor labels."""
+    taus = sorted({t for t in taus if t > 0})
+    span = math.log10(taus[-1] / taus[0]) or 1.0
+    kept = []
+    for t in taus:
+        if not kept or math.log10(t / kept[-1]) >= 0.08 * span:
+            kept.append(t)
+    axis.set_major_locator(FixedLocator(kept))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def tau_figure(records: list[RunRecord]) -> plt.Figure | None:
-    """Iterations to eps against tau (log-log), measured and predicted, one panel per n; None if one tau only."""
+    """Iterations to eps against tau (log-log), measured and predicted, one line and one legend entry per series
+    (data, method, group) in one panel per n; None when every series has a single tau. The caller closes it."""
     rows = add_slopes(tau_rows(records))
     taus = defaultdict(set)
     for r in rows:
-        taus[(r["data"], r["algorithm"], r["n"])].add(r["tau_m"])
-    if all(len(t) < 2 for t in taus.values()):
+        taus[_line(r)].add(r["tau_m"])
+    rows = [r for r in rows if len(taus[_line(r)]) >= 2]
+    if not rows:
         return None
-    ns = sorted({n for (_, _, n), t in taus.items() if len(t) >= 2})
-    rows = [r for r in rows if len(taus[(r["data"], r["algorithm"], r["n"])]) >= 2]
+    ns = sorted({r["n"] for r in rows})
     fig, axes = plt.subplots(1, len(ns), figsize=(6.5 * len(ns), 4.8), constrained_layout=True, squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, n in zip(axes[0], ns):
-        lines = sorted({(r["data"], r["algorithm"]) for r in rows if r["n"] == n})
-        for i, (data, alg) in enumerate(lines):
-            rs = sorted((r for r in rows if r["n"] == n and r["data"] == data and r["algorithm"] == alg),
-                        key=lambda r: r["tau"])
+        lines = sorted({_line(r)[:3] for r in rows if r["n"] == n})
+        for i, (data, alg, group) in enumerate(lines):
+            rs = sorted((r for r in rows if r["n"] == n and _line(r)[:3] == (data, alg, group)), key=lambda r: r["tau"])
             color = colors[i % len(colors)]
+            name = _series_name(data, alg, group)
             got = [r for r in rs if r["median"] is not None]
             if got:
                 ax.errorbar([r["tau"] for r in got], [r["median"] for r in got],
                             yerr=[[r["median"] - r["low"] for r in got], [r["high"] - r["median"] for r in got]],
-                            fmt="o-", color=color, capsize=3, label=f"{alg} on {data}: measured (median, min–max)")
+                            fmt="o-", color=color, capsize=3, label=f"{name}: measured (median, min–max)")
             pred = [r for r in rs if r["predicted"] is not None and math.isfinite(r["predicted"])]
             if pred:
                 knee = rs[0].get("predicted_knee_tau")
                 ax.plot([r["tau"] for r in pred], [r["predicted"] for r in pred], "s--", color=color, alpha=0.7,
-                        label=f"{alg} on {data}: theorem's prediction"
+                        label=f"{name}: theorem's prediction"
                               + (f" (knee, slope −1/2, at τ = {knee:.3g})" if knee else ""))
         ax.axvline(1.0 / n, color="gray", linestyle=":", label="τ = 1/n")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        tau_ticks(ax.xaxis, [r["tau"] for r in rows if r["n"] == n])
         ax.set_xlabel("τ (fraction of blocks each worker sends)")
-        ax.set_ylabel(f"iterations to ||x−x*||² ≤ {rows[0]['eps']:g}·r0")
+        eps = sorted({r["eps"] for r in rows if r["n"] == n})
+        ax.set_ylabel(f"iterations to ||x−x*||² ≤ {'/'.join(f'{e:g}' for e in eps)}·r0")
         ax.set_title(f"n = {n}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
@@ -297,20 +441,21 @@ def tau_figure(records: list[RunRecord]) -> plt.Figure | None:
 
 # ------------------------------------------------------------------------------------- the table
 def table99(records: list[RunRecord]) -> list[dict]:
-    """Per (data, method, n): tau = 1/n against tau = 1, iterations and uplink bytes to eps (medians over seeds).
+    """Per series (data, method, group, n): tau = 1/n against tau = 1, iterations and uplink bytes to eps (medians
+    over seeds). Series without both are left out (:func:`table99_gaps` says why).
 
     A configuration that does not reach eps reports where it stalls (median final dist_sq / r0).
     """
     groups = defaultdict(list)
     for r in records:
-        groups[(r.data, r.algorithm + r.label_extra, r.n)].append(r)
+        groups[r.series].append(r)
     rows = []
-    for (data, alg, n), runs in sorted(groups.items()):
+    for (data, alg, group, n), runs in sorted(groups.items()):
         sparse = [r for r in runs if r.one_over_n and not r.full]
         full = [r for r in runs if r.full]
         if not sparse or not full:
             continue
-        row = dict(data=data, method=alg, n=n, tau=f"{sparse[0].tau_m}/{sparse[0].m}", eps=runs[0].tol)
+        row = dict(data=data, method=alg, group=group, n=n, tau=f"{sparse[0].tau_m}/{sparse[0].m}", eps=runs[0].tol)
         for name, rs in (("sparse", sparse), ("full", full)):
             hits = [r.to_eps() for r in rs]
             ok = [h for h in hits if h[0] is not None]
@@ -328,31 +473,79 @@ def table99(records: list[RunRecord]) -> list[dict]:
     return rows
 
 
+def _tau_list(records: list[RunRecord]) -> str:
+    """The sweep's tau values, in order, as tau_m/m ("1" for tau = 1)."""
+    return ", ".join(label for _, label in sorted({(r.tau_m / r.m, "1" if r.full else f"{r.tau_m}/{r.m}")
+                                                   for r in records}))
+
+
+def table99_gaps(records: list[RunRecord]) -> list[str]:
+    """Why series are missing from :func:`table99`: one line per series without a tau = 1/n or a tau = 1 run
+    (one line for the whole sweep when no run of it has that tau)."""
+    groups = defaultdict(list)
+    for r in records:
+        groups[r.series].append(r)
+    no_full = not any(r.full for r in records)
+    no_sparse = not any(r.one_over_n and not r.full for r in records)
+    if no_full or no_sparse:
+        what = " and ".join(w for w, missing in (("τ = 1/n", no_sparse), ("τ = 1", no_full)) if missing)
+        taus = _tau_list(records)
+        hint = "; τ = 1/n is τm = ceil(m/n): tau=auto or tau=1/n" if no_sparse else "; add tau=1.0 to the sweep"
+        return [f"no {what} run in the sweep (τ here: {taus}{hint})"]
+    out = []
+    for (data, alg, group, n), runs in sorted(groups.items()):
+        missing = [w for w, ok in (("τ = 1/n", any(r.one_over_n and not r.full for r in runs)),
+                                   ("τ = 1", any(r.full for r in runs))) if not ok]
+        if missing:
+            out.append(f"{_series_name(data, alg, group, n)}: no {' and no '.join(missing)} run")
+    return out
+
+
 def _fmt(v, spec="{:,.0f}"):
     return "—" if v is None else spec.format(v)
 
 
+#: the project's goal for the 99% table, set at n = 100 (at n = 10, tau = 1/n cannot save more than 90%)
+GOAL_N, GOAL_RATIO, GOAL_SAVED = 100, 2.0, 0.97
+
+
 def table_markdown(rows: list[dict]) -> str:
-    """The 99% table as Markdown; the project's goal, at n = 100: iterations ratio <= 2 and uplink saved >= 97%
-    (at n = 10, tau = 1/n cannot save more than 90%)."""
-    lines = ["| data | method | n | τ | iterations to ε, τ=1/n | iterations, τ=1 | iterations ratio | uplink to ε, τ=1/n (B) "
-             "| uplink, τ=1 (B) | uplink ratio | uplink saved | goal at n = 100 (≤2×, ≥97%) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    """The 99% table as Markdown.
+
+    The goal column (the project's goal: iterations ratio <= 2 and uplink saved >= 97%, set for n = 100)
+    appears only when a row has n >= 100, filled in those rows only; the column saying where eps is not
+    reached only when a row does not reach it.
+    """
+    goal = any(r["n"] >= GOAL_N for r in rows)
+    stalled = any(r["iterations_ratio"] is None for r in rows)
+    head = ["data", "method", "n", "τ", "iterations to ε, τ=1/n", "iterations, τ=1", "iterations ratio",
+            "uplink to ε, τ=1/n (B)", "uplink, τ=1 (B)", "uplink ratio", "uplink saved"]
+    if goal:
+        head.append(f"goal at n = {GOAL_N} (≤{GOAL_RATIO:g}×, ≥{100 * GOAL_SAVED:g}%)")
+    if stalled:
+        head.append("where ε is not reached")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
+        method = r["method"] + (f", {r['group']}" if r.get("group") else "")
+        cells = [r["data"], method, str(r["n"]), r["tau"], _fmt(r["sparse_iterations"]), _fmt(r["full_iterations"])]
         if r["iterations_ratio"] is None:
             who = {(True, True): "either", (True, False): "τ=1/n", (False, True): "τ=1"}[
                 (r["sparse_iterations"] is None, r["full_iterations"] is None)]
+            cells += ["—"] * 5
+            verdict = "not met (ε not reached)"
             where = (f"ε = {r['eps']:g} not reached by {who} in {r['last_step']:,} iterations; there: "
                      f"{r['sparse_final']:.2e}·r0 (τ=1/n), {r['full_final']:.2e}·r0 (τ=1)")
-            lines.append(f"| {r['data']} | {r['method']} | {r['n']} | {r['tau']} | {_fmt(r['sparse_iterations'])} | "
-                         f"{_fmt(r['full_iterations'])} | — | — | — | — | — | {where} |")
-            continue
-        met = r["iterations_ratio"] <= 2.0 and r["uplink_saved"] >= 0.97
-        verdict = ("met" if met else "not met") if r["n"] >= 100 else "— (goal set for n = 100)"
-        lines.append(f"| {r['data']} | {r['method']} | {r['n']} | {r['tau']} | {_fmt(r['sparse_iterations'])} | "
-                     f"{_fmt(r['full_iterations'])} | {r['iterations_ratio']:.2f} | {_fmt(r['sparse_uplink'])} | "
-                     f"{_fmt(r['full_uplink'])} | {r['uplink_ratio']:.4f} | {100 * r['uplink_saved']:.1f}% | "
-                     f"{verdict} |")
+        else:
+            cells += [f"{r['iterations_ratio']:.2f}", _fmt(r["sparse_uplink"]), _fmt(r["full_uplink"]),
+                      f"{r['uplink_ratio']:.4f}", f"{100 * r['uplink_saved']:.1f}%"]
+            verdict = ("met" if r["iterations_ratio"] <= GOAL_RATIO and r["uplink_saved"] >= GOAL_SAVED
+                       else "not met")
+            where = ""
+        if goal:
+            cells.append(verdict if r["n"] >= GOAL_N else "")
+        if stalled:
+            cells.append(where)
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -372,14 +565,41 @@ def write_tau_table(rows: list[dict], out: Path) -> Path:
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
-        writer.writerows(sorted(rows, key=lambda r: (r["data"], r["algorithm"], r["n"], r["tau"])))
+        writer.writerows(sorted(rows, key=lambda r: (r["data"], r["algorithm"], r["group"], r["n"], r["tau"])))
+    return path
+
+
+def write_readme(out: Path, *, parent: str, experiment: str, records: list[RunRecord], series_keys: list[str],
+                 built: list[str], not_built: list[str], notes: list[str]) -> Path:
+    """``README.md`` of a report: what it holds, its series, what it could not build and why."""
+    keys = ", ".join(f"{k} (shown as {ALIASES[k]})" if k in ALIASES else k for k in series_keys)
+    text = [f"# Report of sweep {parent}", "",
+            f"{len(records)} finished runs of the MLflow experiment `{experiment}`. One series per data set, method, n"
+            + (f" and {keys}" if series_keys else "") + ": "
+            + ("the keys besides seed and τ that differ among the runs." if series_keys
+               else "no key besides seed and τ differs among the runs."), "",
+            "## Built", ""] + [f"- {b}" for b in built] + [""]
+    if not_built:
+        text += ["## Not built", ""] + [f"- {b}" for b in not_built] + [""]
+    if notes:
+        text += ["## Notes", ""] + [f"- {b}" for b in notes] + [""]
+    path = out / "README.md"
+    path.write_text("\n".join(text))
     return path
 
 
 # ------------------------------------------------------------------------------------------ entry
 def build_report(uri: str, *, experiment: str | None = None, parent_id: str | None = None,
                  outputs: str | Path = "outputs") -> dict:
-    """Build the report of one sweep; returns {"parent": id, "dir": Path, "files": [...], "table": rows}.
+    """Build the report of one sweep.
+
+    Returns
+    -------
+    dict
+        ``parent`` (run id), ``dir`` (Path), ``files`` (list of Path), ``table`` (rows of table99, maybe empty),
+        ``records`` (the RunRecords), ``series_keys`` (the keys besides seed and tau that differ among the runs)
+        and ``not_built`` / ``notes`` (lines: what the report could not build and why, runs left out, ...; the
+        same as in its ``README.md``).
 
     Raises
     ------
@@ -397,33 +617,60 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
             raise ConfigError("parent", f"The '--parent' parameter must be the id of a sweep run in {uri}; "
                                         f"got {pid!r} ({type(exc).__name__}).") from None
     parent = parents[0] if parents else latest_sweep(client, experiment or "isparse")
+    notes, not_built = [], []
     records = {}
     for p in parents or [parent]:       # later sweeps (re-runs of failed jobs) replace earlier runs of a configuration
-        for rec in load_children(client, p):
-            records[(rec.key, rec.seed)] = rec
-    records = sorted(records.values(), key=lambda r: (r.data, r.algorithm, r.label_extra, r.n, r.tau_m, r.seed))
+        for rec in load_children(client, p, notes):
+            records[rec.identity] = rec
+    records = list(records.values())
     if not records:
         raise ConfigError("parent", f"The sweep {parent.info.run_id} has no child run with logged constants.")
+    series_keys = assign_series(records)
+    records.sort(key=lambda r: (r.data, r.algorithm, r.label_extra, r.n, r.group, r.tau_m, r.seed))
     exp_name = client.get_experiment(parent.info.experiment_id).name
     out = Path(outputs) / "reports" / exp_name / parent.info.run_id
     out.mkdir(parents=True, exist_ok=True)
     files = []
     figures = convergence_figures(records)
-    fig = tau_figure(records)
-    if fig is not None:
-        figures["iterations_vs_tau.png"] = fig
-    for name, f in figures.items():
-        f.savefig(out / name, dpi=110)
-        plt.close(f)
-        files.append(out / name)
-    files.append(write_tau_table(add_slopes(tau_rows(records)), out))
-    rows = table99(records)
-    if rows:
-        files += write_table(rows, out)
+    rows = add_slopes(tau_rows(records))
+    single = single_tau_series(rows)
+    try:
+        fig = tau_figure(records)
+        if fig is not None:
+            figures["iterations_vs_tau.png"] = fig
+            if single:
+                notes.append("iterations_vs_tau.png leaves out the series with a single τ: " + "; ".join(single))
+        else:
+            taus = _tau_list(records)
+            not_built.append(f"iterations_vs_tau.png not built: each of the {len(single)} series has a single τ "
+                             f"(τ here: {taus}); sweep tau (e.g. tau=0.5/n,1/n,1.0) to draw iterations against τ")
+        for name, f in figures.items():
+            f.savefig(out / name, dpi=110)
+            files.append(out / name)
+    finally:
+        for f in figures.values():
+            plt.close(f)
+    files.append(write_tau_table(rows, out))
+    table = table99(records)
+    gaps = table99_gaps(records)
+    if table:
+        files += write_table(table, out)
+        notes += [f"table99 leaves out {g}" for g in gaps]
+    else:
+        not_built.append(f"table99 not built: {'; '.join(gaps)}")
+    missed = sorted({f"{r.label()} (seed {r.seed})" for r in records if r.to_eps()[0] is None})
+    if missed:
+        notes.append(f"ε (tol) not reached by: {', '.join(missed)}")
+    built = [p.name for p in files]
+    files.append(write_readme(out, parent=parent.info.run_id, experiment=exp_name, records=records,
+                              series_keys=series_keys, built=built, not_built=not_built, notes=notes))
+    for line in not_built + notes:
+        log.info("report: %s", line)
     for path in files:
         client.log_artifact(parent.info.run_id, str(path), artifact_path="report")
     client.set_tag(parent.info.run_id, "report_dir", str(out.resolve()))
-    return {"parent": parent.info.run_id, "dir": out, "files": files, "table": rows, "records": records}
+    return {"parent": parent.info.run_id, "dir": out, "files": files, "table": table, "records": records,
+            "series_keys": series_keys, "not_built": not_built, "notes": notes}
 
 
 def main(argv=None) -> None:
@@ -439,9 +686,15 @@ def main(argv=None) -> None:
         result = build_report(args.uri, experiment=args.experiment, parent_id=args.parent, outputs=args.outputs)
     except ConfigError as exc:
         raise SystemExit(f"isparse-report: {exc}") from None
-    print(f"report of sweep {result['parent']} ({len(result['records'])} runs) in {result['dir']}:")
+    keys = ", ".join(result["series_keys"]) or "none"
+    print(f"report of sweep {result['parent']} ({len(result['records'])} runs; series keys besides data, method, n: "
+          f"{keys}) in {result['dir']}:")
     for path in result["files"]:
         print(f"  {path.name}")
+    for line in result["not_built"]:
+        print(line)
+    for line in result["notes"]:
+        print(f"note: {line}")
     if result["table"]:
         print(table_markdown(result["table"]))
 

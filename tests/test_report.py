@@ -15,6 +15,8 @@ from isparse.blocks import resolve_tau
 from isparse.setup import check_static
 from pipeline.report import build_report
 
+import matplotlib.pyplot as plt  # noqa: E402  (after pipeline.report, which selects the Agg backend)
+
 CLI = str(Path(sys.executable).parent / "isparse-run")
 REPORT = str(Path(sys.executable).parent / "isparse-report")
 EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[1] / "conf" / "experiment").glob("*.yaml"))
@@ -25,7 +27,7 @@ def quick_sweep(tmp_path_factory):
     """``isparse-run -m +experiment=quick``: ISEGA on breast cancer, n = 4, tau in {1/(2n), 1/n, 1}, seeds 0 and 1."""
     out = tmp_path_factory.mktemp("quick")
     proc = subprocess.run([CLI, "-m", "+experiment=quick", f"paths.outputs={out}", "progress=false"],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, cwd=out)   # MLflow's ./mlruns goes there
     assert proc.returncode == 0, proc.stderr[-3000:]
     # one data load and one reference solve for the 6 jobs: the later jobs reuse them
     assert (proc.stdout + proc.stderr).count("as loaded by an earlier job of this sweep") == 5
@@ -47,7 +49,9 @@ def test_quick_sweep_writes_the_report_to_the_parent_run(quick_sweep):
     assert len(children) == 6 and all(c.info.status == "FINISHED" for c in children)
     names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/convergence_breast_cancer.png", "report/iterations_vs_tau.png", "report/table99.md",
-            "report/table99.csv", "report/iterations_vs_tau.csv"} <= names
+            "report/table99.csv", "report/iterations_vs_tau.csv", "report/README.md"} <= names
+    readme = _artifact_text(client, parent.info.run_id, "report/README.md")
+    assert "no key besides seed and τ differs" in readme and "not built" not in readme
     local = Path(parent.data.tags.get("report_dir") or
                  client.get_run(parent.info.run_id).data.tags["report_dir"])
     assert local.is_relative_to(out) and (local / "iterations_vs_tau.png").stat().st_size > 10_000
@@ -86,6 +90,9 @@ def test_table_equals_numbers_recomputed_from_logged_metrics(quick_sweep):
     assert up_sparse == pytest.approx(its_sparse * 4 * math.ceil(m / 4) * 8)
     md = _artifact_text(client, parent.info.run_id, "report/table99.md")
     assert f"{float(row['iterations_ratio']):.2f}" in md
+    # n = 4: the goal (set for n = 100) has no column, and every run reached eps: no column for where it stalls
+    assert "goal" not in md and "n = 100" not in md and "not reached" not in md
+    assert md.splitlines()[0].count("|") == md.splitlines()[2].count("|") == 12
 
 
 def test_tau_curve_has_measured_median_and_prediction(quick_sweep):
@@ -179,7 +186,7 @@ def test_tau_sweep_on_mushrooms_has_the_knee_at_one_over_n(tmp_path):
     steeper below, flatter above. Checked on the predictions the runs logged (not the report's).
     """
     proc = subprocess.run([CLI, "-m", "+experiment=tau_sweep_quick", f"paths.outputs={tmp_path}", "progress=false"],
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     exp = client.get_experiment_by_name("paper-tau_sweep_quick")
@@ -220,3 +227,165 @@ def test_slopes_skip_an_infinite_prediction():
     assert out[1]["predicted_slope"] is None and out[2]["predicted_slope"] is None
     assert out[2]["measured_slope"] == pytest.approx(math.log(400 / 600) / math.log(2))
     assert out[0]["predicted_knee_tau"] is None
+
+
+# ------------------------------------------------------------------ figures, series and what the report says
+def _overlaps(labels) -> list[tuple[str, str]]:
+    """Pairs of drawn tick labels whose boxes overlap (the figure must have been drawn)."""
+    shown = [t for t in labels if t.get_visible() and t.get_text()]
+    boxes = [t.get_window_extent() for t in shown]
+    return [(shown[i].get_text(), shown[j].get_text()) for i in range(len(shown)) for j in range(i + 1, len(shown))
+            if boxes[i].overlaps(boxes[j])]
+
+
+#: runs ``isparse-run``'s entry point with the arguments given, then prints how many pyplot figures are still open
+_RUN_AND_COUNT_FIGURES = ("import sys; sys.argv[0] = 'isparse-run'; import matplotlib.pyplot as plt; "
+                          "from pipeline.main import main; main(); print('open figures:', len(plt.get_fignums()))")
+
+
+@pytest.fixture(scope="module")
+def blocks_sweep(tmp_path_factory):
+    """``isparse-run -m blocks.size=1,8 tau=1/n,2/n report.auto=true``: ISEGA on breast cancer, n = 4, seed 0,
+    four jobs in-process; no tau = 1 run, so no 99% table."""
+    out = tmp_path_factory.mktemp("blocks")
+    proc = subprocess.run([sys.executable, "-c", _RUN_AND_COUNT_FIGURES, "-m", "engine=inprocess", "blocks.size=1,8",
+                           "tau=1/n,2/n", "tol=1e-6", "max_iter=5000", "report.auto=true", "tracking.experiment=blocks",
+                           f"paths.outputs={out}", "progress=false"], capture_output=True, text=True, timeout=600,
+                          cwd=out)   # the experiments' artifacts (MLflow's default ./mlruns) go there
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    exp = client.get_experiment_by_name("blocks")
+    parent = client.search_runs([exp.experiment_id], "tags.`isparse.sweep` = 'true'")[0]
+    children = client.search_runs([exp.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    return out, client, parent, children, proc
+
+
+def test_sweep_closes_every_figure(blocks_sweep):
+    """Four jobs' convergence.png and the report's figures, drawn in one process: none left open."""
+    *_, children, proc = blocks_sweep
+    assert len(children) == 4 and all(c.info.status == "FINISHED" for c in children)
+    assert "open figures: 0" in proc.stdout
+
+
+def test_block_sizes_are_two_series_with_a_slope_each(blocks_sweep):
+    _, client, parent, children, _ = blocks_sweep
+    rows = list(csv.DictReader(io.StringIO(_artifact_text(client, parent.info.run_id, "report/iterations_vs_tau.csv"))))
+    assert sorted((r["group"], int(r["tau_m"]), int(r["m"])) for r in rows) == [
+        ("b=1", 8, 30), ("b=1", 15, 30), ("b=8", 1, 4), ("b=8", 2, 4)]    # tau = 1/n, 2/n: ceil(m/4), ceil(2m/4)
+    for b in (1, 8):        # recomputed from the raw histories: one slope per block size, from its two tau
+        runs = sorted((c for c in children if c.data.params["blocks.size"] == str(b)),
+                      key=lambda c: float(c.data.params["tau"]))
+        (t1, t2) = (float(c.data.params["tau"]) for c in runs)
+        (i1, _), (i2, _) = (_to_eps(client, c) for c in runs)
+        (p1, p2) = (float(c.data.tags["predicted_iterations"]) for c in runs)
+        mine = [r for r in rows if r["group"] == f"b={b}"]
+        sloped = [r for r in mine if r["measured_slope"]]
+        assert len(sloped) == 1 and float(sloped[0]["tau"]) == t2
+        assert float(sloped[0]["measured_slope"]) == pytest.approx(math.log(i2 / i1) / math.log(t2 / t1), rel=1e-12)
+        assert float(sloped[0]["predicted_slope"]) == pytest.approx(math.log(p2 / p1) / math.log(t2 / t1), rel=1e-12)
+        assert sorted(float(r["median"]) for r in mine) == sorted([i1, i2])
+
+
+def test_block_sizes_have_their_own_legend_entries_and_readable_ticks(blocks_sweep):
+    from pipeline.report import assign_series, load_children, tau_figure
+
+    _, client, parent, _, _ = blocks_sweep
+    records = load_children(client, parent)
+    assert assign_series(records) == ["blocks.size"]
+    fig = tau_figure(records)
+    try:
+        (ax,) = fig.axes
+        _, labels = ax.get_legend_handles_labels()
+        measured = sorted(lab for lab in labels if "measured" in lab)
+        assert len(measured) == 2 and "b=1" in measured[0] and "b=8" in measured[1]
+        assert len([lab for lab in labels if "prediction" in lab]) == 2
+        assert sum(len(line.get_xdata()) for line in ax.get_lines() if line.get_linestyle() == "-") == 4
+        fig.canvas.draw()
+        ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert ticks and "0.5" in ticks and not any("10^" in t or "×" in t for t in ticks)
+        assert _overlaps(ax.get_xticklabels()) == []
+    finally:
+        plt.close(fig)
+
+
+def test_report_says_what_it_could_not_build(blocks_sweep, tmp_path):
+    out, client, parent, _, _ = blocks_sweep
+    names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert "report/README.md" in names and "report/iterations_vs_tau.png" in names
+    assert not {"report/table99.md", "report/table99.csv"} & names
+    readme = _artifact_text(client, parent.info.run_id, "report/README.md")
+    assert "table99 not built: no τ = 1 run in the sweep (τ here: 1/4, 8/30, 15/30, 2/4; add tau=1.0" in readme
+    assert "blocks.size (shown as b)" in readme
+    proc = subprocess.run([REPORT, "--uri", f"sqlite:///{out}/mlflow.db", "--experiment", "blocks",
+                           "--outputs", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "table99 not built: no τ = 1 run in the sweep" in proc.stdout and "blocks.size" in proc.stdout
+
+
+def test_convergence_figure_has_a_bytes_axis_in_si_units_and_the_stopping_line():
+    """The run's convergence.png: the uplink-bytes ticks are 'kB'/'MB' labels that keep apart, tol * r0 is drawn."""
+    from isparse.data import load_dataset
+    from isparse.setup import build
+    from pipeline.plots import convergence_figure
+
+    s = build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=1)
+    res = s.run(max_iter=3000, tol=1e-6)
+    r0 = s.derived["r0"]
+    open_before = set(plt.get_fignums())
+    fig = convergence_figure(res.records, "isega: Theorem 3 (ISEGA)", tol=1e-6, r0=r0)
+    try:
+        fig.canvas.draw()
+        steps_ax, bytes_ax = fig.axes
+        ticks = [t.get_text() for t in bytes_ax.get_xticklabels() if t.get_text()]
+        assert 3 <= len(ticks) <= 7 and all(t.endswith("B") and len(t) <= 8 for t in ticks), ticks
+        assert _overlaps(bytes_ax.get_xticklabels()) == []
+        for ax in (steps_ax, bytes_ax):
+            flat = [line for line in ax.get_lines() if len(set(line.get_ydata())) == 1]
+            assert [line.get_ydata()[0] for line in flat] == [pytest.approx(1e-6 * r0, rel=1e-12)]
+    finally:
+        plt.close(fig)
+    assert set(plt.get_fignums()) == open_before
+
+
+def test_goal_column_only_where_the_goal_applies():
+    from pipeline.report import table_markdown
+
+    def row(n, its, full_its, up, full_up):
+        return dict(data="a1a", method="isega", group="", n=n, tau=f"{-(-123 // n)}/123", eps=1e-6,
+                    sparse_iterations=its, full_iterations=full_its, sparse_uplink=up, full_uplink=full_up,
+                    sparse_final=1e-7, full_final=1e-7, last_step=its, iterations_ratio=its / full_its,
+                    uplink_ratio=up / full_up, uplink_saved=1 - up / full_up)
+
+    md = table_markdown([row(10, 300, 200, 10.0, 100.0), row(100, 300, 200, 2.0, 100.0), row(100, 500, 200, 2.0, 100.0)])
+    head, _, r10, r100, r100b = md.splitlines()
+    assert "goal at n = 100" in head
+    assert r10.endswith("| 90.0% |  |") and r100.endswith("| 98.0% | met |") and r100b.endswith("| not met |")
+    assert "goal" not in table_markdown([row(10, 300, 200, 10.0, 100.0)])
+
+
+def test_series_keys_are_the_config_keys_that_vary_besides_seed_and_tau():
+    """Derived params (m, gamma), bookkeeping (paths), seed and tau never split a series; keys that follow the data
+    set (its recommended lambda) do not either; of two keys that split alike (data.lam, problem.lam) one is kept."""
+    from pipeline.report import RunRecord, assign_series, config_params
+
+    top = ("engine", "max_iter", "tol", "tau", "seed", "resume", "cache", "progress")
+
+    def rec(data, b, lam, seed, tau_m, dlam=None):
+        params = {"blocks.size": str(b), "problem.lam": str(lam), "data.lam": str(lam if dlam is None else dlam),
+                  "data.name": data, "algorithm.name": "isega", "workers.n": "4", "seed": str(seed), "tau": "0.25",
+                  "tau_setting": "1/n", "tol": "1e-06", "engine": "inprocess", "m": str(-(-30 // b)), "gamma": str(b),
+                  "paths.outputs": f"/tmp/{seed}", "data.source": data, "n": "4"}
+        return RunRecord(run_id="x", status="FINISHED", algorithm="isega", data=data, n=4, m=-(-30 // b), tau=0.25,
+                         tau_m=tau_m, seed=seed, tol=1e-6, r0=1.0, label_extra="", predicted=None,
+                         bound_quantity="dist_sq", config=config_params(params, top))
+
+    assert set(rec("a1a", 8, 0.1, 0, 1).config) == {"blocks.size", "problem.lam", "data.lam", "tol", "engine"}
+    runs = [rec(d, b, lam, seed, t) for d, lam in (("a1a", 0.1), ("w1a", 0.05)) for b in (1, 8) for seed in (0, 1)
+            for t in (1, 2)]
+    assert assign_series(runs) == ["blocks.size"]
+    assert {r.group_label for r in runs} == {"b=1", "b=8"} and runs[0].label() == "isega n=4 b=1 τ=1/30"
+    assert {r.series for r in runs} == {(d, "isega", f"b={b}", 4) for d in ("a1a", "w1a") for b in (1, 8)}
+    lams = [rec("a1a", 1, lam, 0, 1) for lam in (0.1, 0.01)]
+    assert assign_series(lams) == ["data.lam"] and lams[1].group_label == "data.lam=0.01"
+    same = [rec("a1a", 1, 0.1, seed, t) for seed in (0, 1) for t in (1, 2)]
+    assert assign_series(same) == [] and same[0].label() == "isega n=4 τ=1/30"
