@@ -39,6 +39,7 @@ LOADS = ("client", "on_worker")
 def run_job(cfg: DictConfig) -> dict:
     """Run one job described by ``cfg``; returns its summary (final metrics)."""
     checkpoint = None
+    _anchor_paths(cfg)
     if cfg.get("resume"):   # the stored config and last checkpoint of an earlier run
         cfg, checkpoint = _load_resume(cfg)
     # 1. checks that need no data, and the tracking store, before any work
@@ -322,6 +323,17 @@ def _absolute(path) -> str:
     from hydra.utils import to_absolute_path
 
     return str(Path(to_absolute_path(str(Path(str(path)).expanduser()))).resolve())
+
+
+def _anchor_paths(cfg) -> None:
+    """A relative ``paths.outputs`` (and a relative ``sqlite:///`` ``tracking.uri``) means the directory the command
+    ran in, as ``hydra.run.dir`` does: with ``hydra.job.chdir=true`` it would otherwise mean the job directory (a
+    second MLflow store and cache there). The default, ``${hydra:runtime.cwd}/outputs``, is absolute already."""
+    if not Path(str(cfg.paths.outputs)).is_absolute():
+        cfg.paths.outputs = _absolute(cfg.paths.outputs)
+    uri = str(cfg.tracking.uri)
+    if uri.startswith("sqlite:///") and not uri[len("sqlite:///"):].startswith("/"):
+        cfg.tracking.uri = "sqlite:///" + _absolute(uri[len("sqlite:///"):])
 
 
 def _dataset_args(cfg) -> dict | None:

@@ -218,3 +218,21 @@ def test_chdir_resolves_relative_paths_against_the_command_directory_and_makes_o
     assert run.data.params["N"] == "40" and run.data.params["d"] == "3"
     jobs = list((tmp_path / "outputs" / "runs").glob("*/*"))
     assert len(jobs) == 1 and (jobs[0] / "x_final.npy").is_file()     # the job dir is under the default outputs
+
+
+def test_relative_outputs_and_sqlite_uri_mean_the_command_directory_under_chdir(compose, tmp_path, monkeypatch):
+    """paths.outputs=out (relative) with hydra.job.chdir=true: the store and the cache stay in <cwd>/out, not in the
+    job directory the process has moved to (what Hydra's run_job does before calling the task)."""
+    from pipeline.main import _anchor_paths
+
+    job = tmp_path / "out" / "runs" / "job"
+    job.mkdir(parents=True)
+    for overrides, uri in ((["paths.outputs=out"], tmp_path.resolve() / "out" / "mlflow.db"),
+                           (["tracking.uri=sqlite:///rel/mlflow.db"], tmp_path.resolve() / "rel" / "mlflow.db")):
+        monkeypatch.chdir(tmp_path)                              # where the command runs
+        cfg = compose([*overrides, "hydra.job.chdir=true"])
+        monkeypatch.chdir(job)                                   # the job's working directory
+        _anchor_paths(cfg)
+        assert cfg.tracking.uri == f"sqlite:///{uri}"
+        assert Path(cfg.paths.outputs).is_absolute()
+    assert cfg.paths.outputs == str(tmp_path.resolve() / "outputs")   # the default: the command's directory
