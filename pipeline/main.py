@@ -141,6 +141,30 @@ def _check_inputs(cfg) -> None:
             raise ConfigError(key, f"The '{key}' parameter must be a non-empty string{' or null' if nullable else ''}; "
                                    f"got {value!r}.")
     _dataset_args(cfg)
+    if not cfg.get("resume"):   # a stored config may hold keys of an older version
+        _check_known_keys(cfg)
+
+
+#: groups whose keys are checked elsewhere (data: _DATA_KEYS, algorithm: its options) or belong to others (cluster)
+_OWN_KEYS = ("algorithm", "data", "cluster", "hydra")
+
+
+def _check_known_keys(cfg) -> None:
+    """A key added with ``+`` that isparse-run does not read (``+problem.lamda=0.1``) would be ignored: refused.
+    The known keys are those of conf/config.yaml."""
+    base = OmegaConf.load(Path(CONF_DIR) / "config.yaml")
+    for key in cfg.keys():
+        if key in _OWN_KEYS:
+            continue
+        if key not in base:
+            raise ConfigError(key, f"The '{key}' parameter is not read by isparse-run (it would be ignored); the keys "
+                                   f"are those of conf/config.yaml: {', '.join(k for k in base if k != 'defaults')}.")
+        if OmegaConf.is_dict(base[key]) and OmegaConf.is_dict(cfg[key]):
+            extra = sorted(set(cfg[key].keys()) - set(base[key].keys()))
+            if extra:
+                raise ConfigError(f"{key}.{extra[0]}", f"The '{key}.{extra[0]}' parameter is not read by isparse-run "
+                                                       f"(it would be ignored); the keys of {key}: "
+                                                       f"{', '.join(base[key].keys())}.")
 
 
 def _send_ids(cfg) -> bool:

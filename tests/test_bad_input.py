@@ -172,6 +172,8 @@ BAD_KEYS = [
     (["data=a1a", "data.dir=rel/nowhere"], "data.dir", "must be an existing directory"),
     (["tracking.experiment=null"], "tracking.experiment", "must be a non-empty string; got None"),
     (["tracking.run_name=7"], "tracking.run_name", "must be a non-empty string or null; got 7"),
+    (["+problem.lamda=0.1"], "problem.lamda", "not read by isparse-run \\(it would be ignored\\); the keys of problem"),
+    (["+max_iters=100"], "max_iters", "not read by isparse-run"),
     (["resume=0123456789abcdef", "max_iter=5"], "resume", r"got 'max_iter=5' \(it would be ignored\)"),
 ]
 
