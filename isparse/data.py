@@ -65,95 +65,239 @@ class Dataset:
         return self.A.shape[1]
 
 
-def to_pm1(y, source: str = "labels") -> np.ndarray:
+def to_pm1(y, source: str = "labels", line_of=None) -> np.ndarray:
     """Map labels of any binary convention to {-1, +1} (the smaller label becomes -1).
+
+    Parameters
+    ----------
+    y : array-like of shape (N,)
+    source : str
+        What to name in the message (the file).
+    line_of : callable, optional
+        Row index -> physical line of the file, to name the first bad row's line.
 
     Raises
     ------
     DataError
-        If there are not exactly two distinct labels, or a label is NaN/infinite.
+        If there are not exactly two distinct labels (naming the first row with a third one), or a label is
+        NaN/infinite (naming the first such row).
     """
     y = np.asarray(y, dtype=float)
+
+    def at(row):
+        return f"row {row + 1}" + (f" (line {line_of(row)})" if line_of is not None else "")
+
     if not np.all(np.isfinite(y)):
-        raise DataError(f"{source}: labels contain NaN or infinite values.")
+        row = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise DataError(f"{source}: labels contain NaN or infinite values, the first in {at(row)}: {y[row]!r}; "
+                        f"a label must be a finite number.")
     classes = np.unique(y)
     if classes.size != 2:
+        where = ""
+        if classes.size > 2:
+            _, first = np.unique(y, return_index=True)
+            row = int(np.sort(first)[2])
+            where = f"; the third distinct label, {float(y[row]):g}, is in {at(row)}"
         raise DataError(f"{source}: a binary loss needs exactly two distinct labels; "
-                        f"found {classes.size}: {classes[:5].tolist()}.")
+                        f"found {classes.size}: {classes[:5].tolist()}{where}.")
     return np.where(y == classes[1], 1.0, -1.0)
 
 
-def validate_arrays(A: sp.csr_matrix, source: str) -> None:
-    """Raise :class:`DataError` if ``A`` has NaN/infinite values (naming the first bad row) or is empty."""
+def validate_arrays(A: sp.csr_matrix, source: str, line_of=None) -> None:
+    """Refuse data whose values cannot be used: NaN/infinite values, and rows whose squared norms are not finite.
+
+    The stepsizes and bounds are computed from L, a function of the squared norms ||a_j||^2 of the rows
+    (``isparse.problems.glm``): a value above about 1.3e154 has an infinite square in float64, and L, the
+    stepsize and the bound would be infinite or NaN. The sum of squares over all rows must be finite too.
+
+    Parameters
+    ----------
+    A : csr_matrix of shape (N, d)
+    source : str
+        What to name in the message (the file).
+    line_of : callable, optional
+        Row index (0-based) -> the physical line of the file it was read from (1-based); without it the
+        message names the row only.
+
+    Raises
+    ------
+    DataError
+        One line naming ``source``, the first bad row (and its line), the value and what is allowed; or an
+        empty data set.
+    """
     if A.shape[0] == 0 or A.shape[1] == 0:
         raise DataError(f"{source}: the data set is empty (shape {A.shape}).")
+
+    def where(k):   # the row of stored entry k, its line and the entry's feature index (1-based)
+        row = int(np.searchsorted(A.indptr, k, side="right") - 1)
+        line = f"line {line_of(row)}, " if line_of is not None else ""
+        return f"row {row + 1} ({line}feature index {int(A.indices[k]) + 1})", row
+
     bad = ~np.isfinite(A.data)
     if bad.any():
-        first = int(np.searchsorted(A.indptr, np.flatnonzero(bad)[0], side="right") - 1)
-        raise DataError(f"{source}: NaN or infinite feature value in row {first + 1} "
-                        f"(line {first + 1} for a LIBSVM file).")
+        k = int(np.flatnonzero(bad)[0])
+        text, _ = where(k)
+        raise DataError(f"{source}: NaN or infinite feature value in {text}: {float(A.data[k])!r}; every value must be a "
+                        f"finite number.")
+    with np.errstate(over="ignore"):
+        sq = A.data * A.data
+        total = np.cumsum(sq)
+    if A.data.size and not np.isfinite(total[-1]):
+        k = int(np.flatnonzero(~np.isfinite(total))[0])
+        text, row = where(k)
+        what = (f"the value {float(A.data[k]):.6g} has an infinite square in float64" if not np.isfinite(sq[k]) else
+                f"the sum of the squared values of rows 1 to {row + 1} overflows float64")
+        raise DataError(f"{source}: {text}: {what}, so L (from the squared norms of the rows) would be infinite; "
+                        f"every |value| must be below 1.3e154 and the sum of squares below 1.8e308 "
+                        f"(rescale the data).")
 
 
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
-_LIBSVM_LINE = re.compile(rf"^\s*(?:{_NUMBER})(?:,(?:{_NUMBER}))*(\s+qid:\d+)?(\s+\d+:(?:{_NUMBER}))*\s*(#.*)?$",
-                          re.IGNORECASE)
+def _content(raw: bytes) -> list[bytes]:
+    """The tokens of a LIBSVM line before any '#', as scikit-learn's reader splits them."""
+    h = raw.find(b"#")
+    return (raw if h < 0 else raw[:h]).split()
+
+
+def data_lines(path) -> np.ndarray:
+    """The physical line (1-based) of each data row of a LIBSVM file, shape (N,).
+
+    A line is a row when it has a token before any '#' (scikit-learn's rule): comment and blank lines are
+    not rows, so row j is not line j in general.
+    """
+    with open(path, "rb") as fh:
+        return np.array([k for k, raw in enumerate(fh, start=1) if _content(raw)], dtype=np.int64)
+
+
+def _number(tok: bytes) -> bool:
+    try:
+        float(tok)
+        return True
+    except ValueError:
+        return False
+
+
+_LABEL_RULE = "a label must be one number (a binary class: -1/+1, 0/1 or 1/2)"
+
+
+def _line_problem(tokens: list[bytes], n_features: int | None) -> str | None:
+    """Why a LIBSVM line (its tokens) cannot be read, or None."""
+    label = tokens[0].decode("utf-8", errors="replace")
+    if "," in label and ":" not in label:
+        return f"the label {label!r} is a list: multilabel files are not supported; {_LABEL_RULE}"
+    if not _number(tokens[0]):
+        return f"the line must start with a label; got {label!r}: {_LABEL_RULE}"
+    prev = 0
+    for pos, tok in enumerate(tokens[1:]):
+        text = tok.decode("utf-8", errors="replace")
+        if pos == 0 and text.startswith("qid:"):
+            return (f"{text!r}: query ids (a ranking file) are not supported; a line must be "
+                    f"'label index:value index:value ...'")
+        idx, sep, value = text.partition(":")
+        if not sep or not re.fullmatch(r"[-+]?\d+", idx):
+            return f"{text!r} is not 'index:value' with an integer index"
+        idx = int(idx)
+        if idx < 1:
+            return f"feature index {idx}: LIBSVM indices start at 1"
+        if idx == prev:
+            return f"feature index {idx} repeats: the indices of a line must be increasing, each at most once"
+        if idx < prev:
+            return (f"feature index {idx} follows index {prev}: the indices of a line must be increasing "
+                    f"(sorted, no duplicates)")
+        if not _number(value.encode()):
+            return f"the value {value!r} of feature index {idx} is not a number"
+        if n_features and idx > n_features:
+            return (f"feature index {idx} is past the declared dimension {n_features} (data.n_features must be at "
+                    f"least the largest index of the file, or null)")
+        prev = idx
+    return None
 
 
 def _first_malformed_line(path: Path, n_features: int | None = None):
-    """(line number, text, why) of the first line that is not LIBSVM or has an index past n_features."""
+    """(physical line number, text, why) of the first line that cannot be read as LIBSVM, or None."""
     with open(path, "rb") as fh:
         for k, raw in enumerate(fh, start=1):
-            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            if line.strip() and not _LIBSVM_LINE.match(line):
-                return k, line[:80], "not 'label index:value ...'"
-            if n_features and line.strip():
-                idx = [int(tok.split(":")[0]) for tok in line.split("#")[0].split()[1:] if not tok.startswith("qid")]
-                if idx and max(idx) > n_features:
-                    return k, line[:80], f"feature index {max(idx)} is past the declared dimension {n_features}"
+            tokens = _content(raw)
+            if tokens:
+                why = _line_problem(tokens, n_features)
+                if why:
+                    return k, raw.decode("utf-8", errors="replace").rstrip("\r\n")[:80], why
     return None
+
+
+def _check_n_features(n_features):
+    from .errors import check_range
+
+    if n_features is not None:
+        check_range("data.n_features", n_features, 1, None, integer=True)
 
 
 def load_libsvm(path, n_features: int | None = None, name: str | None = None, empty_rows: str = "keep") -> Dataset:
     """Read a LIBSVM/svmlight file with :func:`sklearn.datasets.load_svmlight_file`.
+
+    Indices are 1-based (LIBSVM's format: an index 0 is an error, never a silent switch to 0-based), increasing
+    within a line; a label is one number.
 
     Parameters
     ----------
     path : str or Path
         The file.
     n_features : int, optional
-        The dimension d; pass it so that files with unused trailing features line up.
+        The dimension d (>= the largest index of the file; columns past it are zero); pass it so that files with
+        unused trailing features line up. Default: the largest index.
     name : str, optional
         Short name (defaults to the file name).
     empty_rows : {"keep", "drop", "error"}
         Rows without any feature (w1a and w8a have some): kept with a warning, dropped, or an error
         naming the first such line.
 
+    Returns
+    -------
+    Dataset
+        ``A`` of shape (N, d), ``b`` in {-1, +1}.
+
     Raises
     ------
+    ConfigError
+        ``n_features`` not an integer >= 1, or ``empty_rows`` not one of keep, drop, error (before reading).
     DataError
-        If the file is missing, is not LIBSVM (with the first bad line), has an index
-        past ``n_features``, NaN or infinite values, or labels that are not binary.
+        One line naming the file and the physical line (comment and blank lines counted) and the problem: the
+        file is missing, a line is not LIBSVM (a label that is not one number, a multilabel list, query ids, an
+        index that is not an integer >= 1, unsorted or repeated indices, a value that is not a number), an index
+        past ``n_features``, a NaN/infinite value or one whose square overflows float64, labels that are not
+        binary, or rows without features with ``empty_rows="error"``.
     """
     from sklearn.datasets import load_svmlight_file
 
+    from .errors import check_choice
+
+    check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
+    _check_n_features(n_features)
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
     try:
-        A, y = load_svmlight_file(str(path), n_features=n_features)
-    except Exception as exc:  # sklearn raises ValueError / RuntimeError with terse texts
+        A, y, qid = load_svmlight_file(str(path), n_features=n_features, zero_based=False, query_id=True)
+    except Exception as exc:  # sklearn raises ValueError / RuntimeError with terse texts, naming no line
         where = _first_malformed_line(path, n_features)
-        detail = f" (line {where[0]}: {where[1]!r}: {where[2]})" if where else ""
-        raise DataError(f"{path} is not a valid LIBSVM file{detail}: {exc}") from exc
-    A = sp.csr_matrix(A, dtype=np.float64)
-    validate_arrays(A, str(path))
-    b = to_pm1(y, str(path))
-    from .errors import check_choice
+        if where:
+            raise DataError(f"{path} is not a valid LIBSVM file (line {where[0]}: {where[1]!r}: {where[2]}).") from exc
+        raise DataError(f"{path} is not a valid LIBSVM file: {exc}") from exc
+    if len(qid):   # query ids would be dropped without a word
+        where = _first_malformed_line(path, n_features) or ("?", "", "query ids (qid:) are not supported")
+        raise DataError(f"{path} is not a valid LIBSVM file (line {where[0]}: {where[1]!r}: {where[2]}).")
+    lines = {}
 
-    check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
+    def line_of(row):
+        if "all" not in lines:
+            lines["all"] = data_lines(path)
+        return int(lines["all"][row])
+
+    A = sp.csr_matrix(A, dtype=np.float64)
+    validate_arrays(A, str(path), line_of)
+    b = to_pm1(y, str(path), line_of)
     empty = np.flatnonzero(np.diff(A.indptr) == 0)
     if empty.size:
-        text = f"{path}: {empty.size} rows have no features (the first at line {empty[0] + 1})"
+        text = f"{path}: {empty.size} rows have no features (the first at line {line_of(empty[0])})"
         if empty_rows == "error":
             raise DataError(text + "; set data.empty_rows=keep or drop to accept them.")
         if empty_rows == "drop":
@@ -211,16 +355,29 @@ def load_dataset(name: str, data_dir: str | None = None, path: str | None = None
     empty_rows : {"keep", "drop", "error"}
         What to do with rows without features (see :func:`load_libsvm`).
     n_features : int, optional
-        The declared dimension d of a ``libsvm`` file (an index past it is an error).
+        The dimension d of a LIBSVM file, ``libsvm`` or named (default: the largest index of a ``libsvm`` file,
+        the published dimension of a named set, :data:`NAMED_FEATURES`). An index past it is an error; columns
+        past the file's largest index are zero. Not accepted for ``breast_cancer``.
 
     Raises
     ------
     ConfigError
-        Unknown name, missing directory or missing ``data.path``.
+        Unknown name, missing directory or missing ``data.path``, ``n_features`` not an integer >= 1 or given for
+        ``breast_cancer``, ``empty_rows`` not keep, drop or error (all before reading).
     DataError
-        Missing or malformed file.
+        Missing or malformed file (see :func:`load_libsvm`).
     """
+    from .errors import check_choice
+
+    allowed = ["breast_cancer", *NAMED_FILES, "libsvm"]
+    if name not in allowed:
+        raise ConfigError("data", f"The 'data' parameter must be one of {', '.join(allowed)}; got {name!r}.")
+    check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
+    _check_n_features(n_features)
     if name == "breast_cancer":
+        if n_features is not None:
+            raise ConfigError("data.n_features", f"The 'data.n_features' parameter must be null for data=breast_cancer "
+                                                 f"(30 features, not read from a LIBSVM file); got {n_features!r}.")
         return load_breast_cancer()
     if name == "libsvm":
         if not path:
@@ -229,14 +386,12 @@ def load_dataset(name: str, data_dir: str | None = None, path: str | None = None
         if not p.is_file():
             raise ConfigError("data.path", f"The 'data.path' parameter must be an existing file; got {str(p.resolve())!r}.")
         return load_libsvm(p, n_features=n_features, empty_rows=empty_rows)
-    if name not in NAMED_FILES:
-        allowed = ["breast_cancer", *NAMED_FILES, "libsvm"]
-        raise ConfigError("data", f"The 'data' parameter must be one of {', '.join(allowed)}; got {name!r}.")
     file = resolve_data_dir(data_dir) / NAMED_FILES[name]
     if not file.is_file():
         raise ConfigError("data.dir", f"The data set {name!r} was not found: no file {str(file)!r} "
                           f"(set 'data.dir' or ${DATA_DIR_ENV} to the directory holding {NAMED_FILES[name]!r}).")
-    return load_libsvm(file, n_features=NAMED_FEATURES[name], name=name, empty_rows=empty_rows)
+    d = NAMED_FEATURES[name] if n_features is None else n_features
+    return load_libsvm(file, n_features=d, name=name, empty_rows=empty_rows)
 
 
 def split_rows(N: int, n: int, how: str = "shuffle", seed: int = 0) -> list[np.ndarray]:

@@ -18,9 +18,92 @@ from .problems import GLMProblem, Reference, reference_solve
 from .regularizers import make_regularizer
 
 
+def option_keys(cls) -> tuple:
+    """The option keys (``algorithm.<key>``, ``build(options=...)``) method class ``cls`` reads; see conf/algorithm/.
+
+    A method class may set ``option_keys`` itself; else by family: ISGD-type (isgd, sgd, async_isgd) batch and
+    schedule, IASGD-type (iasgd, asgd) batch and rho, DIANA alpha, the others none.
+    """
+    own = getattr(cls, "option_keys", None)
+    if own is not None:
+        return tuple(own)
+    from .methods.iasgd import IASGD
+    from .methods.isgd import ISGD
+    from .methods.peers import DIANA
+
+    if issubclass(cls, IASGD):
+        return ("batch", "rho")
+    if issubclass(cls, ISGD):
+        return ("batch", "schedule")
+    if issubclass(cls, DIANA):
+        return ("alpha",)
+    return ()
+
+
+def _finite(key, value):
+    """``value`` if it is a finite number (check_range lets inf through where there is no upper bound)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not np.isfinite(value):
+        raise ConfigError(key, f"The '{key}' parameter must be a finite number; got {value!r}.")
+    return value
+
+
+def check_bool(key: str, value) -> bool:
+    """``value`` if it is true or false (not a string, not a number).
+
+    Raises
+    ------
+    ConfigError
+        Naming the key and the value.
+    """
+    if not isinstance(value, bool):
+        raise ConfigError(key, f"The '{key}' parameter must be true or false; got {value!r}.")
+    return value
+
+
+def check_options(algorithm: str, options: dict | None) -> dict:
+    """The algorithm's options, checked: only the keys the method reads, each value in its range.
+
+    ``batch`` an integer >= 1; ``schedule`` constant or decreasing; ``rho`` null or a finite number >= 1;
+    ``alpha`` null or a number in (0, 1] (DIANA also needs alpha <= tau, checked when tau is known).
+
+    Raises
+    ------
+    ConfigError
+        An option the method does not read (``algorithm.<key>``, with the ones it reads), or a value out of range.
+    """
+    from .methods import method_class
+
+    options = dict(options or {})
+    keys = option_keys(method_class(algorithm))
+    unknown = [k for k in options if k not in keys]
+    if unknown:
+        raise ConfigError(f"algorithm.{unknown[0]}",
+                          f"The 'algorithm.{unknown[0]}' parameter is not an option of algorithm={algorithm} "
+                          f"(its options: {', '.join(keys) if keys else 'none'}); got {options[unknown[0]]!r}.")
+    if "batch" in options:
+        check_range("algorithm.batch", options["batch"], 1, None, integer=True)
+    if "schedule" in options:
+        check_choice("algorithm.schedule", options["schedule"], ["constant", "decreasing"])
+    if options.get("rho") is not None:
+        _finite("algorithm.rho", check_range("algorithm.rho", options["rho"], 1.0, None))
+    if options.get("alpha") is not None:
+        check_range("algorithm.alpha", options["alpha"], 0.0, 1.0, low_open=True)
+    return options
+
+
 def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_iter, tol, log_every=1, seed=None,
-                 step_rule: str = "theory") -> None:
+                 step_rule: str = "theory", data: str | None = None, lam=None, loss=None, penalty=None, reg=None,
+                 reg_strength=None, reg_l2=None, box=None, split=None, split_seed=None, options=None,
+                 checkpoint_every=None) -> None:
     """Checks that need no data: run them before loading anything.
+
+    The keyword arguments after ``step_rule`` are optional (None: not checked); ``data`` is the data set's name
+    (``quadratic`` has no penalty, loss or rows: a ``lam``, ``loss``, ``penalty``, ``split`` or ``split_seed`` other
+    than the defaults is refused there rather than ignored). Values: lam a finite number > 0 (0 for quadratic);
+    loss logistic or squared; penalty l2 or nonconvex; reg one of none, l1, l2, elastic_net, box, with
+    reg_strength (l1, l2, elastic_net) and reg_l2 (elastic_net) finite numbers >= 0 and 0 where unused, box a pair
+    [lower, upper] of numbers with lower < upper (checked whatever reg is); split shuffle or contiguous;
+    split_seed an integer >= 0; options see :func:`check_options`; checkpoint_every an integer >= 0.
 
     Raises
     ------
@@ -36,13 +119,65 @@ def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_ite
         except (TypeError, ValueError):
             tau_f = tau
         check_range("tau", tau_f, 0.0, 1.0, low_open=True)
-    check_range("step.multiplier", step_multiplier, 0.0, None, low_open=True)
+    _finite("step.multiplier", check_range("step.multiplier", step_multiplier, 0.0, None, low_open=True))
     check_choice("step.rule", step_rule, ["theory", "paper"])
     check_range("max_iter", max_iter, 1, None, integer=True)
-    check_range("tol", tol, 0.0, None, low_open=True)
+    _finite("tol", check_range("tol", tol, 0.0, None, low_open=True))
     check_range("tracking.log_every", log_every, 1, None, integer=True)
     if seed is not None:
         check_range("seed", seed, 0, None, integer=True)
+    if checkpoint_every is not None:
+        check_range("checkpoint.every", checkpoint_every, 0, None, integer=True)
+    if options is not None:
+        check_options(algorithm, options)
+    quadratic = data == "quadratic"
+    if lam is not None:
+        if quadratic:
+            if isinstance(lam, bool) or not isinstance(lam, (int, float)) or lam != 0:
+                raise ConfigError("problem.lam", f"The 'problem.lam' parameter must be 0 for data=quadratic (problem "
+                                                 f"(17) has no penalty: a lambda would be ignored); got {lam!r}.")
+        else:
+            _finite("problem.lam", check_range("problem.lam", lam, 0.0, None, low_open=True))
+    for key, value, allowed, default in (("problem.loss", loss, ["logistic", "squared"], "logistic"),
+                                         ("problem.penalty", penalty, ["l2", "nonconvex"], "l2"),
+                                         ("workers.split", split, ["shuffle", "contiguous"], "shuffle")):
+        if value is None:
+            continue
+        if quadratic and value != default:
+            raise ConfigError(key, f"The '{key}' parameter must be {default} for data=quadratic (problem (17) is "
+                                   f"given per worker: it would be ignored); got {value!r}.")
+        check_choice(key, value, allowed)
+    if split_seed is not None:
+        check_range("workers.split_seed", split_seed, 0, None, integer=True)
+        if quadratic and split_seed != 0:
+            raise ConfigError("workers.split_seed", f"The 'workers.split_seed' parameter must be 0 for data=quadratic "
+                                                    f"(no rows are split: it would be ignored); got {split_seed!r}.")
+    if reg is not None:
+        _check_reg(reg, reg_strength, reg_l2, box)
+
+
+def _check_reg(reg, strength, l2, box) -> None:
+    from .regularizers import NAMES
+
+    check_choice("problem.reg", reg, NAMES)
+    uses = {"none": (), "l1": ("reg_strength",), "l2": ("reg_strength",), "elastic_net": ("reg_strength", "reg_l2"),
+            "box": ("box",)}[reg]
+    for name, value in (("reg_strength", strength), ("reg_l2", l2)):
+        if value is None:
+            continue
+        key = f"problem.{name}"
+        _finite(key, check_range(key, value, 0.0, None))
+        if name not in uses and value != 0:
+            raise ConfigError(key, f"The '{key}' parameter must be 0 with problem.reg={reg} (it is used by "
+                                   f"{'l1, l2 and elastic_net' if name == 'reg_strength' else 'elastic_net'} only: it "
+                                   f"would be ignored); got {value!r}.")
+    if box is not None:   # its shape always (a malformed box breaks the run even when unused), used by box only
+        pair = list(box) if isinstance(box, (list, tuple)) else None
+        if (pair is None or len(pair) != 2
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v != v for v in pair)
+                or not pair[0] < pair[1]):
+            raise ConfigError("problem.box", f"The 'problem.box' parameter must be [lower, upper], two numbers with "
+                                             f"lower < upper; got {box!r}.")
 
 
 @dataclass
@@ -159,14 +294,18 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     Raises
     ------
     ConfigError
-        n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg, or a
-        problem that lacks what the method needs.
+        n > N, block size > d, tau out of [1/m, 1] or tau*m not integer, unknown algorithm or reg, an option the
+        method does not read or out of its range (:func:`check_options`), a problem that lacks what the method needs,
+        or a stepsize that is not a finite number > 0.
+    DataError
+        L, mu or kappa = L/mu of the data would not be finite (``GLMProblem.check_constants``; before the solve).
     """
     from .methods import Context, check_regularizer, method_class
 
     options = dict(options or {})
     check_static(algorithm=algorithm, n=n, block_size=block_size, tau=tau, step_multiplier=step_multiplier,
-                 max_iter=1, tol=1.0, seed=seed, step_rule=step_rule)
+                 max_iter=1, tol=1.0, seed=seed, step_rule=step_rule, options=options, split=split,
+                 split_seed=split_seed, reg=reg, reg_strength=reg_strength, reg_l2=reg_l2, box=box)
     cls = method_class(algorithm)
     check_choice("problem.loss", loss, ["logistic", "squared"])
     check_choice("problem.penalty", penalty, ["l2", "nonconvex"])
@@ -180,6 +319,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
                                      f"(a full-communication baseline); got {tau!r}.")
         tau = 1.0
     tau_f, tau_m = resolve_tau(tau, blocks.m, int(n))
+    if options.get("alpha") is not None:           # DIANA's theory needs alpha <= 1/(omega + 1) = tau
+        check_range("algorithm.alpha", options["alpha"], 0.0, tau_f, high_text="1/(omega+1) = tau", low_open=True)
     regularizer = make_regularizer(reg, reg_strength, *box, l2_strength=reg_l2)
     check_regularizer(algorithm, regularizer)      # before the reference solve
     if problem is None:
@@ -189,6 +330,8 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     ctx = Context(algorithm=algorithm, problem=problem, reference=None, n=int(n), blocks=blocks, tau=tau_f,
                   tau_m=tau_m, step_multiplier=step_multiplier, step_rule=step_rule, seed=int(seed),
                   send_ids=bool(send_ids), options=options, regularizer=regularizer, data=data)
+    if hasattr(problem, "check_constants"):
+        problem.check_constants()                  # L, mu, kappa finite and > 0, before the reference solve
     cls.check(ctx)                                 # what the method needs, before the reference solve
     if reference is None and hasattr(problem, "reference"):
         reference = problem.reference()
@@ -201,6 +344,10 @@ def build(*, algorithm: str, data: Dataset | None = None, lam: float = 0.0, n: i
     ctx.reference = reference
     ctx.x0 = problem.start() if hasattr(problem, "start") else np.zeros(d)
     method, bound = cls.configure(ctx)
+    if not (np.isfinite(method.gamma) and method.gamma > 0):   # a last guard: never run with a NaN/inf/0 step
+        raise ConfigError("step.multiplier", f"The stepsize of algorithm={algorithm} must be a finite number > 0; got "
+                                             f"gamma = {method.gamma!r} (L = {problem.L!r}, mu = {problem.mu!r}, "
+                                             f"step.multiplier = {step_multiplier!r}).")
     method.name = algorithm
     shards, rows = cls.shards(ctx)
     return RunSetup(problem=problem, reference=reference, method=method, bound=bound, x0=ctx.x0, seed=int(seed),

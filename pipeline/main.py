@@ -39,12 +39,11 @@ LOADS = ("client", "on_worker")
 def run_job(cfg: DictConfig) -> dict:
     """Run one job described by ``cfg``; returns its summary (final metrics)."""
     checkpoint = None
+    _anchor_paths(cfg)
     if cfg.get("resume"):   # the stored config and last checkpoint of an earlier run
         cfg, checkpoint = _load_resume(cfg)
     # 1. checks that need no data, and the tracking store, before any work
-    check_static(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
-                 step_multiplier=cfg.step.multiplier, max_iter=cfg.max_iter, tol=cfg.tol,
-                 log_every=cfg.tracking.log_every, seed=cfg.seed, step_rule=cfg.step.get("rule", "theory"))
+    _check_inputs(cfg)
     check_choice("engine", cfg.engine, ENGINES)
     if cfg.engine == "dask" and OmegaConf.is_missing(cfg.cluster, "address"):
         raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
@@ -120,6 +119,54 @@ def run_job(cfg: DictConfig) -> dict:
             raise
         finally:
             logger.end(status)
+
+
+def _check_inputs(cfg) -> None:
+    """The problem's, the workers' and the algorithm's keys, data.* and the flags, checked before any work
+    (``isparse.check_static``; ``_dataset_args``): a value that cannot be used, or would be ignored, is refused."""
+    from isparse.setup import check_bool
+
+    check_static(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
+                 step_multiplier=cfg.step.multiplier, max_iter=cfg.max_iter, tol=cfg.tol,
+                 log_every=cfg.tracking.log_every, seed=cfg.seed, step_rule=cfg.step.get("rule", "theory"),
+                 data=cfg.data.name, lam=cfg.problem.lam, loss=cfg.problem.loss, penalty=cfg.problem.penalty,
+                 reg=cfg.problem.reg, reg_strength=cfg.problem.reg_strength, reg_l2=cfg.problem.reg_l2,
+                 box=OmegaConf.to_object(cfg.problem.box) if OmegaConf.is_config(cfg.problem.box) else cfg.problem.box,
+                 split=cfg.workers.split, split_seed=cfg.workers.split_seed,
+                 options={k: v for k, v in cfg.algorithm.items() if k != "name"})
+    for key, value in (("progress", cfg.get("progress", True)), ("cache", cfg.get("cache", True)),
+                       ("report.auto", cfg.get("report", {}).get("auto", False))):
+        check_bool(key, value)
+    for key, value, nullable in (("tracking.experiment", cfg.tracking.experiment, False),
+                                 ("tracking.run_name", cfg.tracking.get("run_name"), True)):
+        if not (value is None and nullable) and not (isinstance(value, str) and value.strip()):
+            raise ConfigError(key, f"The '{key}' parameter must be a non-empty string{' or null' if nullable else ''}; "
+                                   f"got {value!r}.")
+    _dataset_args(cfg)
+    if not cfg.get("resume"):   # a stored config may hold keys of an older version
+        _check_known_keys(cfg)
+
+
+#: groups whose keys are checked elsewhere (data: _DATA_KEYS, algorithm: its options) or belong to others (cluster)
+_OWN_KEYS = ("algorithm", "data", "cluster", "hydra")
+
+
+def _check_known_keys(cfg) -> None:
+    """A key added with ``+`` that isparse-run does not read (``+problem.lamda=0.1``) would be ignored: refused.
+    The known keys are those of conf/config.yaml."""
+    base = OmegaConf.load(Path(CONF_DIR) / "config.yaml")
+    for key in cfg.keys():
+        if key in _OWN_KEYS:
+            continue
+        if key not in base:
+            raise ConfigError(key, f"The '{key}' parameter is not read by isparse-run (it would be ignored); the keys "
+                                   f"are those of conf/config.yaml: {', '.join(k for k in base if k != 'defaults')}.")
+        if OmegaConf.is_dict(base[key]) and OmegaConf.is_dict(cfg[key]):
+            extra = sorted(set(cfg[key].keys()) - set(base[key].keys()))
+            if extra:
+                raise ConfigError(f"{key}.{extra[0]}", f"The '{key}.{extra[0]}' parameter is not read by isparse-run "
+                                                       f"(it would be ignored); the keys of {key}: "
+                                                       f"{', '.join(base[key].keys())}.")
 
 
 def _send_ids(cfg) -> bool:
@@ -225,6 +272,7 @@ def _load_resume(cfg):
     """
     from .tracking import client_for
 
+    _check_resume_overrides()
     run_id, uri = str(cfg.resume), str(cfg.tracking.uri)
     check_reachable(uri)
     client = client_for(uri)
@@ -249,6 +297,28 @@ def _load_resume(cfg):
     return stored, checkpoint
 
 
+#: what a resumed run takes from this invocation (the rest comes from the run's stored config)
+_RESUME_KEYS = ("resume", "engine", "cluster", "tracking.uri", "progress", "paths", "hydra")
+
+
+def _check_resume_overrides() -> None:
+    """With ``resume=<run id>`` the run's stored config is used: an override of any other key would be ignored.
+
+    Raises
+    ------
+    ConfigError
+        (key ``resume``) naming the first such override and the keys that may be given.
+    """
+    if not HydraConfig.initialized():
+        return
+    for override in HydraConfig.get().overrides.task:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if not any(key == k or key.startswith(k + ".") for k in _RESUME_KEYS):
+            raise ConfigError("resume", f"The 'resume' parameter continues a run with its stored config: only "
+                                        f"engine, cluster.*, tracking.uri, progress and paths.* may be given with it; "
+                                        f"got {override!r} (it would be ignored).")
+
+
 @contextlib.contextmanager
 def _stop_on_signals():
     """SIGINT and SIGTERM end the run as KILLED: the handler raises KeyboardInterrupt and also sets a flag the
@@ -270,14 +340,80 @@ def _stop_on_signals():
             signal.signal(sig, previous)
 
 
-def _dataset_args(cfg) -> dict:
-    """The arguments of ``load_dataset`` for ``cfg.data``, with absolute paths (a Dask worker reads the same file)."""
-    from isparse.data import NAMED_FILES, resolve_data_dir
+#: the keys each kind of data config has (anything else under data.* would be ignored: refused)
+_DATA_KEYS = {"named": {"name", "dir", "lam", "empty_rows", "n_features", "load"},
+              "libsvm": {"name", "path", "n_features", "lam", "empty_rows", "load"},
+              "breast_cancer": {"name", "lam", "load"},
+              "quadratic": {"name", "d", "o", "seed", "lam", "load"}}
 
-    name, path = cfg.data.name, cfg.data.get("path")
-    return {"name": name, "data_dir": str(resolve_data_dir(cfg.data.get("dir"))) if name in NAMED_FILES else None,
-            "path": str(Path(path).expanduser().resolve()) if path else None,
-            "empty_rows": cfg.data.get("empty_rows", "keep"), "n_features": cfg.data.get("n_features")}
+
+def _absolute(path) -> str:
+    """``path`` (``~`` expanded) made absolute against the directory the command ran in (Hydra's
+    ``runtime.cwd``, whatever ``hydra.job.chdir`` says), not the job's working directory."""
+    from hydra.utils import to_absolute_path
+
+    return str(Path(to_absolute_path(str(Path(str(path)).expanduser()))).resolve())
+
+
+def _anchor_paths(cfg) -> None:
+    """A relative ``paths.outputs`` (and a relative ``sqlite:///`` ``tracking.uri``) means the directory the command
+    ran in, as ``hydra.run.dir`` does: with ``hydra.job.chdir=true`` it would otherwise mean the job directory (a
+    second MLflow store and cache there). The default, ``${hydra:runtime.cwd}/outputs``, is absolute already."""
+    if not Path(str(cfg.paths.outputs)).is_absolute():
+        cfg.paths.outputs = _absolute(cfg.paths.outputs)
+    uri = str(cfg.tracking.uri)
+    if uri.startswith("sqlite:///") and not uri[len("sqlite:///"):].startswith("/"):
+        cfg.tracking.uri = "sqlite:///" + _absolute(uri[len("sqlite:///"):])
+
+
+def _dataset_args(cfg) -> dict | None:
+    """The arguments of ``load_dataset`` for ``cfg.data`` (None for data=quadratic), checked before any work, with
+    absolute paths: relative ``data.path``, ``data.dir`` and ``$ISPARSE_DATA_DIR`` mean the directory the command ran
+    in (also with ``hydra.job.chdir=true``), and a Dask worker reads the same file.
+
+    Raises
+    ------
+    ConfigError
+        A key under ``data`` that this data set does not use (it would be ignored), ``data.n_features`` not null or
+        an integer >= 1, ``data.empty_rows`` not keep, drop or error, ``data.seed`` not an integer >= 0 (quadratic),
+        a missing directory or file.
+    """
+    from isparse.data import DATA_DIR_ENV, NAMED_FILES, resolve_data_dir
+    from isparse.data import _check_n_features
+
+    name = cfg.data.name
+    kind = "named" if name in NAMED_FILES else name
+    if kind in _DATA_KEYS:
+        extra = sorted(set(cfg.data.keys()) - _DATA_KEYS[kind])
+        if extra:
+            raise ConfigError(f"data.{extra[0]}", f"The 'data.{extra[0]}' parameter is not used by data={name} (its "
+                                                  f"keys: {', '.join(sorted(_DATA_KEYS[kind]))}); got "
+                                                  f"{cfg.data.get(extra[0])!r}.")
+    if name == "quadratic":
+        check_range("data.seed", cfg.data.get("seed", 0), 0, None, integer=True)
+        return None
+    empty_rows = cfg.data.get("empty_rows", "keep")
+    check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
+    n_features = cfg.data.get("n_features")
+    _check_n_features(n_features)
+    path = None
+    if name == "libsvm":
+        if OmegaConf.is_missing(cfg.data, "path") or not cfg.data.get("path"):
+            raise ConfigError("data.path", "The 'data.path' parameter must name a LIBSVM file for data=libsvm; "
+                                           "got nothing.")
+        path = _absolute(cfg.data.path)
+        if not Path(path).is_file():
+            raise ConfigError("data.path", f"The 'data.path' parameter must be an existing file (relative paths are "
+                                           f"read from the directory the command ran in); got {path!r}.")
+    data_dir = None
+    if name in NAMED_FILES:
+        chosen = cfg.data.get("dir") or os.environ.get(DATA_DIR_ENV)
+        data_dir = str(resolve_data_dir(_absolute(chosen) if chosen else None))
+        file = Path(data_dir) / NAMED_FILES[name]
+        if not file.is_file():
+            raise ConfigError("data.dir", f"The data set {name!r} was not found: no file {str(file)!r} (set 'data.dir' "
+                                          f"or ${DATA_DIR_ENV} to the directory holding {NAMED_FILES[name]!r}).")
+    return {"name": name, "data_dir": data_dir, "path": path, "empty_rows": empty_rows, "n_features": n_features}
 
 
 def _source(cfg, setup) -> str:

@@ -60,8 +60,19 @@ def client_for(uri: str):
 
 
 def experiment_id(client, name: str) -> str:
+    """The id of experiment ``name``, created if missing. A new experiment of a ``sqlite:///`` store keeps its
+    artifacts beside the store (``<directory of the .db>/mlruns/<name>``): MLflow's default, ``./mlruns`` of the
+    current directory, would put them in the job directory with ``hydra.job.chdir=true`` (a second store)."""
     exp = client.get_experiment_by_name(name)
-    return exp.experiment_id if exp is not None else client.create_experiment(name)
+    if exp is not None:
+        return exp.experiment_id
+    location = None
+    if client.tracking_uri.startswith("sqlite:///"):
+        from urllib.parse import quote
+
+        db = Path(client.tracking_uri[len("sqlite:///"):]).resolve()
+        location = (db.parent / "mlruns" / quote(name, safe="")).as_uri()
+    return client.create_experiment(name, artifact_location=location)
 
 
 def flatten(cfg, prefix: str = "") -> dict:

@@ -245,6 +245,55 @@ class GLMProblem:
                        for p in parts]
         self._L_i = None
 
+    def check_constants(self) -> None:
+        """Refuse, before any work, a problem whose L, mu or kappa = L/mu would be infinite, NaN or not positive.
+
+        Cheap (one pass over the non-zeros, no eigenvalue problem): lambda_max(A_i^T A_i) <= ||A_i||_F^2, so
+        L_i <= (n/N) c ||A_i||_F^2 + smoothness(P) and L_example <= c max_i (n l_i/N) max_j ||a_j||^2 + smoothness(P)
+        (c = 1/4 logistic, 1 squared); mu >= lambda for the l2 penalty (the theorems' strong convexity), none is
+        needed for the non-convex one (Theorem 7). If these bounds are finite and lambda is finite and > 0, so are
+        L, mu and kappa.
+
+        Raises
+        ------
+        ConfigError
+            ``problem.lam`` not finite.
+        DataError
+            The bound on L (or L_example) or on kappa overflows float64: the message names the data source, the first
+            row whose squared norm is infinite (else the row of the largest squared norm; with its line when the
+            source is a LIBSVM file) and lambda.
+        """
+        from ..data import data_lines
+        from ..errors import ConfigError, DataError
+
+        if not np.isfinite(self.lam):
+            raise ConfigError("problem.lam", f"The 'problem.lam' parameter must be a finite number > 0; got {self.lam!r}.")
+        A, c, smooth = self.A, self.loss.curvature, self.penalty.smoothness
+        rows = np.repeat(np.arange(self.N), np.diff(A.indptr))
+        with np.errstate(over="ignore", invalid="ignore"):
+            row_sq = np.bincount(rows, weights=A.data * A.data, minlength=self.N)
+            L_up = max(s.scale * c * float(row_sq[p].sum()) for s, p in zip(self.shards, self.parts)) + smooth
+            L_ex = c * max(s.scale * s.l * float(row_sq[p].max(initial=0.0)) for s, p in zip(self.shards, self.parts))
+            L_ex += smooth
+            kappa = max(L_up, L_ex) / self.lam if self.penalty.name == "l2" else 0.0
+        if np.isfinite(L_up) and np.isfinite(L_ex) and np.isfinite(kappa):
+            return
+        bad = np.flatnonzero(~np.isfinite(row_sq))
+        row = int(bad[0]) if bad.size else int(np.argmax(row_sq))
+        src = self.data.source
+        line = ""
+        try:
+            lines = data_lines(src)
+            if lines.size == self.N:      # no rows were dropped: row j is the j-th data line
+                line = f" (line {int(lines[row])})"
+        except OSError:
+            pass
+        what = (f"L <= {L_up:.3g} (L_example <= {L_ex:.3g})" if not (np.isfinite(L_up) and np.isfinite(L_ex)) else
+                f"kappa = L/mu <= {max(L_up, L_ex):.3g}/{self.lam:.3g}")
+        raise DataError(f"{src}: the smoothness constants of this problem overflow float64: {what} is not finite; "
+                        f"row {row + 1}{line} has the squared norm {row_sq[row]:.3g}. L, mu and kappa must be finite and "
+                        f"> 0: rescale the data (or raise problem.lam).")
+
     # -- global objective -------------------------------------------------------------
     def f(self, x: np.ndarray) -> float:
         """f(x) = (1/N) sum_j phi(a_j^T x; b_j) + P(x)."""
