@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -59,9 +60,53 @@ def client_for(uri: str):
     return MlflowClient(tracking_uri=uri)
 
 
-def experiment_id(client, name: str) -> str:
+#: The experiment tag MLflow 3's UI reads for an experiment's kind (``mlflow.experimentKind``; the values are
+#: the UI's ``ExperimentKind`` enum, e.g. ``genai_development``); ``custom_model_development`` is "Machine learning":
+#: the training-runs view (runs table, charts) instead of the generative-AI overview of traces.
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+#: Beside a sqlite store, the experiments' artifacts go to this directory (``<dir of the .db>/mlartifacts/<experiment>``).
+ARTIFACTS_DIR = "mlartifacts"
+#: MLflow's limits: a param value of at most 6000 characters, keys of at most 250.
+MAX_PARAM_VALUE, MAX_KEY = 6000, 250
+
+
+def artifact_location(uri: str | None, experiment: str) -> str | None:
+    """Where a new experiment of the store ``uri`` keeps its runs' artifacts.
+
+    Next to a sqlite file (``sqlite:///<dir>/mlflow.db``): the absolute path ``<dir>/mlartifacts/<experiment>``
+    (characters other than letters, digits, ``.``, ``_`` and ``-`` in the name become ``_``). ``None`` (the
+    default: a tracking server's own artifact root) for any other store. Without it MLflow would use
+    ``./mlruns/<experiment id>`` of whatever directory the creating process ran in.
+    """
+    if not uri or not uri.startswith("sqlite:///"):
+        return None
+    db = uri[len("sqlite:///"):].split("?", 1)[0]
+    if not db or db == ":memory:":
+        return None
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", experiment).strip(".") or "experiment"
+    return str(Path(db).expanduser().resolve().parent / ARTIFACTS_DIR / slug)
+
+
+def experiment_id(client, name: str, uri: str | None = None) -> str:
+    """The id of experiment ``name``, created if missing, tagged ``mlflow.experimentKind=custom_model_development``.
+
+    A new experiment gets its artifact location from :func:`artifact_location` (``uri`` is the store's tracking
+    URI); an existing one keeps its location and gets the kind tag if it lacks it (a kind a user chose is kept).
+    """
+    from mlflow.exceptions import MlflowException
+
     exp = client.get_experiment_by_name(name)
-    return exp.experiment_id if exp is not None else client.create_experiment(name)
+    if exp is None:
+        try:
+            return client.create_experiment(name, artifact_location=artifact_location(uri, name),
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        except MlflowException:   # another process created it in between
+            exp = client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+    if EXPERIMENT_KIND_TAG not in exp.tags:
+        client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return exp.experiment_id
 
 
 def flatten(cfg, prefix: str = "") -> dict:
@@ -98,7 +143,7 @@ class RunLogger:
         from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
         self._setup(uri, flush_seconds, spill_dir, max_buffer, end_grace)
-        self.experiment_id = experiment_id(self.client, experiment)
+        self.experiment_id = experiment_id(self.client, experiment, uri)
         all_tags = dict(tags or {})
         if parent_run_id:
             all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
@@ -116,6 +161,7 @@ class RunLogger:
         self.spill_path = Path(spill_dir or ".") / "unsent_metrics.jsonl"
         self._buffer, self._ops, self._last_flush = [], [], time.monotonic()
         self._retry_at, self._backoff, self.outages = 0.0, 1.0, 0
+        self._truncated = {}   # params stored cut: full key -> full value
 
     @classmethod
     def attach(cls, uri: str, run_id: str, flush_seconds: float = 2.0, spill_dir=None) -> "RunLogger":
@@ -182,11 +228,20 @@ class RunLogger:
         self._do(lambda: self.client.log_artifact(self.run_id, str(path)))
 
     def log_params(self, params: dict) -> None:
+        """Log params (values as ``str``). MLflow keeps at most 6000 characters of a value (250 of a key): a longer
+        one is stored cut, its full key is listed in the tag ``truncated_params`` (comma-separated, with those of
+        earlier calls) and its full value kept in the artifact ``truncated_params.json`` ({key: value})."""
         from mlflow.entities import Param
 
-        items = [Param(str(k)[:250], str(v)[:6000]) for k, v in params.items()]
+        params = {str(k): str(v) for k, v in params.items()}
+        long = {k: v for k, v in params.items() if len(v) > MAX_PARAM_VALUE or len(k) > MAX_KEY}
+        items = [Param(k[:MAX_KEY], v[:MAX_PARAM_VALUE]) for k, v in params.items()]
         for i in range(0, len(items), MAX_PARAMS):
             self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS], synchronous=True)
+        if long:
+            self._truncated.update(long)
+            self.log_dict(self._truncated, "truncated_params.json")
+            self.set_tags({"truncated_params": ",".join(self._truncated)})
 
     def set_tags(self, tags: dict) -> None:
         from mlflow.entities import RunTag
