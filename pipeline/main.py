@@ -29,7 +29,7 @@ from isparse.errors import ConfigError, check_choice, check_range
 
 from .cluster import check_cluster, dask_client
 from .plots import convergence_figure
-from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config
+from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config, ui_link
 
 log = logging.getLogger("isparse")
 ENGINES = ("dask", "inprocess")
@@ -94,7 +94,8 @@ def run_job(cfg: DictConfig) -> dict:
                                      "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
                                      "bound_quantity": bound.quantity, "overrides": overrides},
                                spill_dir=HydraConfig.get().runtime.output_dir)
-        log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
+        log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, run_name, uri,
+                 ui_link(uri, logger.experiment_id, logger.run_id))
         status = "FAILED"
         try:
             summary = _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint)

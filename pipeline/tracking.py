@@ -109,6 +109,20 @@ def experiment_id(client, name: str, uri: str | None = None) -> str:
     return exp.experiment_id
 
 
+def ui_link(uri: str, experiment: str, run_id: str | None = None) -> str:
+    """The address of an experiment's runs view (or of one run) in the MLflow UI, and how to start the UI.
+
+    MLflow 3.17's UI opens an experiment on the view its GenAI / Model training switch selects (kept in the
+    browser; GenAI, the traces overview, until it is clicked), not on its ``mlflow.experimentKind`` tag: the link
+    carries ``workflowType=machine_learning``, which selects the runs view. For an http(s) tracking URI the UI is
+    the server's; otherwise ``mlflow ui`` on 127.0.0.1:5000 for the store.
+    """
+    remote = uri.startswith(("http://", "https://"))
+    base = uri.rstrip("/") if remote else "http://127.0.0.1:5000"
+    link = f"{base}/#/experiments/{experiment}/runs{'/' + run_id if run_id else ''}?workflowType=machine_learning"
+    return link if remote else f"{link} (after: mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000)"
+
+
 def flatten(cfg, prefix: str = "") -> dict:
     """Flatten a nested dict/list config to {'a.b': value}."""
     out = {}
@@ -351,6 +365,7 @@ class SweepParentRun(Callback):
         overrides = list(HydraConfig.get().overrides.task)
         self.logger.set_tags({"sweep_overrides": " ".join(overrides)})
         os.environ[PARENT_ENV] = self.logger.run_id
+        log.info("MLflow sweep run %s; its runs: %s", self.logger.run_id, ui_link(uri, self.logger.experiment_id))
         atexit.register(self._end)
 
     def on_job_end(self, config: DictConfig, job_return, **kwargs) -> None:

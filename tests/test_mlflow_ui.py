@@ -15,7 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from pipeline.main import _metrics
-from pipeline.tracking import RunLogger, artifact_location, experiment_id
+from pipeline.tracking import RunLogger, artifact_location, experiment_id, ui_link
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
 KIND = "mlflow.experimentKind"
@@ -162,3 +162,13 @@ def test_a_param_over_6000_characters_is_marked_and_kept_whole(sweep, tmp_path):
     assert run.data.tags["truncated_params"] == "data.path,sweep.list"
     kept = json.loads(Path(client.download_artifacts(logger.run_id, "truncated_params.json", str(tmp_path))).read_text())
     assert kept == {"data.path": long_a, "sweep.list": long_b}
+
+
+def test_ui_link_selects_the_runs_view():
+    """MLflow 3.17's UI opens an experiment on its GenAI / Model training switch (GenAI until clicked, kept in the
+    browser), so the link isparse-run logs carries workflowType=machine_learning."""
+    assert ui_link("http://127.0.0.1:5001/", "3", "abc") == \
+        "http://127.0.0.1:5001/#/experiments/3/runs/abc?workflowType=machine_learning"
+    assert ui_link("sqlite:////o/mlflow.db", "1") == (
+        "http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning "
+        "(after: mlflow ui --backend-store-uri sqlite:////o/mlflow.db --host 127.0.0.1 --port 5000)")
