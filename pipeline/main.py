@@ -29,7 +29,7 @@ from isparse.errors import ConfigError, check_choice, check_range
 
 from .cluster import check_cluster, dask_client
 from .plots import convergence_figure, plt
-from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config
+from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config, ui_link
 
 log = logging.getLogger("isparse")
 ENGINES = ("dask", "inprocess")
@@ -77,11 +77,7 @@ def run_job(cfg: DictConfig) -> dict:
                       cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
         data_name = data.name
     method, bound = setup.method, setup.bound
-    run_name = cfg.tracking.run_name or f"{method.name}-{data_name}-n{method.n}-b{cfg.blocks.size}-tau{method.tau_m}of{method.blocks.m}"
-    if cfg.step.get("rule", "theory") != "theory":
-        run_name += f"-{cfg.step.rule}"
-    if cfg.step.multiplier != 1:
-        run_name += f"-x{cfg.step.multiplier:g}"
+    run_name = cfg.tracking.run_name or default_run_name(cfg, method, data_name)
     overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""
 
     # 3. the cluster first (an unreachable scheduler fails before any MLflow run), then the MLflow run
@@ -99,7 +95,8 @@ def run_job(cfg: DictConfig) -> dict:
                                      **({"bound_derivation": bound.derivation} if bound.derivation else {}),
                                      "overrides": overrides},
                                spill_dir=HydraConfig.get().runtime.output_dir)
-        log.info("MLflow run %s (%s) in %s", logger.run_id, run_name, uri)
+        log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, run_name, uri,
+                 ui_link(uri, logger.experiment_id, logger.run_id))
         status = "FAILED"
         try:
             summary = _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint)
@@ -169,6 +166,18 @@ def _check_known_keys(cfg) -> None:
                                                        f"{', '.join(base[key].keys())}.")
 
 
+def default_run_name(cfg, method, data_name: str) -> str:
+    """``n<n>-b<b>-tau<tau>-g<multiplier>[<rule>]-s<seed>-<algorithm>-<data>``, e.g. ``n16-b8-tau0.0625-g1-s0-isega-a9a``.
+
+    What differs between the jobs of a sweep comes first (MLflow's runs table cuts long names): n, the block
+    size b, tau = tau_m / m (4 significant digits), the stepsize multiplier (followed by the rule when it is not
+    ``theory``, e.g. ``g1paper``) and the seed; the algorithm and the data set last.
+    """
+    rule = cfg.step.get("rule", "theory")
+    gamma = f"g{float(cfg.step.multiplier):g}" + ("" if rule == "theory" else str(rule))
+    return f"n{method.n}-b{cfg.blocks.size}-tau{method.tau:.4g}-{gamma}-s{cfg.seed}-{method.name}-{data_name}"
+
+
 def _send_ids(cfg) -> bool:
     """``messages.send_ids``, a boolean.
 
@@ -214,7 +223,8 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
         logger.log_metrics({"checkpoint_iteration": ck.t}, step=ck.t)
 
     result = setup.run(pool, max_iter=cfg.max_iter, tol=cfg.tol, log_every=cfg.tracking.log_every,
-                       observer=lambda rec: logger.log_metrics(_metrics(rec, method.n), rec["step"]),
+                       observer=lambda rec: logger.log_metrics(_metrics(rec, method.n, derived["r0"], bound.quantity),
+                                                               rec["step"]),
                        progress=bool(cfg.progress), expected_iter=predicted, should_stop=stop, resume=checkpoint,
                        checkpoint_every=int(cfg.checkpoint.every), on_checkpoint=save_checkpoint)
     np.save(outdir / "x_final.npy", result.x)
@@ -422,11 +432,24 @@ def _source(cfg, setup) -> str:
     return setup.problem.data.source
 
 
-def _metrics(rec: dict, n: int) -> dict:
+def _metrics(rec: dict, n: int, r0: float, quantity: str = "dist_sq") -> dict:
+    """The metrics logged for one record of the master loop.
+
+    Beside the record's values: ``uplink_bytes_per_worker``, and three that read on a linear axis (each only where
+    its arguments are finite and > 0): ``log10_dist_sq_rel`` = log10(dist_sq / r0), ``log10_bound_rel`` =
+    log10(bound / r0) and ``log10_bound_slack`` = log10(bound / rec[quantity]), the bound over the quantity it
+    bounds (``quantity`` = the bound's ``bound_quantity``: dist_sq, subopt, subopt_avg or grad_norm_sq_avg),
+    >= 0 where the measured value is within the bound. ``bound`` itself is left out where it is NaN.
+    """
     out = {k: v for k, v in rec.items() if k != "step"}
     out["uplink_bytes_per_worker"] = rec["uplink_bytes"] / n
-    if not math.isfinite(rec["bound"]):
+    bound, measured = rec["bound"], rec.get(quantity)
+    if not math.isfinite(bound):
         out.pop("bound")
+    for key, num, den in (("log10_dist_sq_rel", rec["dist_sq"], r0), ("log10_bound_rel", bound, r0),
+                          ("log10_bound_slack", bound, measured)):
+        if num is not None and den is not None and 0 < num < math.inf and 0 < den < math.inf:
+            out[key] = math.log10(num) - math.log10(den)
     return out
 
 

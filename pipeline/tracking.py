@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -59,20 +60,70 @@ def client_for(uri: str):
     return MlflowClient(tracking_uri=uri)
 
 
-def experiment_id(client, name: str) -> str:
-    """The id of experiment ``name``, created if missing. A new experiment of a ``sqlite:///`` store keeps its
-    artifacts beside the store (``<directory of the .db>/mlruns/<name>``): MLflow's default, ``./mlruns`` of the
-    current directory, would put them in the job directory with ``hydra.job.chdir=true`` (a second store)."""
-    exp = client.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
-    location = None
-    if client.tracking_uri.startswith("sqlite:///"):
-        from urllib.parse import quote
+#: The experiment tag MLflow 3's UI reads for an experiment's kind (``mlflow.experimentKind``; the values are
+#: the UI's ``ExperimentKind`` enum, e.g. ``genai_development``); ``custom_model_development`` is "Machine learning":
+#: the training-runs view (runs table, charts) instead of the generative-AI overview of traces.
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+#: Beside a sqlite store, the experiments' artifacts go to this directory (``<dir of the .db>/mlartifacts/<experiment>``).
+ARTIFACTS_DIR = "mlartifacts"
+#: MLflow's limits: a param value of at most 6000 characters, keys of at most 250.
+MAX_PARAM_VALUE, MAX_KEY = 6000, 250
 
-        db = Path(client.tracking_uri[len("sqlite:///"):]).resolve()
-        location = (db.parent / "mlruns" / quote(name, safe="")).as_uri()
-    return client.create_experiment(name, artifact_location=location)
+
+def artifact_location(uri: str | None, experiment: str) -> str | None:
+    """Where a new experiment of the store ``uri`` keeps its runs' artifacts.
+
+    Next to a sqlite file (``sqlite:///<dir>/mlflow.db``): the absolute path ``<dir>/mlartifacts/<experiment>``
+    (characters other than letters, digits, ``.``, ``_`` and ``-`` in the name become ``_``). ``None`` (the
+    default: a tracking server's own artifact root) for any other store. Without it MLflow would use
+    ``./mlruns/<experiment id>`` of whatever directory the creating process ran in.
+    """
+    if not uri or not uri.startswith("sqlite:///"):
+        return None
+    db = uri[len("sqlite:///"):].split("?", 1)[0]
+    if not db or db == ":memory:":
+        return None
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", experiment).strip(".") or "experiment"
+    return str(Path(db).expanduser().resolve().parent / ARTIFACTS_DIR / slug)
+
+
+def experiment_id(client, name: str, uri: str | None = None) -> str:
+    """The id of experiment ``name``, created if missing, tagged ``mlflow.experimentKind=custom_model_development``.
+
+    A new experiment gets its artifact location from :func:`artifact_location` (``uri`` is the store's tracking
+    URI; default the client's); an existing one keeps its location and gets the kind tag if it lacks it (a kind a
+    user chose is kept).
+    """
+    from mlflow.exceptions import MlflowException
+
+    uri = uri if uri is not None else getattr(client, "tracking_uri", None)
+
+    exp = client.get_experiment_by_name(name)
+    if exp is None:
+        try:
+            return client.create_experiment(name, artifact_location=artifact_location(uri, name),
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        except MlflowException:   # another process created it in between
+            exp = client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+    if EXPERIMENT_KIND_TAG not in exp.tags:
+        client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return exp.experiment_id
+
+
+def ui_link(uri: str, experiment: str, run_id: str | None = None) -> str:
+    """The address of an experiment's runs view (or of one run) in the MLflow UI, and how to start the UI.
+
+    MLflow 3.17's UI opens an experiment on the view its GenAI / Model training switch selects (kept in the
+    browser; GenAI, the traces overview, until it is clicked), not on its ``mlflow.experimentKind`` tag: the link
+    carries ``workflowType=machine_learning``, which selects the runs view. For an http(s) tracking URI the UI is
+    the server's; otherwise ``mlflow ui`` on 127.0.0.1:5000 for the store.
+    """
+    remote = uri.startswith(("http://", "https://"))
+    base = uri.rstrip("/") if remote else "http://127.0.0.1:5000"
+    link = f"{base}/#/experiments/{experiment}/runs{'/' + run_id if run_id else ''}?workflowType=machine_learning"
+    return link if remote else f"{link} (after: mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000)"
 
 
 def flatten(cfg, prefix: str = "") -> dict:
@@ -109,7 +160,7 @@ class RunLogger:
         from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
         self._setup(uri, flush_seconds, spill_dir, max_buffer, end_grace)
-        self.experiment_id = experiment_id(self.client, experiment)
+        self.experiment_id = experiment_id(self.client, experiment, uri)
         all_tags = dict(tags or {})
         if parent_run_id:
             all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
@@ -127,6 +178,7 @@ class RunLogger:
         self.spill_path = Path(spill_dir or ".") / "unsent_metrics.jsonl"
         self._buffer, self._ops, self._last_flush = [], [], time.monotonic()
         self._retry_at, self._backoff, self.outages = 0.0, 1.0, 0
+        self._truncated = {}   # params stored cut: full key -> full value
 
     @classmethod
     def attach(cls, uri: str, run_id: str, flush_seconds: float = 2.0, spill_dir=None) -> "RunLogger":
@@ -193,11 +245,20 @@ class RunLogger:
         self._do(lambda: self.client.log_artifact(self.run_id, str(path)))
 
     def log_params(self, params: dict) -> None:
+        """Log params (values as ``str``). MLflow keeps at most 6000 characters of a value (250 of a key): a longer
+        one is stored cut, its full key is listed in the tag ``truncated_params`` (comma-separated, with those of
+        earlier calls) and its full value kept in the artifact ``truncated_params.json`` ({key: value})."""
         from mlflow.entities import Param
 
-        items = [Param(str(k)[:250], str(v)[:6000]) for k, v in params.items()]
+        params = {str(k): str(v) for k, v in params.items()}
+        long = {k: v for k, v in params.items() if len(v) > MAX_PARAM_VALUE or len(k) > MAX_KEY}
+        items = [Param(k[:MAX_KEY], v[:MAX_PARAM_VALUE]) for k, v in params.items()]
         for i in range(0, len(items), MAX_PARAMS):
             self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS], synchronous=True)
+        if long:
+            self._truncated.update(long)
+            self.log_dict(self._truncated, "truncated_params.json")
+            self.set_tags({"truncated_params": ",".join(self._truncated)})
 
     def set_tags(self, tags: dict) -> None:
         from mlflow.entities import RunTag
@@ -307,6 +368,7 @@ class SweepParentRun(Callback):
         overrides = list(HydraConfig.get().overrides.task)
         self.logger.set_tags({"sweep_overrides": " ".join(overrides)})
         os.environ[PARENT_ENV] = self.logger.run_id
+        log.info("MLflow sweep run %s; its runs: %s", self.logger.run_id, ui_link(uri, self.logger.experiment_id))
         atexit.register(self._end)
 
     def on_job_end(self, config: DictConfig, job_return, **kwargs) -> None:

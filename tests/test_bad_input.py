@@ -212,9 +212,10 @@ def test_chdir_resolves_relative_paths_against_the_command_directory_and_makes_o
     stores = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("mlflow.db"))
     assert stores == [Path("outputs/mlflow.db")]                       # the default store, and only it
     # the artifacts beside it (MLflow's default ./mlruns would be the job directory's)
-    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("mlruns")) == [Path("outputs/mlruns")]
+    assert not list(tmp_path.rglob("mlruns"))
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("mlartifacts")) == [Path("outputs/mlartifacts")]
     (run,) = runs_in(tmp_path / "outputs")
-    artifacts = tmp_path / "outputs" / "mlruns" / "isparse" / run.info.run_id / "artifacts"
+    artifacts = tmp_path / "outputs" / "mlartifacts" / "isparse" / run.info.run_id / "artifacts"
     assert (artifacts / "x_final.npy").is_file() and (artifacts / "config.yaml").is_file()
     assert run.data.params["data.source"] == str((tmp_path / "sub" / "tiny.svm").resolve())
     assert run.data.params["N"] == "40" and run.data.params["d"] == "3"

@@ -11,6 +11,7 @@ from mlflow.tracking import MlflowClient
 
 from isparse import ConfigError
 from pipeline.main import run_job
+from pipeline.tracking import experiment_id
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
 
@@ -157,7 +158,8 @@ def test_signal_marks_run_killed_and_leaves_no_worker_processes(tmp_path, sig):
     """Ctrl-C (SIGINT) or SIGTERM to isparse-run alone: the run ends KILLED, the LocalCluster's processes are gone."""
     import psutil
 
-    MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").create_experiment("isparse")  # schema made before polling it
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    experiment_id(MlflowClient(uri), "isparse", uri)  # schema made before polling it (artifacts in tmp_path, as isparse-run's)
     proc = subprocess.Popen([CLI, f"paths.outputs={tmp_path}", "progress=false", "algorithm=ibcd", "max_iter=1000000",
                              "tracking.log_every=50"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
+from pipeline.tracking import experiment_id
+
 CLI = str(Path(sys.executable).parent / "isparse-run")
 pytestmark = [pytest.mark.needs_data, pytest.mark.slow]
 
@@ -31,7 +33,7 @@ def _runs(client):
 @pytest.mark.parametrize("algorithm", ["isega", "isaga"])
 def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, algorithm):
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    client.create_experiment("isparse")
+    experiment_id(client, "isparse", f"sqlite:///{tmp_path}/mlflow.db")   # as isparse-run makes it (artifacts in tmp_path)
     common = [f"algorithm={algorithm}", "data=a1a", "workers.n=4", "problem.lam=0.05", "max_iter=1500",
               "tol=1e-300", "checkpoint.every=100", "tracking.log_every=50"]
     _cli(tmp_path, "full", *common)

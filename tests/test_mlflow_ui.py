@@ -1,0 +1,174 @@
+"""What the MLflow UI shows, checked on a real store made by a real sweep (the isparse-run CLI, engine=inprocess).
+
+The experiment opens on the training-runs view (its ``mlflow.experimentKind`` tag), run names start with what
+differs between jobs, the log10 metrics are logged beside the raw ones, and artifacts go next to the sqlite store,
+not to ``./mlruns`` of the directory the command ran in.
+"""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from pipeline.main import _metrics
+from pipeline.tracking import RunLogger, artifact_location, experiment_id, ui_link
+
+CLI = str(Path(sys.executable).parent / "isparse-run")
+KIND = "mlflow.experimentKind"
+
+
+def _cli(out, cwd, *args):
+    proc = subprocess.run([CLI, *args, "engine=inprocess", f"paths.outputs={out}", "progress=false"], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _named_run(out, overrides):
+    """One job in this process (Hydra's compose API, as isparse-run composes it), into the store in ``out``."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from conftest import CONF_DIR
+    from pipeline.main import run_job
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=[f"paths.outputs={out}", "engine=inprocess", "progress=false", *overrides],
+                      return_hydra_config=True)
+    with open_dict(cfg):   # what Hydra sets for a job it runs
+        cfg.hydra.runtime.cwd, cfg.hydra.runtime.output_dir = str(out), str(out / "named")
+    (out / "named").mkdir()
+    HydraConfig.instance().set_config(cfg)
+    run_job(cfg)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """``isparse-run -m engine=inprocess workers.n=2,4 step.multiplier=1,4 max_iter=200``, run from an empty
+    directory that is not the outputs' parent, then one job ``tracking.run_name=my-run`` in this process into the
+    same store; returns (outputs, that directory, client, parent, children, the named run)."""
+    out, cwd = tmp_path_factory.mktemp("out"), tmp_path_factory.mktemp("cwd")
+    _cli(out, cwd, "-m", "workers.n=2,4", "step.multiplier=1,4", "max_iter=200")
+    _named_run(out, ["max_iter=20", "step.multiplier=4", "step.rule=paper", "tracking.run_name=my-run"])
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    exp = client.get_experiment_by_name("isparse")
+    runs = client.search_runs([exp.experiment_id])
+    parent = [r for r in runs if r.data.tags.get("isparse.sweep") == "true"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId")]
+    single = [r for r in runs if r.info.run_id not in {x.info.run_id for x in parent + children}]
+    assert len(parent) == 1 and len(children) == 4 and len(single) == 1
+    assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent[0].info.run_id}
+    return out, cwd, client, parent[0], children, single[0]
+
+
+def test_experiment_opens_on_runs_and_keeps_artifacts_beside_the_store(sweep):
+    out, cwd, client, parent, children, single = sweep
+    exp = client.get_experiment_by_name("isparse")
+    assert exp.tags[KIND] == "custom_model_development"
+    assert exp.artifact_location == str(out / "mlartifacts" / "isparse")
+    for run in [parent, *children, single]:
+        assert run.info.artifact_uri == f"{out}/mlartifacts/isparse/{run.info.run_id}/artifacts"
+    for run in children:   # the files are there, on disk, and MLflow lists them
+        files = {p.name for p in (out / "mlartifacts" / "isparse" / run.info.run_id / "artifacts").iterdir()}
+        assert {"config.yaml", "convergence.png", "x_final.npy"} <= files
+        assert {"config.yaml", "convergence.png"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert list(cwd.iterdir()) == []   # nothing (no mlruns/) where the command ran
+
+
+def test_run_names_start_with_what_differs(sweep):
+    *_, children, single = sweep
+    # breast cancer: d = 30, b = 1, so m = 30; tau = auto = ceil(30/n)/30: 15/30 for n = 2, 8/30 for n = 4
+    assert {c.info.run_name for c in children} == {
+        "n2-b1-tau0.5-g1-s0-isega-breast_cancer", "n2-b1-tau0.5-g4-s0-isega-breast_cancer",
+        "n4-b1-tau0.2667-g1-s0-isega-breast_cancer", "n4-b1-tau0.2667-g4-s0-isega-breast_cancer"}
+    assert single.info.run_name == "my-run"   # as given: no suffix for step.rule=paper or step.multiplier=4
+
+
+def _history(client, run, key):
+    return {m.step: m.value for m in client.get_metric_history(run.info.run_id, key)}
+
+
+def test_log10_metrics_beside_the_raw_values(sweep):
+    _, _, client, parent, children, _ = sweep
+    for run in children:
+        r0, quantity = float(run.data.params["r0"]), run.data.tags["bound_quantity"]
+        dist, bound = _history(client, run, "dist_sq"), _history(client, run, "bound")
+        measured = _history(client, run, quantity)
+        assert sorted(dist) == list(range(0, 201, 10))     # log_every = 10, and the last iteration
+        rel = _history(client, run, "log10_dist_sq_rel")
+        assert sorted(rel) == sorted(dist)
+        for t, v in dist.items():
+            assert rel[t] == pytest.approx(math.log10(v / r0), abs=1e-12)
+        assert rel[0] == pytest.approx(0.0, abs=1e-12)     # x^0 is where r0 is measured
+        bound_rel, slack = _history(client, run, "log10_bound_rel"), _history(client, run, "log10_bound_slack")
+        if run.data.tags["bound_applicable"] == "false":  # 4x Theorem 3's stepsize: no bound, no log10 of it
+            assert float(run.data.params["step.multiplier"]) == 4 and not bound and not bound_rel and not slack
+            continue
+        assert sorted(bound_rel) == sorted(slack) == sorted(bound) == sorted(dist)
+        for t in dist:
+            assert bound_rel[t] == pytest.approx(math.log10(bound[t] / r0), abs=1e-12)
+            assert slack[t] == pytest.approx(math.log10(bound[t] / measured[t]), abs=1e-12)
+            assert slack[t] >= 0, (run.info.run_name, t)   # Theorem 3 holds along the run
+        assert slack[200] > slack[0]   # the iterates contract faster than the bound (1 - gamma mu)^t
+    assert not _history(client, parent, "log10_dist_sq_rel")
+
+
+def test_log10_metrics_are_skipped_where_undefined():
+    rec = {"step": 5, "dist_sq": 0.0, "subopt": 1e-3, "bound": math.nan, "uplink_bytes": 80}
+    out = _metrics(rec, n=2, r0=4.0)
+    assert out["uplink_bytes_per_worker"] == 40 and "bound" not in out
+    assert not {"log10_dist_sq_rel", "log10_bound_rel", "log10_bound_slack"} & set(out)
+    out = _metrics({**rec, "dist_sq": 0.04, "bound": 0.4}, n=2, r0=4.0, quantity="subopt")
+    assert out["log10_dist_sq_rel"] == pytest.approx(-2) and out["log10_bound_rel"] == pytest.approx(-1)
+    assert out["log10_bound_slack"] == pytest.approx(math.log10(0.4 / 1e-3))   # against subopt, the bounded one
+
+
+def test_existing_experiment_gets_the_kind_tag_unless_it_has_one(sweep, tmp_path):
+    uri = f"sqlite:///{sweep[0]}/mlflow.db"   # the sweep's store (a new one takes seconds to create)
+    client = MlflowClient(uri)
+    plain = client.create_experiment("plain", artifact_location=str(tmp_path / "a"))
+    chosen = client.create_experiment("chosen", artifact_location=str(tmp_path / "b"),
+                                      tags={KIND: "genai_development"})
+    assert experiment_id(client, "plain", uri) == plain and experiment_id(client, "chosen", uri) == chosen
+    assert client.get_experiment(plain).tags[KIND] == "custom_model_development"
+    assert client.get_experiment(chosen).tags[KIND] == "genai_development"   # a kind the user chose is kept
+    assert client.get_experiment(plain).artifact_location == str(tmp_path / "a")   # MLflow cannot move it
+
+
+def test_artifact_location_follows_the_sqlite_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert artifact_location(f"sqlite:///{tmp_path}/o/mlflow.db", "paper-tau_sweep") == \
+        str(tmp_path / "o" / "mlartifacts" / "paper-tau_sweep")
+    assert artifact_location("sqlite:///rel/mlflow.db", "a b/c") == str(tmp_path / "rel" / "mlartifacts" / "a_b_c")
+    assert artifact_location("http://127.0.0.1:5000", "isparse") is None   # the server's own artifact root
+    assert artifact_location("sqlite:///:memory:", "isparse") is None
+
+
+def test_a_param_over_6000_characters_is_marked_and_kept_whole(sweep, tmp_path):
+    uri = f"sqlite:///{sweep[0]}/mlflow.db"
+    logger = RunLogger(uri, "params", "long-params", spill_dir=tmp_path)
+    long_a, long_b = "a" * 7000, "0123456789" * 650
+    logger.log_params({"short": 1, "data.path": long_a, "exactly": "x" * 6000})
+    logger.log_params({"sweep.list": long_b})
+    logger.end()
+    client = MlflowClient(uri)
+    run = client.get_run(logger.run_id)
+    assert run.data.params["data.path"] == long_a[:6000] and run.data.params["exactly"] == "x" * 6000
+    assert run.data.params["short"] == "1"
+    assert run.data.tags["truncated_params"] == "data.path,sweep.list"
+    kept = json.loads(Path(client.download_artifacts(logger.run_id, "truncated_params.json", str(tmp_path))).read_text())
+    assert kept == {"data.path": long_a, "sweep.list": long_b}
+
+
+def test_ui_link_selects_the_runs_view():
+    """MLflow 3.17's UI opens an experiment on its GenAI / Model training switch (GenAI until clicked, kept in the
+    browser), so the link isparse-run logs carries workflowType=machine_learning."""
+    assert ui_link("http://127.0.0.1:5001/", "3", "abc") == \
+        "http://127.0.0.1:5001/#/experiments/3/runs/abc?workflowType=machine_learning"
+    assert ui_link("sqlite:////o/mlflow.db", "1") == (
+        "http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning "
+        "(after: mlflow ui --backend-store-uri sqlite:////o/mlflow.db --host 127.0.0.1 --port 5000)")
