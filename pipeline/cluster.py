@@ -132,6 +132,11 @@ def _deploy(kind, cluster_cfg, security):
     return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
 
 
+#: set (to the client's pid) in the environment the LocalCluster's worker processes are spawned with: they ignore
+#: SIGINT from their first import of pipeline.main on
+IGNORE_SIGINT_ENV = "ISPARSE_WORKER_IGNORE_SIGINT"
+
+
 def dask_setup(worker) -> None:
     """Dask preload of the LocalCluster's worker processes (:func:`local_cluster`): they ignore SIGINT.
 
@@ -149,8 +154,12 @@ def dask_setup(worker) -> None:
 
 def local_cluster(*, malloc_trim_threshold=None, **kwargs):
     """A ``distributed.LocalCluster`` of worker processes (``kwargs`` are its own) started with
-    ``MALLOC_TRIM_THRESHOLD_ = malloc_trim_threshold`` (``distributed.nanny.pre-spawn-environ``; None: Dask's 65536)
-    and this module as a worker preload (:func:`dask_setup`: the workers ignore SIGINT).
+    ``MALLOC_TRIM_THRESHOLD_ = malloc_trim_threshold`` (``distributed.nanny.pre-spawn-environ``; None: Dask's 65536).
+
+    Its worker processes ignore SIGINT (a terminal's Ctrl-C signals the whole foreground process group; the
+    client handles it and closes the cluster): from their first import of ``pipeline.main`` when they are spawned
+    here (:data:`IGNORE_SIGINT_ENV`), and through this module as their preload (:func:`dask_setup`, also for the
+    workers a nanny restarts later).
 
     A round allocates and frees the same temporaries every time; with Dask's threshold glibc hands them back to
     the OS and the next round faults the pages in again.
@@ -161,19 +170,23 @@ def local_cluster(*, malloc_trim_threshold=None, **kwargs):
     from distributed import LocalCluster
 
     kwargs.setdefault("preload", [*(dask.config.get("distributed.worker.preload", None) or []), __name__])
-    if malloc_trim_threshold is None:
-        return LocalCluster(processes=True, **kwargs)
     # the nanny prefers this process's environment to its config, and copies its pre-spawn variables into it
-    # (so an earlier cluster of this process would decide): set it here while the workers spawn
-    key, saved = "MALLOC_TRIM_THRESHOLD_", os.environ.get("MALLOC_TRIM_THRESHOLD_")
-    os.environ[key] = str(int(malloc_trim_threshold))
+    # (so an earlier cluster of this process would decide): set them here while the workers spawn.
+    # IGNORE_SIGINT_ENV: a spawned worker re-imports the isparse-run script, whose first lines then ignore SIGINT
+    # (pipeline.main), before the seconds of imports that precede the preload
+    env = {IGNORE_SIGINT_ENV: str(os.getpid())}   # the spawned process checks it is its parent's
+    if malloc_trim_threshold is not None:
+        env["MALLOC_TRIM_THRESHOLD_"] = str(int(malloc_trim_threshold))
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
     try:
         return LocalCluster(processes=True, **kwargs)
     finally:
-        if saved is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @contextlib.contextmanager

@@ -13,15 +13,21 @@ naming its MLflow run id, status and store; Ctrl-C or SIGTERM end it KILLED with
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+
+if os.environ.get("ISPARSE_WORKER_IGNORE_SIGINT") == str(os.getppid()):
+    # a worker process spawned by this script's LocalCluster (pipeline.cluster.local_cluster), re-importing it:
+    # from here on, through the seconds of imports below too, it ignores the terminal's Ctrl-C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 import contextlib
 import json
 import logging
 import math
-import os
 import pickle
 import shlex
-import signal
-import sys
 import threading
 from pathlib import Path
 
@@ -96,7 +102,7 @@ def run_job(cfg: DictConfig) -> dict:
 
     # 3. the cluster first (an unreachable scheduler fails before any MLflow run), then the MLflow run
     end = {}   # the MLflow run's id and status: its last line, printed once the cluster is closed
-    with _end_of_run_line(cfg, end), _stop_on_signals() as stop, _pool(cfg, setup) as pool:
+    with _end_of_run_line(cfg, end), _stop_on_signals() as stop, _pool(cfg, setup, stop) as pool:
         if checkpoint is not None:
             logger = RunLogger.attach(uri, str(cfg.resume), spill_dir=HydraConfig.get().runtime.output_dir)
             logger.set_tags({"resumed_from_iteration": checkpoint.t})
@@ -318,6 +324,18 @@ class _Stop:
         """The loop is over: a signal now interrupts at once."""
         self.polling = False
 
+    @contextlib.contextmanager
+    def deferred(self):
+        """Inside, a signal only sets the flag (a Dask cluster starting: interrupted there, it was left half made,
+        and Dask's exit hook printed its failure); on a normal exit a signal received raises KeyboardInterrupt."""
+        before, self.polling = self.polling, True
+        try:
+            yield
+        finally:
+            self.polling = before
+        if self.signal is not None:
+            raise KeyboardInterrupt(f"signal {self.signal}")
+
 
 @contextlib.contextmanager
 def _stop_on_signals():
@@ -450,27 +468,28 @@ def _load_data(name, data_dir, path, empty_rows, n_features):
 
 
 @contextlib.contextmanager
-def _pool(cfg, setup):
+def _pool(cfg, setup, stop):
+    """The engine's pool; on Dask the cluster and the hosts' actors, made with signals deferred (``stop``)."""
     args = setup.pool_args()
     if cfg.engine == "inprocess":
         yield InProcessPool(*args)
         return
     from isparse.engines.dask import DaskPool
 
-    with dask_client(cfg.cluster) as client:
-        print(f"Dask dashboard: {client.dashboard_link}", flush=True)
-        source = None
-        if cfg.data.get("load", "client") == "on_worker":   # each Dask worker reads its rows of the shared file
-            from isparse.problems.source import ShardSource
+    with contextlib.ExitStack() as stack:
+        with stop.deferred():   # Ctrl-C while the cluster starts and the shards travel: taken once they are done
+            client = stack.enter_context(dask_client(cfg.cluster))
+            print(f"Dask dashboard: {client.dashboard_link}", flush=True)
+            source = None
+            if cfg.data.get("load", "client") == "on_worker":   # each Dask worker reads its rows of the shared file
+                from isparse.problems.source import ShardSource
 
-            source = ShardSource.of(_dataset_args(cfg), setup.rows, setup.shards)
-        pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
-                        worker_timeout=float(cfg.cluster.worker_timeout),
-                        measure_every=int(cfg.cluster.get("measure_every", 50)), source=source)
-        try:
-            yield pool
-        finally:
-            pool.close()
+                source = ShardSource.of(_dataset_args(cfg), setup.rows, setup.shards)
+            pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
+                            worker_timeout=float(cfg.cluster.worker_timeout),
+                            measure_every=int(cfg.cluster.get("measure_every", 50)), source=source)
+            stack.callback(pool.close)
+        yield pool
 
 
 #: conf/ at the root of the checkout (the package is installed editable from it: pip install -e .)

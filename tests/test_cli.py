@@ -298,3 +298,42 @@ def test_resume_command_keeps_where_the_store_is():
     assert resume_command("abc", ["tol=1e-9", "paths.outputs=/a b", "engine=inprocess", "resume=old",
                                   "cluster.n_workers=3", "tracking.uri=http://h:5000"]) == \
         "isparse-run resume=abc 'paths.outputs=/a b' engine=inprocess cluster.n_workers=3 tracking.uri=http://h:5000"
+
+
+def _ignores_sigint(pid) -> bool:
+    """Whether process ``pid`` ignores SIGINT (its SigIgn mask in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            mask = next(int(line.split()[1], 16) for line in fh if line.startswith("SigIgn:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(mask & (1 << (signal.SIGINT - 1)))
+
+
+def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
+    """SIGINT to the process group while the LocalCluster starts (its two worker processes spawned and already
+    ignoring SIGINT, still importing): the client takes it once the cluster is up and closes it quietly (interrupted
+    inside LocalCluster(), the half-made cluster was closed by Dask's exit hook with a traceback); no traceback."""
+    import psutil
+
+    proc = subprocess.Popen([CLI, f"paths.outputs={tmp_path}", "progress=false", "engine=dask", "cluster=local",
+                             "cluster.n_workers=2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            spawned = [c for c in psutil.Process(proc.pid).children(recursive=True)
+                       if any("spawn_main" in a for a in c.cmdline())]
+            if len(spawned) >= 2 and all(_ignores_sigint(c.pid) for c in spawned):
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGINT, out[-3000:]
+    assert "Traceback" not in out and "Exception" not in out and len(lines(out)) <= 8, out
+    last = lines(out)[-1]
+    assert last == "isparse-run: interrupted (SIGINT) before its MLflow run was made: nothing was logged" or \
+        "KILLED (SIGINT, stopped at iteration 0)" in last, out
