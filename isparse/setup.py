@@ -122,7 +122,7 @@ def check_static(*, algorithm: str, n, block_size, tau, step_multiplier, max_ite
     _finite("step.multiplier", check_range("step.multiplier", step_multiplier, 0.0, None, low_open=True))
     check_choice("step.rule", step_rule, ["theory", "paper"])
     check_range("max_iter", max_iter, 1, None, integer=True)
-    _finite("tol", check_range("tol", tol, 0.0, None, low_open=True))
+    _finite("tol", check_range("tol", tol, 0.0, None))   # 0: run all of max_iter
     check_range("tracking.log_every", log_every, 1, None, integer=True)
     if seed is not None:
         check_range("seed", seed, 0, None, integer=True)

@@ -132,30 +132,61 @@ def _deploy(kind, cluster_cfg, security):
     return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
 
 
+#: set (to the client's pid) in the environment the LocalCluster's worker processes are spawned with: they ignore
+#: SIGINT from their first import of pipeline.main on
+IGNORE_SIGINT_ENV = "ISPARSE_WORKER_IGNORE_SIGINT"
+
+
+def dask_setup(worker) -> None:
+    """Dask preload of the LocalCluster's worker processes (:func:`local_cluster`): they ignore SIGINT.
+
+    Ctrl-C in a terminal sends SIGINT to every process of the foreground group, the worker processes too; killed
+    mid-round they made their nannies restart them while the client was closing the cluster, with pages of
+    ``Nanny failed to start`` tracebacks. The client handles the signal and closes the cluster; the workers are
+    ended by their nannies (and exit by themselves when the client process dies).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def local_cluster(*, malloc_trim_threshold=None, **kwargs):
     """A ``distributed.LocalCluster`` of worker processes (``kwargs`` are its own) started with
     ``MALLOC_TRIM_THRESHOLD_ = malloc_trim_threshold`` (``distributed.nanny.pre-spawn-environ``; None: Dask's 65536).
+
+    Its worker processes ignore SIGINT (a terminal's Ctrl-C signals the whole foreground process group; the
+    client handles it and closes the cluster): from their first import of ``pipeline.main`` when they are spawned
+    here (:data:`IGNORE_SIGINT_ENV`), and through this module as their preload (:func:`dask_setup`, also for the
+    workers a nanny restarts later).
 
     A round allocates and frees the same temporaries every time; with Dask's threshold glibc hands them back to
     the OS and the next round faults the pages in again.
     """
     import os
 
+    import dask
     from distributed import LocalCluster
 
-    if malloc_trim_threshold is None:
-        return LocalCluster(processes=True, **kwargs)
+    kwargs.setdefault("preload", [*(dask.config.get("distributed.worker.preload", None) or []), __name__])
     # the nanny prefers this process's environment to its config, and copies its pre-spawn variables into it
-    # (so an earlier cluster of this process would decide): set it here while the workers spawn
-    key, saved = "MALLOC_TRIM_THRESHOLD_", os.environ.get("MALLOC_TRIM_THRESHOLD_")
-    os.environ[key] = str(int(malloc_trim_threshold))
+    # (so an earlier cluster of this process would decide): set them here while the workers spawn.
+    # IGNORE_SIGINT_ENV: a spawned worker re-imports the isparse-run script, whose first lines then ignore SIGINT
+    # (pipeline.main), before the seconds of imports that precede the preload
+    env = {IGNORE_SIGINT_ENV: str(os.getpid())}   # the spawned process checks it is its parent's
+    if malloc_trim_threshold is not None:
+        env["MALLOC_TRIM_THRESHOLD_"] = str(int(malloc_trim_threshold))
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
     try:
         return LocalCluster(processes=True, **kwargs)
     finally:
-        if saved is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @contextlib.contextmanager
@@ -204,6 +235,7 @@ def dask_client(cluster_cfg):
                                 silence_logs=logging.WARNING, security=security,
                                 protocol="tls://" if security is not None else None)
         client = Client(cluster, direct_to_workers=direct, security=security)
+    interrupted = False
     try:
         nworkers = len(client.scheduler_info()["workers"])
         if nworkers == 0:
@@ -211,7 +243,38 @@ def dask_client(cluster_cfg):
         log.info("Dask scheduler %s, %d workers, dashboard %s", client.scheduler.address,
                  len(client.scheduler_info()["workers"]), client.dashboard_link)
         yield client
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        with quiet_teardown(restore=not interrupted):
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+#: the loggers a cluster's teardown writes to: distributed's (workers and nannies closing, connections dropped),
+#: tornado's and asyncio's (callbacks of a client interrupted mid-call)
+TEARDOWN_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+@contextlib.contextmanager
+def quiet_teardown(prefixes=TEARDOWN_LOGGERS, restore: bool = True):
+    """Silence the loggers named by ``prefixes`` (and their children) while a client and its cluster close.
+
+    Closing a cluster logs what was in flight (a stream closed, a worker that took long to stop, after Ctrl-C a
+    callback of the interrupted call); none of it concerns the run, which has ended before. ``restore``: put the
+    levels back on exit (False after an interruption: the process is about to end, and the closed cluster's
+    threads would only repeat it).
+    """
+    manager = logging.Logger.manager
+    names = [n for n in list(manager.loggerDict) if n.split(".")[0] in prefixes] + list(prefixes)
+    saved = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        if restore:
+            for n, level in saved.items():
+                logging.getLogger(n).setLevel(level)

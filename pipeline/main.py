@@ -3,23 +3,38 @@
 It always closes what it opened: the MLflow run ends FINISHED, or FAILED with the reason in the
 tag ``error`` (then the exception is re-raised, so a multirun records the failure and goes on),
 and the Dask cluster it started is closed.
+
+What the terminal shows (:func:`main`, the console script): an override of a key the config does not
+have, with or without ``+``, and every :class:`~isparse.errors.ConfigError` are one line on stderr and
+exit status 2, before any work (the traceback only with ``HYDRA_FULL_ERROR=1``); a run ends with a line
+naming its MLflow run id, status and store; Ctrl-C or SIGTERM end it KILLED with one line that gives the
+``isparse-run resume=<run id>`` command (exit status 130 or 143).
 """
 
 from __future__ import annotations
+
+import os
+import signal
+import sys
+
+if os.environ.get("ISPARSE_WORKER_IGNORE_SIGINT") == str(os.getppid()):
+    # a worker process spawned by this script's LocalCluster (pipeline.cluster.local_cluster), re-importing it:
+    # from here on, through the seconds of imports below too, it ignores the terminal's Ctrl-C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 import contextlib
 import json
 import logging
 import math
-import os
 import pickle
-import signal
+import shlex
 import threading
 from pathlib import Path
 
 import hydra
 import numpy as np
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf
 
 from isparse import build, check_static, load_dataset
@@ -81,7 +96,8 @@ def run_job(cfg: DictConfig) -> dict:
     overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""
 
     # 3. the cluster first (an unreachable scheduler fails before any MLflow run), then the MLflow run
-    with _stop_on_signals() as stop, _pool(cfg, setup) as pool:
+    end = {}   # the MLflow run's id and status: its last line, printed once the cluster is closed
+    with _end_of_run_line(cfg, end), _stop_on_signals() as stop, _pool(cfg, setup, stop) as pool:
         if checkpoint is not None:
             logger = RunLogger.attach(uri, str(cfg.resume), spill_dir=HydraConfig.get().runtime.output_dir)
             logger.set_tags({"resumed_from_iteration": checkpoint.t})
@@ -98,11 +114,18 @@ def run_job(cfg: DictConfig) -> dict:
         log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, run_name, uri,
                  ui_link(uri, logger.experiment_id, logger.run_id))
         status = "FAILED"
+        end.update(run_id=logger.run_id, uri=uri, status=status, client=logger.client)
         try:
             summary = _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint)
             status = "FINISHED"
             return summary
         except BaseException as exc:
+            end["reason"] = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, KeyboardInterrupt):
+                with contextlib.suppress(Exception):   # for the task's exit status and its message
+                    exc.run_id, exc.signal = logger.run_id, stop.signal
+                if stop.signal:
+                    end["reason"] = f"{stop.signal}, {exc}" if str(exc).startswith("stopped at") else stop.signal
             with contextlib.suppress(Exception):
                 logger.set_tags({"error": f"{type(exc).__name__}: {exc}"})
             if isinstance(exc, DivergenceError):   # keep the last finite iterate and the stepsize that broke it
@@ -115,6 +138,7 @@ def run_job(cfg: DictConfig) -> dict:
                 status = "KILLED"
             raise
         finally:
+            end["status"] = status
             logger.end(status)
 
 
@@ -196,6 +220,7 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
     derived, bound, method = setup.derived, setup.bound, setup.method
     outdir = Path(HydraConfig.get().runtime.output_dir)
     predicted = bound.iterations_to(cfg.tol * derived["r0"])
+    _warn_if_predicted_beyond(cfg, bound, derived, predicted)
     if checkpoint is None:   # a resumed run has these already
         logger.log_params({**flatten(resolved_config(cfg)), **derived, "data.source": _source(cfg, setup),
                            "tau_setting": cfg.tau,
@@ -227,6 +252,7 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
                                                                rec["step"]),
                        progress=bool(cfg.progress), expected_iter=predicted, should_stop=stop, resume=checkpoint,
                        checkpoint_every=int(cfg.checkpoint.every), on_checkpoint=save_checkpoint)
+    stop.done()
     np.save(outdir / "x_final.npy", result.x)
     logger.log_artifact(outdir / "x_final.npy")
     last = result.records[-1]
@@ -254,11 +280,43 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
     if not result.converged:
         note = f"max_iter={cfg.max_iter} reached before tol={cfg.tol} (predicted iterations: {predicted})"
         logger.set_tags({"stopped": note})
-        log.warning("%s: %s; dist_sq/r0 = %.3e", run_name, note, last["dist_sq"] / max(derived["r0"], 1e-300))
-    log.info("%s: %d iterations, dist_sq %.3e (bound %.3e), converged=%s, uplink %d B, %.2f s",
-             run_name, result.iterations, last["dist_sq"], last["bound"], result.converged,
+        if cfg.tol > 0:   # tol = 0 asks for all of max_iter
+            log.warning("%s: %s; dist_sq/r0 = %.3e", run_name, note, last["dist_sq"] / max(derived["r0"], 1e-300))
+    log.info("%s: %d iterations, dist_sq %.3e (%s), converged=%s, uplink %d B, %.2f s",
+             run_name, result.iterations, last["dist_sq"], bound_text(bound, last["bound"]), result.converged,
              last["uplink_bytes"], last["wall_s"])
     return summary
+
+
+def bound_text(bound, value: float) -> str:
+    """``bound 1.234e-08``, or why the run has no bound (its tag ``bound_applicable=false``): the reason the
+    method's ``bound`` gives (``NoBound.theorem``), or a stepsize above the theorem's."""
+    from isparse.theory.bound import NoBound
+
+    if math.isfinite(value) or bound.applicable:
+        return f"bound {value:.3e}"
+    if isinstance(bound, NoBound):   # a peer, or a theorem whose assumptions fail: its theorem says why
+        return f"no bound: {bound.theorem}"
+    return (f"no bound: the stepsize gamma = {bound.gamma:.4g} is above the gamma <= {bound.gamma_theory:.4g} "
+            f"of {bound.theorem}")
+
+
+def _warn_if_predicted_beyond(cfg, bound, derived, predicted) -> None:
+    """A warning at start when the theorem's iteration count to ``tol`` (``predicted_iterations``) exceeds
+    ``max_iter``: the run will stop at ``max_iter`` without reaching ``tol`` (not for ``tol=0``, which asks for
+    all of ``max_iter``, nor when no bound applies: ``predicted`` NaN)."""
+    if not cfg.tol > 0 or not predicted > cfg.max_iter:
+        return
+    target, theorem = cfg.tol * derived["r0"], bound.theorem.split(";")[0].split(",")[0]
+    if math.isfinite(predicted):
+        why = f"predicted_iterations = {predicted:,.0f} ({theorem}) to reach tol={cfg.tol:g}"
+    elif bound.neighbourhood >= target:
+        why = (f"the bound ({theorem}) stays above tol * r_0 = {target:.3e} (its neighbourhood: "
+               f"{bound.neighbourhood:.3e}): predicted_iterations = inf to reach tol={cfg.tol:g}")
+    else:
+        why = f"the bound ({theorem}) does not contract: predicted_iterations = inf to reach tol={cfg.tol:g}"
+    log.warning("%s, more than max_iter=%d: the run will stop at max_iter without reaching tol; raise max_iter "
+                "(or tol)", why, cfg.max_iter)
 
 
 def _log_recovery(logger, pool, event):
@@ -329,23 +387,72 @@ def _check_resume_overrides() -> None:
                                         f"got {override!r} (it would be ignored).")
 
 
+class _Stop:
+    """The run's stop flag, set by SIGINT or SIGTERM; the master loop calls it every iteration.
+
+    Attributes
+    ----------
+    signal : str or None
+        The first signal received (``SIGINT``, ``SIGTERM``), None before.
+    polling : bool
+        True once the master loop has asked: from then on, until :meth:`done`, a first signal only sets the flag and
+        the loop ends the run at the end of its iteration, outside any Dask call (a second one interrupts at once).
+    """
+
+    def __init__(self):
+        self.signal, self.polling = None, False
+
+    def __call__(self) -> bool:
+        self.polling = True
+        return self.signal is not None
+
+    def done(self) -> None:
+        """The loop is over: a signal now interrupts at once."""
+        self.polling = False
+
+    @contextlib.contextmanager
+    def deferred(self):
+        """Inside, a signal only sets the flag (a Dask cluster starting: interrupted there, it was left half made,
+        and Dask's exit hook printed its failure); on a normal exit a signal received raises KeyboardInterrupt."""
+        before, self.polling = self.polling, True
+        try:
+            yield
+        finally:
+            self.polling = before
+        if self.signal is not None:
+            raise KeyboardInterrupt(f"signal {self.signal}")
+
+
 @contextlib.contextmanager
 def _stop_on_signals():
-    """SIGINT and SIGTERM end the run as KILLED: the handler raises KeyboardInterrupt and also sets a flag the
-    master loop checks every iteration (so an interrupt swallowed inside a blocking Dask call still stops it)."""
-    flag = {"stop": False}
+    """SIGINT and SIGTERM end the run as KILLED. While the master loop runs, the first one sets the flag the loop
+    checks every iteration (an interrupt raised inside a blocking Dask call would leave Dask's futures half done and
+    its tornado callbacks failing); otherwise, or at the second one, the handler raises KeyboardInterrupt."""
+    stop = _Stop()
 
     def handler(signum, frame):
-        flag["stop"] = True
+        first = stop.signal is None
+        if first:
+            stop.signal = signal.Signals(signum).name
+        if first and stop.polling:
+            return
         raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    def unraisable(info, previous=sys.unraisablehook):
+        # the interrupt raised inside a callback that cannot raise (a gc callback of Dask's): the flag is set,
+        # the loop stops at its first check; no "Exception ignored in ..." traceback
+        if not (isinstance(info.exc_value, KeyboardInterrupt) and stop.signal):
+            previous(info)
 
     installed = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             installed[sig] = signal.signal(sig, handler)
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
     try:
-        yield lambda: flag["stop"]
+        yield stop
     finally:
+        sys.unraisablehook = hook
         for sig, previous in installed.items():
             signal.signal(sig, previous)
 
@@ -355,6 +462,53 @@ _DATA_KEYS = {"named": {"name", "dir", "lam", "empty_rows", "n_features", "load"
               "libsvm": {"name", "path", "n_features", "lam", "empty_rows", "load"},
               "breast_cancer": {"name", "lam", "load"},
               "quadratic": {"name", "d", "o", "seed", "lam", "load"}}
+
+
+#: the overrides a resumed run needs from the interrupted invocation: where the store is, engine and cluster
+_RESUME_COMMAND_KEYS = ("paths.", "tracking.uri", "engine", "cluster", "+cluster", "++cluster")
+
+
+def resume_command(run_id: str, overrides) -> str:
+    """``isparse-run resume=<run_id>`` with the overrides of ``overrides`` (the interrupted invocation's, as typed)
+    that say where the MLflow store is and which engine and cluster ran it, shell-quoted."""
+    keep = [o for o in overrides if o.startswith(_RESUME_COMMAND_KEYS) and not o.startswith("resume=")]
+    return " ".join(["isparse-run", f"resume={run_id}", *map(shlex.quote, keep)])
+
+
+def _checkpoint_iteration(client, run_id):
+    """The iteration of the run's last uploaded checkpoint (its metric ``checkpoint_iteration``), or None."""
+    with contextlib.suppress(Exception):
+        history = client.get_metric_history(run_id, "checkpoint_iteration")
+        if history:
+            return int(max(history, key=lambda m: m.step).value)
+    return None
+
+
+@contextlib.contextmanager
+def _end_of_run_line(cfg, end: dict):
+    """On exit (the cluster closed), one line: the MLflow run id, its status and the store; for a KILLED run why,
+    and the ``isparse-run resume=<run id>`` command (or why it cannot be resumed). ``end`` is filled by the run:
+    ``run_id``, ``uri``, ``status``, ``client`` and, if it raised, ``reason``."""
+    try:
+        yield
+    finally:
+        if end.get("run_id"):
+            run_id, uri, status = end["run_id"], end["uri"], end.get("status", "FAILED")
+            if status == "FINISHED":
+                log.info("MLflow run %s FINISHED in %s", run_id, uri)
+            elif status == "KILLED":
+                overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+                ck = _checkpoint_iteration(end["client"], run_id)
+                if cfg.algorithm.name == "async_isgd":
+                    how = "an asynchronous run cannot be resumed"
+                elif ck is None:
+                    how = (f"it cannot be resumed: no checkpoint yet (checkpoint.every={cfg.checkpoint.every}); "
+                           f"what was logged is kept")
+                else:
+                    how = f"continue it from iteration {ck} with: {resume_command(run_id, overrides)}"
+                log.warning("MLflow run %s KILLED (%s) in %s; %s", run_id, end.get("reason", "interrupted"), uri, how)
+            else:
+                log.error("MLflow run %s FAILED (%s) in %s", run_id, end.get("reason", "?"), uri)
 
 
 def _absolute(path) -> str:
@@ -479,37 +633,246 @@ def _load_data(name, data_dir, path, empty_rows, n_features):
 
 
 @contextlib.contextmanager
-def _pool(cfg, setup):
+def _pool(cfg, setup, stop):
+    """The engine's pool; on Dask the cluster and the hosts' actors, made with signals deferred (``stop``)."""
     args = setup.pool_args()
     if cfg.engine == "inprocess":
         yield InProcessPool(*args)
         return
     from isparse.engines.dask import DaskPool
 
-    with dask_client(cfg.cluster) as client:
-        print(f"Dask dashboard: {client.dashboard_link}", flush=True)
-        source = None
-        if cfg.data.get("load", "client") == "on_worker":   # each Dask worker reads its rows of the shared file
-            from isparse.problems.source import ShardSource
+    with contextlib.ExitStack() as stack:
+        with stop.deferred():   # Ctrl-C while the cluster starts and the shards travel: taken once they are done
+            client = stack.enter_context(dask_client(cfg.cluster))
+            print(f"Dask dashboard: {client.dashboard_link}", flush=True)
+            source = None
+            if cfg.data.get("load", "client") == "on_worker":   # each Dask worker reads its rows of the shared file
+                from isparse.problems.source import ShardSource
 
-            source = ShardSource.of(_dataset_args(cfg), setup.rows, setup.shards)
-        pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
-                        worker_timeout=float(cfg.cluster.worker_timeout),
-                        measure_every=int(cfg.cluster.get("measure_every", 50)), source=source)
-        try:
-            yield pool
-        finally:
-            pool.close()
+                source = ShardSource.of(_dataset_args(cfg), setup.rows, setup.shards)
+            pool = DaskPool(client, *args, snapshot_every=int(cfg.cluster.snapshot_every),
+                            worker_timeout=float(cfg.cluster.worker_timeout),
+                            measure_every=int(cfg.cluster.get("measure_every", 50)), source=source)
+            stack.callback(pool.close)
+        yield pool
 
 
 #: conf/ at the root of the checkout (the package is installed editable from it: pip install -e .)
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 
+#: mappings whose keys are free: they are passed as they are to a cluster class (SLURMCluster's, KubeCluster's
+#: keyword arguments, asyncssh.connect's, the Nanny's, the Scheduler's), so ``+<mapping>.<key>=value`` adds a key
+OPEN_MAPPINGS = ("cluster.options", "cluster.connect_options", "cluster.worker_options", "cluster.scheduler_options")
+#: combinations of swept config-group options composed to check a sweep's keys (more: the first ones)
+MAX_CHECKED_COMBINATIONS = 64
+
+
+def _config_groups(config_dir: str) -> set:
+    """The config groups of ``config_dir`` (its subdirectories holding .yaml files, as ``a`` or ``a/b``)."""
+    root = Path(config_dir)
+    return {str(p.parent.relative_to(root)) for p in root.rglob("*.yaml") if p.parent != root}
+
+
+def _unknown_key(tree, key: str, added=()) -> str | None:
+    """Why ``key`` (a dotted path) is not a key of ``tree`` (a composed config as plain containers), or None if it
+    is (or lies under a key in ``added``)."""
+    if any(key == a or key.startswith(a + ".") for a in added):
+        return None
+    node, where = tree, []
+    for part in key.split("."):
+        parent = ".".join(where) or "the config"
+        if isinstance(node, dict):
+            if part not in node:
+                known = ", ".join(str(k) for k in node if not (not where and k == "hydra")) or "none"
+                hint = (f" ({parent} goes as it is to the cluster class: add a key with +{key}=...)"
+                        if ".".join(where) in OPEN_MAPPINGS else "")
+                return f"{'.'.join([*where, part])} is not a key of {parent}; known: {known}{hint}"
+            node = node[part]
+        elif isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                return f"{'.'.join([*where, part])} is not an item of {parent} (a list of {len(node)})"
+            node = node[int(part)]
+        else:
+            return f"{key} is not a key: {parent} is a value ({node!r}), not a group of keys"
+        where.append(part)
+    return None
+
+
+def check_overrides(overrides, multirun: bool = False, config_dir: str | None = None) -> None:
+    """Refuse an override of a key the config does not have, with or without ``+``, before Hydra runs anything.
+
+    ``key=value`` must name a key of the composed config, composed with the overrides' config-group choices (in a
+    multirun every combination of the swept ones, and of the groups an experiment's ``hydra.sweeper.params``
+    sweeps; at most :data:`MAX_CHECKED_COMBINATIONS`). ``+key=value`` and ``++key=value`` may add a key only under
+    :data:`OPEN_MAPPINGS` (``+cluster.options.queue=normal``); ``+key`` of a key that exists is refused too (set it
+    without ``+``). Config-group overrides (``+experiment=<name>``, ``cluster=slurm``), deletions (``~key``) and
+    ``hydra.*`` are Hydra's. What this cannot judge (a malformed override, an unknown group option, a glob sweep) is
+    left to Hydra's own error.
+
+    Parameters
+    ----------
+    overrides : list of str
+        The command line's overrides, as typed (``workers.n=16``, ``+experiment=quick``, ``tau=1/n,2/n``).
+    multirun : bool
+        ``-m``: expand the config-group sweeps.
+    config_dir : str, optional
+        The primary config's directory (default :data:`CONF_DIR`).
+
+    Raises
+    ------
+    ConfigError
+        Naming the key, its parent and the parent's known keys: ``workers.N is not a key of workers; known: n,
+        split, split_seed``.
+    """
+    import itertools
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    config_dir = str(config_dir or CONF_DIR)
+    parser = OverridesParser.create()
+    try:
+        parsed = parser.parse_overrides(list(overrides))
+    except Exception:   # noqa: BLE001 - Hydra reports a malformed override itself
+        return
+    groups = _config_groups(config_dir)
+    group_ovs = [o for o in parsed if o.key_or_group in groups and not o.is_hydra_override()]
+    key_ovs = [o for o in parsed if o.key_or_group not in groups and not o.is_hydra_override() and not o.is_delete()]
+    if not key_ovs:
+        return
+
+    def combinations(ovs):
+        lists = []
+        for o in ovs:
+            if not o.is_sweep_override():
+                lists.append([o.input_line])
+            elif multirun and o.is_discrete_sweep() and o.value_type.name != "GLOB_CHOICE_SWEEP":
+                lists.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
+            else:
+                return None
+        return [list(c) for c in itertools.islice(itertools.product(*lists), MAX_CHECKED_COMBINATIONS)]
+
+    combos = combinations(group_ovs)
+    if combos is None:
+        return
+    given = combos[0]
+    try:
+        with initialize_config_dir(config_dir=config_dir, version_base="1.3", job_name="isparse-run"):
+            first = compose("config", overrides=combos[0], return_hydra_config=multirun)
+            if multirun:   # an experiment's own sweep may choose other options of the groups not set here
+                params = first.hydra.sweeper.get("params")
+                params = OmegaConf.to_container(params, resolve=False) if params else {}
+                cli = {o.key_or_group for o in group_ovs}
+                more = combinations(parser.parse_overrides(
+                    [f"{k}={v}" for k, v in params.items() if k in groups and k not in cli]))
+                if more is None:
+                    return
+                combos = [a + b for a in combos for b in more][:MAX_CHECKED_COMBINATIONS]
+            trees = [OmegaConf.to_container(first if c == given else compose("config", overrides=c), resolve=False)
+                     for c in combos]
+    except Exception:   # noqa: BLE001 - an unknown group option etc.: Hydra's own message names it
+        return
+
+    def where(i):
+        return f" (with {' '.join(combos[i])})" if len(combos) > 1 and combos[i] else ""
+
+    added = [o.key_or_group for o in key_ovs if o.is_add() or o.is_force_add()]
+    for o in key_ovs:
+        key = o.key_or_group
+        adding = o.is_add() or o.is_force_add()
+        if adding and any(key.startswith(m + ".") for m in OPEN_MAPPINGS):
+            continue
+        whys = [_unknown_key(t, key, () if adding else added) for t in trees]
+        bad = [i for i, w in enumerate(whys) if w is not None]
+        if bad:
+            raise ConfigError(key, whys[bad[0]] + where(bad[0]))
+        if o.is_add():
+            raise ConfigError(key, f"{key} is already a key of the config: set it without +: {o.input_line[1:]}")
+
+
+def _full_error() -> bool:
+    return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
+
+
+def _error_line(exc: BaseException) -> None:
+    """The one line of a bad input, on stderr."""
+    print(f"isparse-run: error: {exc}", file=sys.stderr, flush=True)
+
+
+#: what the jobs of this process ended with: the exit status of a sweep whose jobs all failed on their config is 2
+_FAILURES = {"config": 0, "other": 0}
+
+
+class _ReportedConfigError(ConfigError, CompactHydraException):
+    """A job's ConfigError in a sweep, its line already printed: the job fails as any other (the sweep goes on and
+    records it), and Hydra shows the one line again, without a traceback, when the sweep ends."""
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def main(cfg: DictConfig):
+def _app(cfg: DictConfig):
+    """The Hydra task: one job. A ConfigError is one line (exit status 2 at once in a single run; in a sweep the
+    job fails and the sweep goes on); Ctrl-C or SIGTERM exit with status 128 + the signal's number."""
+    from hydra.types import RunMode
+
     np.seterr(over="ignore")
-    return run_job(cfg)
+    try:
+        return run_job(cfg)
+    except ConfigError as exc:
+        _FAILURES["config"] += 1
+        if _full_error():
+            raise
+        _error_line(exc)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            raise _ReportedConfigError(exc.key, f"isparse-run: error: {exc}") from None
+        sys.exit(2)
+    except KeyboardInterrupt as exc:
+        name = getattr(exc, "signal", None) or (str(exc).split()[-1] if str(exc).startswith("signal ") else "SIGINT")
+        if not getattr(exc, "run_id", None):
+            print(f"isparse-run: interrupted ({name}) before its MLflow run was made: nothing was logged",
+                  file=sys.stderr, flush=True)
+        sys.exit(128 + int(getattr(signal.Signals, name, signal.SIGINT)))
+    except Exception:
+        _FAILURES["other"] += 1
+        raise
+
+
+#: the command-line flags after which Hydra composes no run of conf/config.yaml (nothing to check)
+_NO_RUN_FLAGS = ("help", "hydra_help", "info", "shell_completion", "experimental_rerun", "config_path",
+                 "config_name", "config_dir")
+
+
+def main() -> None:
+    """The console script ``isparse-run``: Hydra's command line (``--help`` for the app's help).
+
+    Unknown keys in the overrides (:func:`check_overrides`) and every ConfigError of a job are one line on stderr
+    and exit status 2, before any work; with ``HYDRA_FULL_ERROR=1`` the traceback comes first.
+    """
+    from hydra._internal.utils import get_args_parser   # Hydra's own parser: the same reading of the command line
+
+    args, _ = get_args_parser().parse_known_args()
+    if not any(getattr(args, flag, None) for flag in _NO_RUN_FLAGS):
+        try:
+            check_overrides(args.overrides, multirun=bool(args.multirun))
+        except ConfigError as exc:
+            if _full_error():
+                import traceback
+
+                traceback.print_exc()
+            _error_line(exc)
+            sys.exit(2)
+    try:
+        _app()
+    except SystemExit as exc:   # Hydra exits 1 after a failed sweep: 2 when every failed job failed on its config
+        if exc.code == 1 and _FAILURES["config"] and not _FAILURES["other"]:
+            sys.exit(2)
+        raise
+    except ConfigError as exc:  # HYDRA_FULL_ERROR=1: Hydra re-raised it
+        import traceback
+
+        traceback.print_exc()
+        _error_line(exc)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

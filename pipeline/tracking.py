@@ -400,7 +400,9 @@ class SweepParentRun(Callback):
             if not self.completed:      # a job failed (Hydra then skips on_multirun_end) or the sweep was interrupted
                 log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
                             logger.run_id, logger.run_id)
-            logger.end("FAILED" if self.failed else ("FINISHED" if self.completed else "KILLED"))
+            status = "FAILED" if self.failed else ("FINISHED" if self.completed else "KILLED")
+            logger.end(status)
+            log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
             os.environ.pop(PARENT_ENV, None)
 
 

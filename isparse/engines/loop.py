@@ -46,7 +46,7 @@ class RunResult:
         The last (measured) iterate.
     iterations : int
     converged : bool
-        dist_sq <= tol * r_0 was reached.
+        dist_sq <= tol * r_0 was reached (never with tol = 0, which runs all of max_iter).
     records : list of dict
         The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s, the
         engine's counters; ``lyapunov`` where the theorem has one, ``subopt_avg`` for ISGD, ``delay_mean`` and
@@ -148,7 +148,7 @@ class MasterLoop:
         self.method, self.engine, self.problem, self.ref, self.bound, self.opt = method, engine, problem, reference, bound, options
         self.x = np.array(x0, dtype=float)
         self.r0 = float(np.sum((self.x - reference.x_star) ** 2))
-        self.target = options.tol * self.r0
+        self.target = options.tol * self.r0 if options.tol > 0 else -math.inf   # tol = 0: never stops early
         self.n, self.d = method.n, problem.d
         self.uplink = np.zeros(self.n, dtype=np.int64)
         self.models_sent = 0

@@ -1,0 +1,339 @@
+"""What a user sees in the terminal (issue 12): the real ``isparse-run`` in a subprocess, the real conf/ composed
+with Hydra's compose API, a real sqlite MLflow store under tmp_path and, for Ctrl-C, a real LocalCluster on
+127.0.0.1."""
+
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+
+from conftest import CONF_DIR
+from isparse import ConfigError
+from pipeline.main import bound_text, check_overrides, resume_command
+
+CLI = str(Path(sys.executable).parent / "isparse-run")
+TINY = ["engine=inprocess", "progress=false", "checkpoint.every=0"]   # breast cancer (569 x 30), n = 4
+
+
+def cli(tmp_path, *args, env=None, timeout=120):
+    flags = [a for a in args if a.startswith("-")]
+    overrides = [a for a in args if not a.startswith("-")]
+    return subprocess.run([CLI, *flags, f"paths.outputs={tmp_path}", *overrides], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def lines(text):
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def store(tmp_path):
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.get_experiment_by_name("isparse")
+    return client, (client.search_runs([exp.experiment_id]) if exp else [])
+
+
+# -- 1. a bad input: one line, exit status 2 -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("override, message, full_error", [
+    ("tol=-1", "isparse-run: error: The 'tol' parameter must be in [0, inf]; got -1.", True),     # before any data
+    ("workers.n=570", "isparse-run: error: The 'workers.n' parameter must be in [1, N (rows of the data set) = 569]; "
+                      "got 570.", False),                                                        # after loading it
+])
+def test_config_error_is_one_line_and_status_2(tmp_path, override, message, full_error):
+    proc = cli(tmp_path, *TINY, override)
+    assert proc.returncode == 2
+    assert lines(proc.stderr) == [message] and lines(proc.stdout) == []
+    assert not (tmp_path / "mlflow.db").exists() or store(tmp_path)[1] == []     # no MLflow run was made
+    if not full_error:
+        return
+    full = cli(tmp_path, *TINY, override, env={"HYDRA_FULL_ERROR": "1"})
+    assert full.returncode == 2
+    assert "Traceback (most recent call last)" in full.stderr and "isparse.errors.ConfigError" in full.stderr
+    assert lines(full.stderr)[-1] == message
+
+
+def test_config_error_in_a_sweep_fails_its_job_and_the_sweep_goes_on(tmp_path):
+    proc = cli(tmp_path, "-m", *TINY, "tol=-1,1e-4", "max_iter=20")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    error = "isparse-run: error: The 'tol' parameter must be in [0, inf]; got -1."
+    assert error in lines(proc.stderr)                     # the job's line, when it failed
+    client, runs = store(tmp_path)
+    parent = [r for r in runs if r.data.tags.get("isparse.sweep")]
+    children = [r for r in runs if not r.data.tags.get("isparse.sweep")]
+    assert len(parent) == 1 and parent[0].info.status == "FAILED" and parent[0].data.tags["failed_jobs"] == "1"
+    assert [(c.data.params["tol"], c.info.status) for c in children] == [("0.0001", "FINISHED")]   # the other ran
+    assert f"parent MLflow run {parent[0].info.run_id} FAILED in sqlite:///{tmp_path}/mlflow.db" in proc.stdout
+
+
+# -- 3. unknown keys, with or without + ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("override", ["workers.N=16", "+workers.N=16"])
+def test_unknown_key_is_refused_naming_the_known_ones(tmp_path, override):
+    proc = cli(tmp_path, *TINY, override)
+    assert proc.returncode == 2
+    assert lines(proc.stderr) == ["isparse-run: error: workers.N is not a key of workers; known: n, split, split_seed"]
+    assert lines(proc.stdout) == [] and not (tmp_path / "mlflow.db").exists()
+
+
+def _known(path):
+    """The keys of conf/<path>.yaml as the file lists them (without its defaults list)."""
+    return [k for k in OmegaConf.load(CONF_DIR / f"{path}.yaml") if k != "defaults"]
+
+
+@pytest.mark.parametrize("overrides, multirun, key, parent", [
+    (["+workers.N=16"], False, "workers.N", "workers"),
+    (["++workers.N=16"], False, "workers.N", "workers"),
+    (["workers.N=4,16"], True, "workers.N", "workers"),
+    (["algorithm.schedule=decreasing"], False, "algorithm.schedule", "algorithm"),   # isega has no schedule
+    (["algorithm=isgd,isega", "algorithm.schedule=decreasing"], True, "algorithm.schedule", "algorithm"),
+    (["data.dir=/x"], False, "data.dir", "data"),                                     # breast cancer is bundled
+    (["cluster=slurm", "cluster.options.queue=normal"], False, "cluster.options.queue", "cluster.options"),
+    (["tracking.URI=x"], False, "tracking.URI", "tracking"),
+])
+def test_unknown_keys_in_the_overrides(overrides, multirun, key, parent):
+    with pytest.raises(ConfigError) as err:
+        check_overrides(overrides, multirun=multirun)
+    assert err.value.key == key
+    assert str(err.value).startswith(f"{key} is not a key of {parent}; known: ")
+    known = {"workers": "n, split, split_seed", "algorithm": "name", "data": ", ".join(_known("data/breast_cancer")),
+             "cluster.options": ", ".join(OmegaConf.load(CONF_DIR / "cluster/slurm.yaml").options),
+             "tracking": ", ".join(OmegaConf.load(CONF_DIR / "config.yaml").tracking)}[parent]
+    assert f"known: {known}" in str(err.value)
+
+
+def test_a_key_that_exists_is_refused_with_plus():
+    with pytest.raises(ConfigError, match=r"^workers.n is already a key of the config: set it without \+: workers.n=16$"):
+        check_overrides(["+workers.n=16"])
+
+
+@pytest.mark.parametrize("overrides, multirun", [
+    (["+experiment=quick"], True),                                                       # README: the experiments
+    (["+experiment=table99", "workers.n=10", "seed=0,1,2"], True),
+    (["+experiment=isgd_vs_sgd", "algorithm.schedule=decreasing"], True),   # its sweep: isgd and sgd, both have it
+    (["cluster=slurm", "cluster.jobs=4", "cluster.options.cores=4", "+cluster.options.queue=normal",
+      "+cluster.options.account=myproject", "data=a9a", "workers.n=64"], False),          # README: SLURM
+    (["cluster=ssh", "cluster.hosts=[head,node1,node2]", "+cluster.connect_options.username=me"], False),   # SSH
+    (["algorithm=isgd", "algorithm.schedule=decreasing", "data=libsvm", "data.path=/x", "cluster.address=tcp://h:1",
+      "hydra.run.dir=/tmp/x", "~resume"], False),
+])
+def test_documented_overrides_are_accepted(overrides, multirun):
+    check_overrides(overrides, multirun=multirun)
+
+
+def test_plus_keys_reach_the_config(tmp_path):
+    """A documented + key composes through the CLI (--cfg job: Hydra composes and prints, nothing runs)."""
+    proc = cli(tmp_path, "--cfg=job", "cluster=slurm", "+cluster.options.queue=normal")
+    assert proc.returncode == 0, proc.stderr
+    assert OmegaConf.create(proc.stdout).cluster.options.queue == "normal"
+
+
+# -- 4, 5, 6. tol=0, the start-up warning, the end-of-run line ----------------------------------------------------
+
+def test_tol_zero_runs_all_of_max_iter():
+    """The library: tol = 0 is accepted and never stops early (the same run with tol = 1e-8 stops well before)."""
+    from isparse import build
+    from isparse.problems import QuadraticProblem
+    from isparse.setup import check_static
+
+    check_static(algorithm="ibgd", n=4, block_size=1, tau=1.0, step_multiplier=1.0, max_iter=10, tol=0)
+    s = build(problem=QuadraticProblem(d=10, o=10, n=4, seed=0), algorithm="ibgd", n=4, block_size=1, tau=1.0)
+    early = s.run(max_iter=5000, tol=1e-8)
+    assert early.converged and early.iterations < 5000
+    full = s.run(max_iter=5000, tol=0)
+    assert full.iterations == 5000 and not full.converged
+
+
+def test_tol_zero_end_line_and_no_bound_reason(tmp_path):
+    """tol=0 on the CLI runs all of max_iter; the last lines name the run, its store, and why there is no bound."""
+    proc = cli(tmp_path, *TINY, "tol=0", "max_iter=300", "algorithm=diana")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = store(tmp_path)
+    (run,) = runs
+    assert run.info.status == "FINISHED" and run.data.metrics["iterations"] == 300
+    assert run.data.tags["bound_applicable"] == "false"
+    reason = run.data.tags["bound_theorem"]
+    out = lines(proc.stdout)
+    assert f"(no bound: {reason})" in out[-2] and "nan" not in out[-2]
+    assert out[-1].endswith(f"MLflow run {run.info.run_id} FINISHED in sqlite:///{tmp_path}/mlflow.db")
+    assert "WARNING" not in proc.stdout       # tol = 0 asks for max_iter: no 'predicted > max_iter', no 'not reached'
+
+
+def test_bound_text():
+    from isparse.theory.bound import LinearBound, NoBound
+
+    assert bound_text(LinearBound("Theorem 3 (ISEGA)", "dist_sq", 0.5, 0.5, True, 0.9, 1.0), 0.125) == "bound 1.250e-01"
+    above = LinearBound("Theorem 3 (ISEGA), arXiv:1901.09437", "dist_sq", gamma_theory=0.01, gamma=4.0,
+                        applicable=False, rate=0.9, initial=1.0)
+    assert bound_text(above, math.nan) == ("no bound: the stepsize gamma = 4 is above the gamma <= 0.01 of "
+                                           "Theorem 3 (ISEGA), arXiv:1901.09437")
+    assert bound_text(NoBound("no theorem covers ef21", 0.1, 0.1), math.nan) == "no bound: no theorem covers ef21"
+
+
+def test_warning_at_start_when_the_theorem_predicts_more_than_max_iter(tmp_path):
+    proc = cli(tmp_path, *TINY, "max_iter=40", "tracking.log_every=10")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = store(tmp_path)[1]
+    predicted = run.data.metrics["predicted_iterations"]
+    assert 40 < predicted < math.inf
+    out = lines(proc.stdout)
+    warn = [i for i, line in enumerate(out) if "more than max_iter=40" in line]
+    summary = [i for i, line in enumerate(out) if ": 40 iterations, dist_sq" in line]
+    assert len(warn) == 1 and len(summary) == 1 and warn[0] < summary[0]   # said at start, before the run's end
+    assert f"predicted_iterations = {predicted:,.0f} (Theorem 3 (ISEGA)) to reach tol=1e-08" in out[warn[0]]
+    assert out[-1].endswith(f"MLflow run {run.info.run_id} FINISHED in sqlite:///{tmp_path}/mlflow.db")
+
+
+@pytest.mark.parametrize("tol, max_iter, neighbourhood, warned", [
+    (1e-8, 100, 0.0, "predicted_iterations = 1,764 (Theorem 3 (ISEGA)) to reach tol=1e-08, more than max_iter=100"),
+    (1e-8, 1764, 0.0, None),                 # exactly enough
+    (1e-8, 100, 1e-6, "stays above tol * r_0 = 2.000e-08 (its neighbourhood: 1.000e-06): predicted_iterations = inf"),
+    (0.0, 100, 0.0, None),                   # tol = 0: all of max_iter is what was asked
+])
+def test_start_up_warning(caplog, tol, max_iter, neighbourhood, warned):
+    from isparse.theory.bound import LinearBound
+    from pipeline.main import _warn_if_predicted_beyond
+
+    # bound(t) = 0.99^t * 1 + neighbourhood <= tol * r_0 = 2e-8 first at t = ceil(ln(2e-8) / ln(0.99)) = 1764
+    bound = LinearBound("Theorem 3 (ISEGA), arXiv:1901.09437", "dist_sq", 0.1, 0.1, True, rate=0.99, initial=1.0,
+                        neighbourhood=neighbourhood)
+    cfg = OmegaConf.create({"tol": tol, "max_iter": max_iter})
+    predicted = bound.iterations_to(tol * 2.0)
+    with caplog.at_level("WARNING", logger="isparse"):
+        _warn_if_predicted_beyond(cfg, bound, {"r0": 2.0}, predicted)
+    text = [r.getMessage() for r in caplog.records if r.name == "isparse"]
+    if warned is None:
+        assert text == []
+    else:
+        assert len(text) == 1 and warned in text[0]
+
+
+# -- 7. --help ------------------------------------------------------------------------------------------------------
+
+def test_help_describes_the_app_and_hides_common(tmp_path):
+    proc = cli(tmp_path, "--help")
+    assert proc.returncode == 0
+    text = proc.stdout
+    assert text.startswith("isparse-run: run a distributed optimization method with independent sparsification")
+    assert "powered by Hydra" not in text and "_common" not in text
+    assert "cluster: address, kubernetes, local, slurm, ssh\n" in text
+    for command in ("isparse-run -m algorithm=isega,ibcd", "isparse-run -m +experiment=tau_sweep", "mlflow ui"):
+        assert command in text
+    assert "sqlite:///<paths.outputs>/mlflow.db" in text and "$" + "PWD" in text
+
+
+@pytest.mark.parametrize("kind", ["local", "address", "ssh", "slurm", "kubernetes"])
+def test_every_cluster_config_composes(compose, kind):
+    """Each cluster option is conf/cluster_common.yaml (outside the group: no cluster=_common) with its own keys."""
+    assert sorted(p.stem for p in (CONF_DIR / "cluster").glob("*.yaml")) == ["address", "kubernetes", "local",
+                                                                             "slurm", "ssh"]
+    own = OmegaConf.load(CONF_DIR / "cluster" / f"{kind}.yaml")
+    assert list(own.defaults) == ["/cluster_common@_here_", "_self_"]
+    del own["defaults"]
+    expected = OmegaConf.merge(OmegaConf.load(CONF_DIR / "cluster_common.yaml"), own)
+    got = compose([f"cluster={kind}"]).cluster
+    assert OmegaConf.to_container(got) == OmegaConf.to_container(expected)
+    assert got.snapshot_every == 50 and got.timeout == {"slurm": 600, "kubernetes": 600}.get(kind, 10)
+
+
+# -- 2. Ctrl-C during a Dask run -----------------------------------------------------------------------------------
+
+def test_ctrl_c_during_a_dask_run(tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it (the Dask worker processes get it too):
+    a few lines, the last one with the run id, KILLED and the resume command; no Nanny or tornado tracebacks; the
+    MLflow run KILLED with what it logged; no worker process left."""
+    import psutil
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    experiment = client.create_experiment("isparse")   # the schema, before polling it
+    proc = subprocess.Popen([CLI, f"paths.outputs={tmp_path}", "progress=false", "engine=dask", "cluster=local",
+                             "cluster.n_workers=2", "algorithm=ibcd", "max_iter=1000000", "tracking.log_every=50",
+                             "checkpoint.every=100"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline, run = time.time() + 60, None
+        while time.time() < deadline:   # until it iterates and has a checkpoint
+            runs = client.search_runs([experiment])
+            if runs and runs[0].data.metrics.get("checkpoint_iteration", 0) >= 100:
+                run = runs[0]
+                break
+            time.sleep(0.5)
+        assert run is not None, "the run did not start iterating"
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) >= 2                       # the Dask worker processes
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGINT, out[-3000:]
+    text = lines(out)
+    assert len(text) <= 8, out
+    for noise in ("Traceback", "Nanny", "tornado", "NameError", "Exception"):
+        assert noise not in out, out
+    run_id = run.info.run_id
+    killed = text[-1]
+    assert f"MLflow run {run_id} KILLED (SIGINT, stopped at iteration " in killed
+    assert killed.endswith(f"with: isparse-run resume={run_id} paths.outputs={tmp_path} engine=dask cluster=local "
+                           f"cluster.n_workers=2")
+    ck = int(re.search(r"continue it from iteration (\d+)", killed).group(1))
+    after = client.get_run(run_id)
+    assert after.info.status == "KILLED" and "KeyboardInterrupt" in after.data.tags["error"]
+    assert ck == after.data.metrics["checkpoint_iteration"] and ck % 100 == 0 and ck >= 100
+    assert len(client.get_metric_history(run_id, "dist_sq")) >= 3       # what was logged is kept
+    assert "checkpoint.pkl" in {a.path for a in client.list_artifacts(run_id)}
+    time.sleep(1.0)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_resume_command_keeps_where_the_store_is():
+    assert resume_command("abc", ["tol=1e-9", "paths.outputs=/a b", "engine=inprocess", "resume=old",
+                                  "cluster.n_workers=3", "tracking.uri=http://h:5000"]) == \
+        "isparse-run resume=abc 'paths.outputs=/a b' engine=inprocess cluster.n_workers=3 tracking.uri=http://h:5000"
+
+
+def _ignores_sigint(pid) -> bool:
+    """Whether process ``pid`` ignores SIGINT (its SigIgn mask in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            mask = next(int(line.split()[1], 16) for line in fh if line.startswith("SigIgn:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(mask & (1 << (signal.SIGINT - 1)))
+
+
+def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
+    """SIGINT to the process group while the LocalCluster starts (its two worker processes spawned and already
+    ignoring SIGINT, still importing): the client takes it once the cluster is up and closes it quietly (interrupted
+    inside LocalCluster(), the half-made cluster was closed by Dask's exit hook with a traceback); no traceback."""
+    import psutil
+
+    proc = subprocess.Popen([CLI, f"paths.outputs={tmp_path}", "progress=false", "engine=dask", "cluster=local",
+                             "cluster.n_workers=2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            spawned = [c for c in psutil.Process(proc.pid).children(recursive=True)
+                       if any("spawn_main" in a for a in c.cmdline())]
+            if len(spawned) >= 2 and all(_ignores_sigint(c.pid) for c in spawned):
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGINT, out[-3000:]
+    assert "Traceback" not in out and "Exception" not in out and len(lines(out)) <= 8, out
+    last = lines(out)[-1]
+    assert last == "isparse-run: interrupted (SIGINT) before its MLflow run was made: nothing was logged" or \
+        "KILLED (SIGINT, stopped at iteration 0)" in last, out
