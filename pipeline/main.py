@@ -293,12 +293,12 @@ def bound_text(bound, value: float) -> str:
     method's ``bound`` gives (``NoBound.theorem``), or a stepsize above the theorem's."""
     from isparse.theory.bound import NoBound
 
-    if math.isfinite(value) or bound.applicable:
-        return f"bound {value:.3e}"
+    if math.isfinite(value) or bound.applicable:   # a bound on another quantity (IASGD: subopt) says which
+        return f"bound {value:.3e}" if bound.quantity == "dist_sq" else f"bound on {bound.quantity} {value:.3e}"
     if isinstance(bound, NoBound):   # a peer, or a theorem whose assumptions fail: its theorem says why
         return f"no bound: {bound.theorem}"
-    return (f"no bound: the stepsize gamma = {bound.gamma:.4g} is above the gamma <= {bound.gamma_theory:.4g} "
-            f"of {bound.theorem}")
+    limit = bound.gamma_max if bound.gamma_max is not None else bound.gamma_theory
+    return f"no bound: the stepsize gamma = {bound.gamma:.4g} is above the gamma <= {limit:.4g} of {bound.theorem}"
 
 
 def _warn_if_predicted_beyond(cfg, bound, derived, predicted) -> None:

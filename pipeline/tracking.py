@@ -68,6 +68,16 @@ EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_de
 ARTIFACTS_DIR = "mlartifacts"
 #: MLflow's limits: a param value of at most 6000 characters, keys of at most 250.
 MAX_PARAM_VALUE, MAX_KEY = 6000, 250
+#: MLflow's limit on a tag value (``mlflow.utils.validation.MAX_TAG_VAL_LENGTH``)
+MAX_TAG_VALUE = 8000
+
+
+def _cut(value: str, limit: int) -> str:
+    """``value`` if it fits in ``limit`` characters, else its start and ``... [cut: <length> characters]``."""
+    if len(value) <= limit:
+        return value
+    mark = f" ... [cut: {len(value)} characters]"
+    return value[:limit - len(mark)] + mark
 
 
 def artifact_location(uri: str | None, experiment: str) -> str | None:
@@ -261,9 +271,11 @@ class RunLogger:
             self.set_tags({"truncated_params": ",".join(self._truncated)})
 
     def set_tags(self, tags: dict) -> None:
+        """Set tags (values as ``str``). MLflow keeps at most 8000 characters of a tag value: a longer one (a long
+        error message) is cut and ends with ``... [cut: <length> characters]``, so the cut shows."""
         from mlflow.entities import RunTag
 
-        items = [RunTag(str(k), str(v)[:5000]) for k, v in tags.items()]
+        items = [RunTag(str(k), _cut(str(v), MAX_TAG_VALUE)) for k, v in tags.items()]
         for i in range(0, len(items), MAX_PARAMS):
             chunk = items[i:i + MAX_PARAMS]
             self._do(lambda chunk=chunk: self.client.log_batch(self.run_id, tags=chunk, synchronous=True))

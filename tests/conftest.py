@@ -15,6 +15,40 @@ os.environ["ISPARSE_DATA_DIR"] = str(DATA_DIR)
 CONF_DIR = ROOT / "conf"
 
 
+def _checkout_entries() -> set[str] | None:
+    """What ``git status --porcelain --ignored`` lists in the checkout (bytecode caches and pytest's cache left out),
+    or None outside a git checkout."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--ignored"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return {line for line in out.stdout.splitlines() if "__pycache__" not in line and ".pytest_cache" not in line}
+
+
+def pytest_sessionstart(session):
+    session.config._checkout_before = _checkout_entries()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The test session must leave the checkout as it found it (tests write under their tmp_path): an entry that
+    ``git status --porcelain --ignored`` did not list before (an ``mlruns/`` of MLflow's default artifact location,
+    an ``outputs/``) fails the session."""
+    before = getattr(session.config, "_checkout_before", None)
+    after = _checkout_entries()
+    if before is None or after is None:
+        return
+    new = sorted(after - before)
+    if new:
+        session.config.get_terminal_writer().line(
+            f"the test session changed the checkout {ROOT}: {', '.join(new)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_collection_modifyitems(config, items):
     if not (DATA_DIR / "mushrooms").is_file():
         skip = pytest.mark.skip(reason=f"the shared LIBSVM files are not at {DATA_DIR} (set ISPARSE_DATA_DIR)")

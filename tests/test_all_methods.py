@@ -179,6 +179,7 @@ def test_iasgd_mean_subopt_under_bound(quadratic):
     _mean_under_bound(s, 400)
 
 
+@pytest.mark.slow   # 40 s: in the slow run (keeps the default run under 10 minutes)
 def test_shared_data_isaga_converges_on_heterogeneous_data_under_theorem2(hetero):
     """Alg. 4 learns every grad psi_j(x*): it reaches x* without Assumption 2; mean over 20 seeds <= Theorem 2."""
     s = build(algorithm="isaga_shared", **hetero)

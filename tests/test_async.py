@@ -26,6 +26,7 @@ def test_simulated_async_is_reproducible_and_converges_on_quadratic(quadratic):
     assert last["uplink_bytes"] == a.iterations * s.method.tau_m * 8
 
 
+@pytest.mark.slow   # 25 s: in the slow run; the default run keeps the simulated asynchronous one
 def test_dask_async_converges_and_logs_delays(dask_client, quadratic):
     s = build(algorithm="async_isgd", problem=quadratic, n=6, block_size=1, step_multiplier=0.5)
     res = s.run(DaskPool(dask_client, *s.pool_args()), max_iter=30000, tol=1e-8, log_every=500)

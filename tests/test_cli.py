@@ -176,6 +176,13 @@ def test_bound_text():
     assert bound_text(above, math.nan) == ("no bound: the stepsize gamma = 4 is above the gamma <= 0.01 of "
                                            "Theorem 3 (ISEGA), arXiv:1901.09437")
     assert bound_text(NoBound("no theorem covers ef21", 0.1, 0.1), math.nan) == "no bound: no theorem covers ef21"
+    # the limit named is the theorem's own (Theorem 5: 1/(L(3/n + tau)), not its rule's 1/(L(tau + 4/n)))
+    above5 = LinearBound("Theorem 5 (ISAGA)", "dist_sq", gamma_theory=0.01, gamma=4.0, applicable=False, rate=0.9,
+                         initial=1.0, gamma_max=0.02)
+    assert bound_text(above5, math.nan).startswith("no bound: the stepsize gamma = 4 is above the gamma <= 0.02 ")
+    # a bound on another quantity than dist_sq (IASGD's subopt) is printed with its name beside dist_sq
+    iasgd = LinearBound("Theorem 8 (IASGD)", "subopt", 0.5, 0.5, True, 0.9, 1.0, source="derived", derivation="x")
+    assert bound_text(iasgd, 0.125) == "bound on subopt 1.250e-01"
 
 
 def test_warning_at_start_when_the_theorem_predicts_more_than_max_iter(tmp_path):
@@ -252,8 +259,10 @@ def test_ctrl_c_during_a_dask_run(tmp_path):
     MLflow run KILLED with what it logged; no worker process left."""
     import psutil
 
+    from pipeline.tracking import experiment_id
+
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    experiment = client.create_experiment("isparse")   # the schema, before polling it
+    experiment = experiment_id(client, "isparse")   # the schema, before polling it (artifacts beside it, as isparse-run's)
     proc = subprocess.Popen([CLI, f"paths.outputs={tmp_path}", "progress=false", "engine=dask", "cluster=local",
                              "cluster.n_workers=2", "algorithm=ibcd", "max_iter=1000000", "tracking.log_every=50",
                              "checkpoint.every=100"],

@@ -172,3 +172,14 @@ def test_ui_link_selects_the_runs_view():
     assert ui_link("sqlite:////o/mlflow.db", "1") == (
         "http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning "
         "(after: mlflow ui --backend-store-uri sqlite:////o/mlflow.db --host 127.0.0.1 --port 5000)")
+
+
+def test_a_tag_over_8000_characters_shows_its_cut(sweep, tmp_path):
+    uri = f"sqlite:///{sweep[0]}/mlflow.db"
+    logger = RunLogger(uri, "params", "long-tags", spill_dir=tmp_path)
+    logger.set_tags({"error": "e" * 9000, "fits": "f" * 8000})
+    logger.end()
+    tags = MlflowClient(uri).get_run(logger.run_id).data.tags
+    assert tags["fits"] == "f" * 8000                               # up to MLflow's limit, whole
+    assert len(tags["error"]) == 8000 and tags["error"].endswith(" ... [cut: 9000 characters]")
+    assert tags["error"].startswith("e" * 7000)

@@ -153,7 +153,7 @@ def test_unreachable_scheduler_names_cluster_address(compose, tmp_path):
     assert store(tmp_path)[1] == []   # the cluster is reached before any MLflow run is made
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_signal_marks_run_killed_and_leaves_no_worker_processes(tmp_path, sig):
     """Ctrl-C (SIGINT) or SIGTERM to isparse-run alone: the run ends KILLED, the LocalCluster's processes are gone."""
     import psutil
@@ -191,6 +191,7 @@ def test_every_algorithm_and_data_set_has_a_config():
     assert set(NAMED_FILES) | {"breast_cancer", "libsvm", "quadratic"} == {p.stem for p in (CONF_DIR / "data").glob("*.yaml")}
 
 
+@pytest.mark.slow   # 20 s: with the other resume tests (tests/test_resume.py) in the slow run
 def test_resuming_a_finished_run_is_refused_and_leaves_it_finished(tmp_path):
     cli(tmp_path, "engine=inprocess", "max_iter=50")
     client, runs = store(tmp_path)
