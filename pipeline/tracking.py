@@ -55,9 +55,26 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
 
 
 def client_for(uri: str):
+    """An ``MlflowClient`` for ``uri``. For a ``sqlite:///`` store, the store's schema is made (or migrated) while an
+    exclusive lock on ``<db>.lock`` is held, so processes that open a fresh store at once (two sweeps started
+    together, the jobs of a parallel launcher) wait for the first instead of racing on MLflow's migration (which
+    failed the second with ``CommandError: Online migration expected to match one row`` and could leave the store
+    unreadable). Stores on one host only: for several hosts use an ``mlflow server``."""
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri=uri)
+    db = uri[len("sqlite:///"):].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
+    if db in ("", ":memory:"):
+        return MlflowClient(tracking_uri=uri)
+    import fcntl
+
+    db = Path(db)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:   # MlflowClient opens the store when made: that creates or migrates its schema
+            return MlflowClient(tracking_uri=uri)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 #: The experiment tag MLflow 3's UI reads for an experiment's kind (``mlflow.experimentKind``; the values are

@@ -147,8 +147,14 @@ class DaskPool:
     def __init__(self, client, method, shards, x0, *, snapshot_every: int = 50, worker_timeout: float = 60.0,
                  measure_every: int = 50, on_recovery=None, source=None):
         addresses = list(client.scheduler_info()["workers"])
+        if not addresses:   # the client's view may lag (seen once under load): ask the scheduler to wait for one
+            try:
+                client.wait_for_workers(1, timeout=float(worker_timeout))
+            except (TimeoutError, OSError):
+                pass
+            addresses = list(client.scheduler_info()["workers"])
         if not addresses:
-            raise RuntimeError("the Dask cluster has no workers")
+            raise RuntimeError(f"the Dask cluster has no workers (waited {float(worker_timeout):g} s for one)")
         self.client, self.method, self.shards, self.x0 = client, method, shards, np.asarray(x0)
         self.source = source
         self.snapshot_every, self.worker_timeout, self.on_recovery = int(snapshot_every), float(worker_timeout), on_recovery

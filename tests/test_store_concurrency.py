@@ -1,0 +1,32 @@
+"""Two sweeps started together on a fresh sqlite store (issue 14): MLflow's schema migration raced, one sweep
+lost its parent run (Hydra only warned: "on_multirun_start raised CommandError: Online migration expected to
+match one row"); pipeline.tracking.client_for now makes the schema under a file lock."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+pytestmark = pytest.mark.slow   # two real sweeps at once, about 25 s
+
+CLI = str(Path(sys.executable).with_name("isparse-run"))
+
+
+def test_two_sweeps_on_a_fresh_store_each_get_their_parent(tmp_path):
+    procs = [subprocess.Popen([CLI, "-m", "engine=inprocess", "workers.n=2,4", "max_iter=100", "progress=false",
+                               f"paths.outputs={tmp_path}/out", f"hydra.sweep.dir={tmp_path}/sweep{k}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+             for k in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+        assert "CommandError" not in out and "migration" not in out.lower(), out[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path}/out/mlflow.db")       # the store opens afterwards
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    parents = [r for r in runs if r.data.tags.get("isparse.sweep") == "true"]
+    assert len(parents) == 2 and all(r.info.status == "FINISHED" for r in runs)
+    for parent in parents:
+        children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+        assert sorted(c.data.params["workers.n"] for c in children) == ["2", "4"]
