@@ -253,6 +253,19 @@ def test_every_cluster_config_composes(compose, kind):
 
 # -- 2. Ctrl-C during a Dask run -----------------------------------------------------------------------------------
 
+def _ctrl_c(proc) -> str:
+    """SIGINT to the process group of ``proc`` (as a terminal's Ctrl-C); its output, after checking it exited on it."""
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, out[-3000:]
+    return out
+
+
+def _kill_if_running(proc) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def test_ctrl_c_during_a_dask_run(tmp_path):
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it (the Dask worker processes get it too):
     a few lines, the last one with the run id, KILLED and the resume command; no Nanny or tornado tracebacks; the
@@ -278,12 +291,9 @@ def test_ctrl_c_during_a_dask_run(tmp_path):
         assert run is not None, "the run did not start iterating"
         children = psutil.Process(proc.pid).children(recursive=True)
         assert len(children) >= 2                       # the Dask worker processes
-        os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
+        out = _ctrl_c(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 128 + signal.SIGINT, out[-3000:]
+        _kill_if_running(proc)
     text = lines(out)
     assert len(text) <= 8, out
     for noise in ("Traceback", "Nanny", "tornado", "NameError", "Exception"):
@@ -336,12 +346,9 @@ def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
             if len(spawned) >= 2 and all(_ignores_sigint(c.pid) for c in spawned):
                 break
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
+        out = _ctrl_c(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 128 + signal.SIGINT, out[-3000:]
+        _kill_if_running(proc)
     assert "Traceback" not in out and "Exception" not in out and len(lines(out)) <= 8, out
     last = lines(out)[-1]
     assert last == "isparse-run: interrupted (SIGINT) before its MLflow run was made: nothing was logged" or \
