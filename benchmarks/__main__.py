@@ -1,4 +1,7 @@
-"""``python -m benchmarks [--quick] [--only 1,2,...] [--out docs/benchmarks.md]``: run the suite, write the doc."""
+"""``python -m benchmarks [--quick] [--only 1,2,...] [--merge JSON] [--out docs/benchmarks.md]``: run the suite, write the doc.
+
+``--merge outputs/benchmarks.json`` keeps the items of an earlier run that this run does not measure (the doc's
+table of runs names which items come from which run, its commit, date and load)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=",".join(ITEMS), help="comma-separated items to run (1..6; 6 is the d = 10^6 problem)")
     p.add_argument("--out", default="docs/benchmarks.md")
     p.add_argument("--no-netns", action="store_true", help="skip the bandwidth-limited runs (they need root)")
+    p.add_argument("--merge", metavar="JSON", help="keep the other items of an earlier run's outputs/benchmarks.json")
     p.add_argument("--render", metavar="JSON", help="only re-render the doc from a run's outputs/benchmarks.json")
     args = p.parse_args(argv)
     if args.render:
@@ -31,6 +35,13 @@ def main(argv=None) -> int:
     started = time.time()
     ctx = doc.context(quick=args.quick)
     results, errors = {}, {}
+    if args.merge:
+        saved = json.loads(Path(args.merge).read_text())
+        runs = saved["context"].get("runs") or [_run_row(saved["context"], sorted(saved["results"]))]
+        keep = {k: v for k, v in saved["results"].items() if k not in only}
+        results.update(keep)
+        ctx["runs"] = [dict(r, items=[i for i in r["items"] if i in keep]) for r in runs]
+        ctx["runs"] = [r for r in ctx["runs"] if r["items"]]
     for item in only:
         t0 = time.time()
         try:
@@ -41,6 +52,8 @@ def main(argv=None) -> int:
         print(f"[benchmarks] item {item} took {time.time() - t0:.0f} s", flush=True)
     ctx["duration_s"] = time.time() - started
     ctx["load_after"] = doc.load_average()
+    if args.merge:
+        ctx["runs"].append(_run_row(ctx, only))
     text = doc.render(ctx, results, errors)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -49,6 +62,13 @@ def main(argv=None) -> int:
     Path("outputs/benchmarks.json").write_text(json.dumps({"context": ctx, "results": results, "errors": errors}, default=str, indent=1))
     print(f"[benchmarks] wrote {out} in {ctx['duration_s']:.0f} s", flush=True)
     return 1 if errors else 0
+
+
+def _run_row(ctx: dict, items) -> dict:
+    """Which items a run measured, with its commit, date, load and duration (for a merged doc)."""
+    return {"items": list(items), "date": ctx["date"], "commit": ctx["versions"].get("git commit", "?"),
+            "load_before": ctx.get("load_before", "?"), "load_after": ctx.get("load_after", "?"),
+            "duration_s": ctx.get("duration_s", 0)}
 
 
 def _item1(args):

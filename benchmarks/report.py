@@ -39,6 +39,14 @@ def render(ctx: dict, results: dict, errors: dict) -> str:
                           ["duration of this run", f"{ctx.get('duration_s', 0) / 60:.1f} min"]]
               + [[k, val] for k, val in v.items()]),
         "",
+    ]
+    if ctx.get("runs"):
+        out += ["Items merged from several runs (`--merge`): each item's numbers come from the run named here, and",
+                "its ratios from within that run.", "",
+                table(["items", "date", "git commit", "load before", "load after", "duration"],
+                      [[", ".join(r["items"]), r["date"], r["commit"], r["load_before"], r["load_after"],
+                        f"{r['duration_s'] / 60:.1f} min"] for r in ctx["runs"]]), ""]
+    out += [
         "## Goals",
         "",
     ]
