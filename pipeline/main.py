@@ -699,7 +699,8 @@ def _unknown_key(tree, key: str, added=()) -> str | None:
     return None
 
 
-def check_overrides(overrides, multirun: bool = False, config_dir: str | None = None) -> None:
+def check_overrides(overrides, multirun: bool = False, config_dir: str | None = None,
+                    config_name: str = "config") -> None:
     """Refuse an override of a key the config does not have, with or without ``+``, before Hydra runs anything.
 
     ``key=value`` must name a key of the composed config, composed with the overrides' config-group choices (in a
@@ -718,6 +719,8 @@ def check_overrides(overrides, multirun: bool = False, config_dir: str | None = 
         ``-m``: expand the config-group sweeps.
     config_dir : str, optional
         The primary config's directory (default :data:`CONF_DIR`).
+    config_name : str
+        The primary config (``config``; isparse-plan's is ``plan``, conf/config.yaml plus ``plan.*``).
 
     Raises
     ------
@@ -759,7 +762,7 @@ def check_overrides(overrides, multirun: bool = False, config_dir: str | None = 
     given = combos[0]
     try:
         with initialize_config_dir(config_dir=config_dir, version_base="1.3", job_name="isparse-run"):
-            first = compose("config", overrides=combos[0], return_hydra_config=multirun)
+            first = compose(config_name, overrides=combos[0], return_hydra_config=multirun)
             if multirun:   # an experiment's own sweep may choose other options of the groups not set here
                 params = first.hydra.sweeper.get("params")
                 params = OmegaConf.to_container(params, resolve=False) if params else {}
@@ -769,7 +772,7 @@ def check_overrides(overrides, multirun: bool = False, config_dir: str | None = 
                 if more is None:
                     return
                 combos = [a + b for a in combos for b in more][:MAX_CHECKED_COMBINATIONS]
-            trees = [OmegaConf.to_container(first if c == given else compose("config", overrides=c), resolve=False)
+            trees = [OmegaConf.to_container(first if c == given else compose(config_name, overrides=c), resolve=False)
                      for c in combos]
     except Exception:   # noqa: BLE001 - an unknown group option etc.: Hydra's own message names it
         return

@@ -1,0 +1,298 @@
+"""The planner's model: what a round costs as a function of its bytes, and the theory's iterations to eps.
+
+``isparse-plan`` (pipeline/plan.py) measures a few real rounds of the configured method on the actual engine at
+two or three values of tau (message sizes), fits
+
+    seconds per round = a + s x (uplink bytes per round)                                     (1)
+
+(:func:`fit_round_cost`: ``a`` = latency + the downlink of x + compute and master work that do not grow with the
+message, ``s`` = 1 / effective bandwidth, with the compute that grows with tau folded into ``s``), and combines it
+with the iteration count to eps that the run's theorem predicts for each tau of a grid (and each block size):
+
+    predicted time to eps = predicted iterations x predicted seconds per round,
+    predicted uplink to eps = predicted iterations x uplink bytes per round.
+
+The theorems' iteration counts are 2-3x conservative but their dependence on tau is accurate (conf/experiment/
+tau_sweep.yaml: measured and predicted log-log slopes agree to +-0.01). The recommendation, the argmin over the
+grid of the predicted time, depends only on the ratios of the predicted iterations between rows: a common
+conservative factor c multiplies every row's time and leaves the argmin where it is. The absolute seconds are
+upper estimates by that same factor.
+
+Sources: the iteration counts are the bounds' :meth:`iterations_to` (``isparse.theory``; Theorem 3 for ISEGA,
+Theorem 1 for IBCD, ..., arXiv:1901.09437), to ``tol x r_0`` exactly as ``isparse-run`` logs ``predicted_iterations``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .errors import ConfigError
+
+#: bytes per value and per block id in a message (isparse.messages)
+VALUE_BYTES, BLOCK_ID_BYTES = 8, 4
+
+
+def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
+    """The grid's tau as numbers of blocks tau*m, sorted and without repeats.
+
+    Parameters
+    ----------
+    taus : list or None
+        Each a number in [1/m, 1], or ``"1/n"``-style ``"<c>/n"``, ``"1/m"``, ``"auto"`` (= ``"1/n"``). A number whose
+        tau*m is not an integer is rounded up to the next allowed tau (ceil(tau*m)/m). None: the default grid
+        tau*m in {1, 2, 4, 8, ...} up to m, plus ceil(m/n) (tau = 1/n rounded up) and m (tau = 1).
+    m : int
+        Blocks.
+    n : int
+        Workers.
+
+    Returns
+    -------
+    list of int, each in [1, m]
+
+    Raises
+    ------
+    ConfigError
+        (``key``) an empty grid, an entry that is not a number or one of the forms above, a tau outside [1/m, 1].
+    """
+    from .blocks import tau_per_n
+
+    if taus is None:
+        grid = {1, m, math.ceil(m / n)}
+        k = 2
+        while k < m:
+            grid.add(k)
+            k *= 2
+        return sorted(grid)
+    taus = list(taus) if isinstance(taus, (list, tuple)) else [taus]
+    if not taus:
+        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of tau values in [1/m, 1] = "
+                               f"[{1 / m:.4g}, 1] (numbers, '<c>/n' or '1/m'), or null for the default grid; got [].")
+    out = set()
+    for tau in taus:
+        if isinstance(tau, str) and tau.replace(" ", "") in ("auto", "1/m"):
+            out.add(math.ceil(m / n) if tau.strip() == "auto" else 1)
+            continue
+        c = tau_per_n(tau) if isinstance(tau, str) else None
+        if c is not None:
+            out.add(min(m, max(1, math.ceil(c * m / n - 1e-9))))
+            continue
+        try:
+            value = float(tau) if not isinstance(tau, bool) else None
+        except (TypeError, ValueError):
+            value = None
+        if value is None or value != value:
+            raise ConfigError(key, f"The '{key}' parameter's entries must be numbers in [1/m, 1] = [{1 / m:.4g}, 1], "
+                                   f"'<c>/n' or '1/m'; got {tau!r}.")
+        if not (1.0 / m - 1e-12 <= value <= 1.0):
+            raise ConfigError(key, f"The '{key}' parameter's entries must be in [1/m, 1] = [{1 / m:.4g}, 1] "
+                                   f"(m = {m} blocks); got {tau!r}.")
+        out.add(min(m, max(1, math.ceil(value * m - 1e-9))))
+    return sorted(out)
+
+
+def resolve_block_sizes(sizes, d: int, default: int, key: str = "plan.block_sizes") -> list[int]:
+    """The grid's block sizes: ``sizes`` (integers in [1, d]), or None for the config's own size only.
+
+    Raises
+    ------
+    ConfigError
+        (``key``) an empty list, or a size that is not an integer in [1, d].
+    """
+    if sizes is None:
+        return [int(default)]
+    sizes = list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
+    if not sizes:
+        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of integers in [1, d] = [1, {d}], "
+                               f"or null for blocks.size alone; got [].")
+    for b in sizes:
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= d:
+            raise ConfigError(key, f"The '{key}' parameter's entries must be integers in [1, d] = [1, {d}]; got {b!r}.")
+    return sorted(set(int(b) for b in sizes))
+
+
+def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool) -> float:
+    """Expected uplink bytes of one round, all n workers: n x (tau d values x 8 B + tau m ids x 4 B if sent).
+
+    The expectation over the blocks drawn (a last block shorter than b is drawn with probability tau); with
+    tau_m = m every block is sent and no id travels (``isparse.messages.Messages.bytes_per_worker``).
+    """
+    ids = tau_m if (send_ids and tau_m < m) else 0
+    return float(n * (tau_m * d * VALUE_BYTES / m + ids * BLOCK_ID_BYTES))
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One measured probe: a short real run at one tau.
+
+    Attributes
+    ----------
+    tau : float
+    uplink_bytes : float
+        Uplink bytes per round (all workers), measured.
+    round_s : float
+        Wall seconds per round of the run's loop (exchange, master step, monitoring at the run's log_every).
+    compute_s : float
+        Seconds per round of the worker steps (the slowest host's, as the engine reports them).
+    rounds : int
+        Rounds timed (after the warm-up).
+    """
+
+    tau: float
+    uplink_bytes: float
+    round_s: float
+    compute_s: float
+    rounds: int
+
+
+@dataclass(frozen=True)
+class RoundCost:
+    """Fit (1) of the module docstring: seconds per round = latency_s + uplink bytes x seconds_per_byte.
+
+    Attributes
+    ----------
+    latency_s : float
+        Intercept a (s): what a round costs with an empty message.
+    seconds_per_byte : float
+        Slope s (s/B); 0 when the probes cannot tell (one message size, or a slope below 0, see ``note``).
+    residual_rel : float
+        Root mean square of (measured - fitted) / measured over the probes (0 with two probes).
+    probes : list of Probe
+    note : str
+    """
+
+    latency_s: float
+    seconds_per_byte: float
+    residual_rel: float
+    probes: list = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        """Effective bandwidth 1/s in B/s (inf for a zero slope)."""
+        return math.inf if self.seconds_per_byte <= 0 else 1.0 / self.seconds_per_byte
+
+    def round_s(self, uplink_bytes: float) -> float:
+        """Predicted seconds of a round sending ``uplink_bytes`` (all workers)."""
+        return self.latency_s + self.seconds_per_byte * uplink_bytes
+
+    def as_dict(self) -> dict:
+        return {"latency_s": self.latency_s, "seconds_per_byte": self.seconds_per_byte,
+                "bandwidth_Bps": self.bandwidth_Bps, "residual_rel": self.residual_rel, "note": self.note,
+                "probes": [asdict(p) for p in self.probes]}
+
+
+def fit_round_cost(probes: list[Probe]) -> RoundCost:
+    """Least-squares fit of seconds per round = a + s x bytes over the probes (numpy.polyfit).
+
+    One distinct message size (a full-communication method: tau = 1 only) gives s = 0 and a = the mean; a slope
+    below 0 (the message cost below the timing noise) is refit as s = 0, a = the mean, and says so in ``note``.
+
+    Raises
+    ------
+    ValueError
+        No probe.
+    """
+    if not probes:
+        raise ValueError("fit_round_cost needs at least one probe")
+    x = np.array([p.uplink_bytes for p in probes], dtype=float)
+    y = np.array([p.round_s for p in probes], dtype=float)
+    note = ""
+    if np.unique(x).size < 2:
+        a, s = float(y.mean()), 0.0
+        note = "one message size probed: the round cost is taken as constant"
+    else:
+        s, a = (float(v) for v in np.polyfit(x, y, 1))
+        if s < 0:
+            a, s = float(y.mean()), 0.0
+            note = "the fitted slope was below 0 (the message cost is below the timing noise): constant round cost"
+        elif a < 0:
+            a = 0.0
+            s = float(np.dot(x, y) / np.dot(x, x))
+            note = "the fitted intercept was below 0: refit through the origin"
+    fitted = a + s * x
+    residual = float(np.sqrt(np.mean(((y - fitted) / y) ** 2)))
+    return RoundCost(latency_s=a, seconds_per_byte=s, residual_rel=residual, probes=list(probes), note=note)
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One configuration of the grid and what the model predicts for it (units: iterations, s, B)."""
+
+    tau: float
+    tau_m: int
+    m: int
+    blocks_size: int
+    predicted_iterations: float
+    predicted_round_s: float
+    predicted_time_s: float
+    predicted_uplink_bytes: float
+    uplink_bytes_per_round: float
+    bound_theorem: str
+    bound_source: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A configuration of the grid the theory gives no iteration count for, and why."""
+
+    tau: float
+    tau_m: int
+    m: int
+    blocks_size: int
+    reason: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def why_no_count(bound, target: float, predicted: float) -> str | None:
+    """None if ``predicted`` (the bound's iterations to ``target``) is a finite count, else why there is none."""
+    from .theory.bound import NoBound
+
+    if math.isfinite(predicted):
+        return None
+    if isinstance(bound, NoBound):
+        return f"no bound: {bound.theorem}"
+    if not bound.applicable:
+        limit = bound.gamma_max if bound.gamma_max is not None else bound.gamma_theory
+        return f"bound inapplicable: gamma = {bound.gamma:.4g} is above the gamma <= {limit:.4g} of {bound.theorem}"
+    if bound.neighbourhood >= target:
+        return (f"the bound's neighbourhood {bound.neighbourhood:.3e} is above tol x r_0 = {target:.3e}: "
+                f"no iteration count to eps ({bound.theorem})")
+    return f"the bound does not contract (rate {bound.rate:.6g}): no iteration count to eps ({bound.theorem})"
+
+
+def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int) -> PlanRow | SkippedRow:
+    """The prediction for one built configuration ``setup`` (an :class:`isparse.setup.RunSetup`).
+
+    ``predicted_iterations`` is ``setup.bound.iterations_to(tol x r_0)``, what ``isparse-run`` logs as
+    ``predicted_iterations``; a NaN or infinite count gives a :class:`SkippedRow` with the reason.
+    """
+    method, d = setup.method, setup.problem.d
+    r0 = float(np.sum((setup.x0 - setup.reference.x_star) ** 2))
+    target = tol * r0
+    predicted = setup.bound.iterations_to(target)
+    common = dict(tau=float(method.tau), tau_m=int(method.tau_m), m=int(method.blocks.m), blocks_size=int(blocks_size))
+    why = why_no_count(setup.bound, target, predicted)
+    if why is not None:
+        return SkippedRow(**common, reason=why)
+    per_round = uplink_bytes_per_round(method.n, d, method.blocks.m, method.tau_m, method.sends_ids)
+    round_s = cost.round_s(per_round)
+    return PlanRow(**common, predicted_iterations=float(predicted), predicted_round_s=round_s,
+                   predicted_time_s=float(predicted) * round_s, predicted_uplink_bytes=float(predicted) * per_round,
+                   uplink_bytes_per_round=per_round, bound_theorem=setup.bound.theorem,
+                   bound_source=setup.bound.source)
+
+
+def recommend(rows: list[PlanRow]) -> PlanRow | None:
+    """The row with the smallest predicted time to eps (ties: the fewer uplink bytes); None without rows."""
+    if not rows:
+        return None
+    return min(rows, key=lambda r: (r.predicted_time_s, r.predicted_uplink_bytes))

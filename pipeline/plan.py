@@ -1,0 +1,333 @@
+"""``isparse-plan``: which tau (and block size) reaches eps soonest on this cluster, from the theory and a few rounds.
+
+    isparse-plan data=a1a workers.n=10 cluster=local
+    isparse-plan data=a1a workers.n=10 'plan.taus=[1/m,1/n,0.25,1]' plan.block_sizes=[1,4] --json
+
+It takes isparse-run's overrides (conf/plan.yaml is conf/config.yaml plus ``plan.*``) and checks them as isparse-run
+does (an unknown key or a bad value is one line on stderr, exit status 2, before any work). Then:
+
+1. builds the configured run (data, problem, x*, method) as isparse-run does, and for every tau of ``plan.taus`` and
+   every block size of ``plan.block_sizes`` the run's theorem's iteration count to ``tol x r_0``
+   (``bound.iterations_to``: what isparse-run logs as ``predicted_iterations``);
+2. measures the round cost on the configured engine (engine=dask: the LocalCluster it starts or the scheduler at
+   cluster.address; engine=inprocess: this process): a short real run (``plan.rounds`` rounds after a warm-up of
+   ``tracking.log_every``) at two or three tau of the grid (its smallest, the one nearest 1/n, its largest, at
+   ``blocks.size``), and fits seconds per round = latency + bytes / bandwidth (``isparse.plan.fit_round_cost``);
+3. prints each row's predicted iterations, seconds per round, time and uplink bytes to eps, the rows the theory
+   gives no count for (with the reason), and the recommendation: the row with the least predicted time.
+
+``plan.json=true`` (or ``--json``, the same) prints one JSON object instead: ``rows`` (a list of objects with keys
+tau, blocks_size, predicted_iterations, predicted_round_s, predicted_time_s, predicted_uplink_bytes, ...),
+``recommended`` (one of them), ``skipped``, ``round_cost`` (the fit and its probes) and ``notes``. It is also written
+to ``plan.json`` in the job's directory (``hydra.run.dir``: outputs/plan/<date>/<time>).
+
+The model and the theory are in :mod:`isparse.plan`; this module is the glue (config, cluster, output).
+"""
+
+from __future__ import annotations
+
+from . import main as _main   # first: a LocalCluster's spawned worker re-imports this script; pipeline.main ignores SIGINT there
+
+import contextlib
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+
+import hydra
+import numpy as np
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from isparse import build
+from isparse.engines import InProcessPool
+from isparse.errors import ConfigError, check_choice, check_range
+from isparse.plan import Probe, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes, resolve_tau_grid
+from isparse.problems import QuadraticProblem
+from isparse.setup import check_bool
+
+from .cluster import check_cluster, dask_client
+
+log = logging.getLogger("isparse")
+PROG = "isparse-plan"
+
+NOTE_RATIO = ("predicted_iterations are the theorem's counts to tol x r_0 (what isparse-run logs as "
+              "predicted_iterations): 2-3x conservative in absolute terms, but their dependence on tau is accurate "
+              "(tau_sweep: measured and predicted log-log slopes agree to +-0.01). The recommendation, the argmin of "
+              "predicted_time_s, depends only on their ratios between rows; the absolute times and bytes are upper "
+              "estimates by the same factor.")
+
+
+def _run_config(cfg) -> DictConfig:
+    """``cfg`` without ``plan``: the config isparse-run would see (its checks refuse keys it does not read)."""
+    run_cfg = cfg.copy()
+    with open_dict(run_cfg):
+        run_cfg.pop("plan")
+    return run_cfg
+
+
+def _check(cfg, run_cfg) -> dict:
+    """isparse-run's checks that need no data (:func:`pipeline.main._check_inputs` and the engine's), and plan.*'s."""
+    _main._check_inputs(run_cfg)
+    check_choice("engine", run_cfg.engine, _main.ENGINES)
+    if run_cfg.engine == "dask" and OmegaConf.is_missing(run_cfg.cluster, "address"):
+        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
+                                             "(tcp://HOST:PORT of a running scheduler); got nothing.")
+    if run_cfg.engine == "dask":
+        check_cluster(run_cfg.cluster)
+    if check_choice("data.load", run_cfg.data.get("load", "client"), _main.LOADS) == "on_worker" and (
+            run_cfg.engine != "dask" or run_cfg.data.name == "quadratic"):
+        raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={run_cfg.engine} and "
+                                       f"data={run_cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
+    plan = cfg.plan
+    known = {"taus", "block_sizes", "rounds", "json"}
+    extra = sorted(set(plan.keys()) - known)
+    if extra:
+        raise ConfigError(f"plan.{extra[0]}", f"The 'plan.{extra[0]}' parameter is not read by {PROG}; the keys of "
+                                              f"plan: {', '.join(sorted(known))}.")
+    check_range("plan.rounds", plan.rounds, 2, None, integer=True)
+    check_bool("plan.json", plan.json)
+    taus = OmegaConf.to_object(plan.taus) if OmegaConf.is_config(plan.taus) else plan.taus
+    sizes = OmegaConf.to_object(plan.block_sizes) if OmegaConf.is_config(plan.block_sizes) else plan.block_sizes
+    if taus is not None and not isinstance(taus, list):
+        taus = [taus]
+    if taus == []:   # before any work (the range of each tau needs m, known once the data are read)
+        resolve_tau_grid([], 1, 1)
+    if sizes is not None and not isinstance(sizes, list):
+        sizes = [sizes]
+    if sizes == []:
+        resolve_block_sizes([], 1, 1)
+    return {"taus": taus, "block_sizes": sizes, "rounds": int(plan.rounds), "json": bool(plan.json)}
+
+
+class _Builder:
+    """Builds the run of ``cfg`` at any (tau, block size) as isparse-run's run_job does, reading the data and solving
+    for x* once (the reference does not depend on tau or the block size)."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.common = dict(algorithm=cfg.algorithm.name, n=cfg.workers.n, step_multiplier=cfg.step.multiplier,
+                           step_rule=cfg.step.get("rule", "theory"), seed=cfg.seed, reg=cfg.problem.reg,
+                           reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box),
+                           reg_l2=cfg.problem.reg_l2, options={k: v for k, v in cfg.algorithm.items() if k != "name"},
+                           send_ids=_main._send_ids(cfg))
+        self.reference = None
+        if cfg.data.name == "quadratic":
+            self.data, self.data_name, self.d = None, "quadratic", int(cfg.data.d)
+        else:
+            self.data = _main._load_data(**_main._dataset_args(cfg))
+            self.data_name, self.d = self.data.name, int(self.data.d)
+
+    def __call__(self, tau, block_size):
+        cfg = self.cfg
+        if self.data is None:
+            problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
+            setup = build(problem=problem, tau=tau, block_size=block_size, **self.common)
+        else:
+            setup = build(data=self.data, lam=cfg.problem.lam, split=cfg.workers.split,
+                          split_seed=cfg.workers.split_seed, loss=cfg.problem.loss, penalty=cfg.problem.penalty,
+                          cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None,
+                          reference=self.reference, tau=tau, block_size=block_size, **self.common)
+        self.reference = setup.reference
+        return setup
+
+
+@contextlib.contextmanager
+def _pools(cfg):
+    """A factory of pools on the configured engine, ``make(setup)``; on Dask one client for all, and every pool is
+    kept until the end: the probes' shards are equal, so Dask's scatter gives them the same keys, and scattering a
+    key again while the scheduler still releases it (the previous pool just closed) can leave the new actor waiting
+    for its data forever (seen: the first DaskPool of the next probe timed out)."""
+    if cfg.engine == "inprocess":
+        yield (lambda setup: InProcessPool(*setup.pool_args())), "inprocess (this process)"
+        return
+    from isparse.engines.dask import DaskPool
+
+    with dask_client(cfg.cluster) as client:
+        workers = len(client.scheduler_info().get("workers", {}))
+        where = (f"dask, scheduler {client.scheduler.address} ({workers} Dask workers)" if cfg.cluster.get("address")
+                 else f"dask, {cfg.cluster.kind} cluster started for the plan ({workers} Dask workers)")
+
+        pools = []
+
+        def make(setup):
+            source = None
+            if cfg.data.get("load", "client") == "on_worker":
+                from isparse.problems.source import ShardSource
+
+                source = ShardSource.of(_main._dataset_args(cfg), setup.rows, setup.shards)
+            pools.append(DaskPool(client, *setup.pool_args(), snapshot_every=int(cfg.cluster.snapshot_every),
+                                  worker_timeout=float(cfg.cluster.worker_timeout),
+                                  measure_every=int(cfg.cluster.get("measure_every", 50)), source=source))
+            return pools[-1]
+        try:
+            yield make, where
+        finally:
+            for pool in pools:
+                pool.close()
+
+
+def probe(setup, pool, rounds: int, log_every: int) -> Probe:
+    """A short real run of ``setup`` on ``pool`` (all of ``log_every + rounds'`` iterations, tol = 0; rounds' =
+    ``rounds`` rounded up to a multiple of log_every): the seconds, compute seconds and uplink bytes per round of the
+    rounds after the first ``log_every`` (the warm-up), from the loop's records."""
+    le = int(log_every)
+    timed = le * math.ceil(rounds / le)
+    recs = {}
+    setup.run(pool, max_iter=le + timed, tol=0.0, log_every=le, observer=lambda r: recs.__setitem__(r["step"], r))
+    a, b = recs[le], recs[le + timed]
+    return Probe(tau=float(setup.method.tau), uplink_bytes=(b["uplink_bytes"] - a["uplink_bytes"]) / timed,
+                 round_s=(b["wall_s"] - a["wall_s"]) / timed,
+                 compute_s=(b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed, rounds=timed)
+
+
+def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
+    """Up to three tau*m of the grid to probe: its smallest, the one nearest ceil(m/n) (tau = 1/n), its largest."""
+    auto = math.ceil(m / n)
+    near = min(tau_ms, key=lambda k: (abs(math.log(k / auto)), k))
+    return sorted({tau_ms[0], near, tau_ms[-1]})
+
+
+def plan_job(cfg) -> dict:
+    """The plan of ``cfg`` (see the module docstring); returns the JSON object that is printed."""
+    _main._anchor_paths(cfg)
+    run_cfg = _run_config(cfg)
+    opts = _check(cfg, run_cfg)
+    builder = _Builder(run_cfg)
+    d, n, tol = builder.d, int(run_cfg.workers.n), float(run_cfg.tol)
+    sizes = resolve_block_sizes(opts["block_sizes"], d, int(run_cfg.blocks.size))   # before the reference solve
+    grids = {b: (math.ceil(d / b), resolve_tau_grid(opts["taus"], math.ceil(d / b), n)) for b in sizes}
+    first = builder(run_cfg.tau, run_cfg.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
+    probe_b = int(run_cfg.blocks.size) if int(run_cfg.blocks.size) in grids else sizes[0]
+    m0, grid0 = grids[probe_b]
+
+    setups, skipped = {}, []
+    for b, (m, tau_ms) in grids.items():
+        for k in tau_ms:
+            try:
+                setups[b, k] = builder(k / m, b)
+            except ConfigError as exc:   # e.g. a full-communication baseline at tau < 1, DIANA's alpha > tau
+                skipped.append(SkippedRow(tau=k / m, tau_m=k, m=m, blocks_size=b, reason=str(exc)))
+
+    probes = []
+    with _pools(run_cfg) as (make, where):
+        for k in _probe_taus(grid0, m0, n):
+            if (probe_b, k) in setups:
+                setup = setups[probe_b, k]
+                probes.append(probe(setup, make(setup), opts["rounds"], int(run_cfg.tracking.log_every)))
+    if not probes:
+        raise ConfigError("plan.taus", f"The 'plan.taus' parameter must hold a tau algorithm={run_cfg.algorithm.name} "
+                                       f"can run at blocks.size={probe_b}; none of {grid0} (tau x m) can: "
+                                       + "; ".join(s.reason for s in skipped[:2]))
+    cost = fit_round_cost(probes)
+    rows = []
+    for (b, k), setup in setups.items():
+        row = plan_row(setup, tol, cost, b)
+        (rows if not isinstance(row, SkippedRow) else skipped).append(row)
+    rows.sort(key=lambda r: (r.blocks_size, r.tau))
+    skipped.sort(key=lambda r: (r.blocks_size, r.tau))
+    best = recommend(rows)
+    notes = [NOTE_RATIO,
+             "predicted_round_s = latency_s + uplink bytes per round x seconds_per_byte, fitted to the probes (real "
+             "rounds of this engine and cluster: worker steps, messages, master step, the run's monitoring every "
+             "tracking.log_every rounds; not MLflow's logging); uplink bytes are values x 8 B (+ ids x 4 B with "
+             "messages.send_ids), the expectation over the blocks drawn."]
+    if cost.note:
+        notes.append(cost.note)
+    return {"algorithm": run_cfg.algorithm.name, "data": builder.data_name, "n": n, "d": d, "tol": tol,
+            "engine": where, "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
+            "recommended": best.as_dict() if best is not None else None, "round_cost": cost.as_dict(), "notes": notes}
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= f:
+            return f"{b / f:.3g} {unit}"
+    return f"{b:.3g} B"
+
+
+def render(plan: dict) -> str:
+    """The plan as text: the fit, one line per row, the skipped rows with their reasons, the recommendation."""
+    c = plan["round_cost"]
+    bw = "inf" if not math.isfinite(c["bandwidth_Bps"]) else f"{_fmt_bytes(c['bandwidth_Bps'])}/s"
+    lines = [f"{PROG}: {plan['algorithm']} on {plan['data']} (d = {plan['d']}), n = {plan['n']}, "
+             f"eps = tol x r_0 with tol = {plan['tol']:g}; engine: {plan['engine']}",
+             f"round cost, fitted to {len(c['probes'])} probes: {1e3 * c['latency_s']:.3f} ms + uplink bytes / {bw}"
+             f" (residual {100 * c['residual_rel']:.1f} % rms)"]
+    for p in c["probes"]:
+        lines.append(f"  probe tau = {p['tau']:.4g}: {_fmt_bytes(p['uplink_bytes'])} per round, "
+                     f"{1e3 * p['round_s']:.3f} ms per round (worker compute {1e3 * p['compute_s']:.3f} ms), "
+                     f"{p['rounds']} rounds")
+    head = f"{'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>12} {'round (ms)':>11} {'time to eps (s)':>16} {'uplink to eps':>14}"
+    lines += ["", head]
+    rec = plan["recommended"]
+    for r in plan["rows"]:
+        mark = "  <- recommended" if rec and (r["tau"], r["blocks_size"]) == (rec["tau"], rec["blocks_size"]) else ""
+        lines.append(f"{r['tau']:>10.4g} {r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} "
+                     f"{r['predicted_iterations']:>12,.0f} {1e3 * r['predicted_round_s']:>11.3f} "
+                     f"{r['predicted_time_s']:>16.3f} {_fmt_bytes(r['predicted_uplink_bytes']):>14}{mark}")
+    for s in plan["skipped"]:
+        lines.append(f"{s['tau']:>10.4g} {s['tau_m']:>4}/{s['m']:<3} {s['blocks_size']:>3}   skipped: {s['reason']}")
+    lines.append("")
+    if rec:
+        lines.append(f"recommended: tau = {rec['tau']:.4g} (tau*m = {rec['tau_m']} of m = {rec['m']}), "
+                     f"blocks.size = {rec['blocks_size']}: {rec['predicted_iterations']:,.0f} iterations (theory), "
+                     f"{rec['predicted_time_s']:.3f} s and {_fmt_bytes(rec['predicted_uplink_bytes'])} uplink to eps "
+                     f"predicted (theorem: {rec['bound_theorem']}, bound_source={rec['bound_source']})")
+    else:
+        lines.append("recommended: none (no row of the grid has an iteration count from the theory)")
+    lines += [f"note: {n}" for n in plan["notes"]]
+    return "\n".join(lines)
+
+
+def _error_line(exc: BaseException) -> None:
+    print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
+
+
+@hydra.main(version_base="1.3", config_path=_main.CONF_DIR, config_name="plan")
+def _app(cfg: DictConfig):
+    np.seterr(over="ignore")
+    try:
+        plan = plan_job(cfg)
+    except ConfigError as exc:
+        if _main._full_error():
+            raise
+        _error_line(exc)
+        sys.exit(2)
+    out = json.dumps(plan, indent=1, default=float)
+    with contextlib.suppress(Exception):
+        (Path(HydraConfig.get().runtime.output_dir) / "plan.json").write_text(out)
+    print(out if cfg.plan.json else render(plan), flush=True)
+    return plan
+
+
+def main() -> None:
+    """The console script ``isparse-plan``: isparse-run's overrides plus ``plan.*``; ``--json`` = ``plan.json=true``."""
+    from hydra._internal.utils import get_args_parser
+
+    if "--json" in sys.argv[1:]:
+        sys.argv = [a for a in sys.argv if a != "--json"] + ["plan.json=true"]
+    args, _ = get_args_parser().parse_known_args()
+    if args.multirun:
+        _error_line(ConfigError("-m", "isparse-plan plans one configuration (its grids are plan.taus and "
+                                      "plan.block_sizes): run it without -m/--multirun."))
+        sys.exit(2)
+    if not any(getattr(args, flag, None) for flag in _main._NO_RUN_FLAGS):
+        try:
+            _main.check_overrides(args.overrides, config_name="plan")
+        except ConfigError as exc:
+            _error_line(exc)
+            sys.exit(2)
+    try:
+        _app()
+    except ConfigError as exc:   # HYDRA_FULL_ERROR=1: Hydra re-raised it
+        import traceback
+
+        traceback.print_exc()
+        _error_line(exc)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

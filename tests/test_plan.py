@@ -1,0 +1,158 @@
+"""isparse-plan (issue 13 item 5): the real console script in a subprocess against the session's real LocalCluster,
+isparse-run for the same overrides in a real Hydra multirun with a real sqlite MLflow store under tmp_path, and the
+planner's model (isparse.plan) on numbers derived by hand."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from isparse import ConfigError, build, load_dataset
+from pipeline.plan import render
+from isparse.plan import (Probe, PlanRow, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes,
+                          resolve_tau_grid, uplink_bytes_per_round)
+
+BIN = Path(sys.executable).parent
+KEYS = {"tau", "blocks_size", "predicted_iterations", "predicted_round_s", "predicted_time_s", "predicted_uplink_bytes"}
+#: a1a (d = 123) at lambda = 0.3, n = 4: Theorem 3 predicts a few hundred iterations to tol = 1e-4
+OVERRIDES = ["data=a1a", "problem.lam=0.3", "workers.n=4", "tol=1e-4", "progress=false", "checkpoint.every=0"]
+
+
+def command(tmp_path, name):
+    """The installed console script, or (a checkout not reinstalled since pyproject.toml gained it) a launcher of
+    the same entry point, as pip writes it."""
+    installed = BIN / name
+    if installed.is_file():
+        return [str(installed)]
+    module, func = {"isparse-plan": ("pipeline.plan", "main"), "isparse-run": ("pipeline.main", "main")}[name]
+    launcher = tmp_path / name
+    launcher.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+    launcher.chmod(0o755)
+    return [str(launcher)]
+
+
+def cli(tmp_path, name, *args, timeout=300):
+    flags = [a for a in args if a.startswith("-")]
+    overrides = [a for a in args if not a.startswith("-")]
+    return subprocess.run([*command(tmp_path, name), *flags, f"paths.outputs={tmp_path}", *overrides], capture_output=True,
+                          text=True, timeout=timeout, cwd=tmp_path, env=dict(os.environ))
+
+
+@pytest.mark.needs_data
+def test_plan_on_a_local_cluster_matches_the_runs(tmp_path, dask_client):
+    """It runs on the real LocalCluster; its JSON has the keys; its predicted iterations at tau = 1/n and tau = 1
+    are the ones isparse-run logs for the same overrides; the recommendation is the argmin of the printed times."""
+    address = ["cluster=address", f"cluster.address={dask_client.scheduler.address}"]
+    proc = cli(tmp_path, "isparse-plan", *OVERRIDES, *address, "plan.taus=[1/m,1/n,0.5,1]", "plan.block_sizes=[1,41]",
+               "plan.rounds=10", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = json.loads(proc.stdout)
+    assert json.loads(next((tmp_path / "plan").rglob("plan.json")).read_text()) == plan   # kept in the job's dir
+    # block size 41: m = 3, tau*m in {1, ceil(3/4) = 1, ceil(1.5) = 2, 3}
+    assert [(r["blocks_size"], r["tau_m"]) for r in plan["rows"]] == [(1, 1), (1, 31), (1, 62), (1, 123), (41, 1),
+                                                                      (41, 2), (41, 3)]
+    text = render(plan)   # what isparse-plan prints without --json: each row, the recommendation, the ratio note
+    for r in plan["rows"]:
+        assert f"{r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} {r['predicted_iterations']:>12,.0f}" in text
+    assert "recommended: tau = " in text and "2-3x conservative" in text
+    rows = [r for r in plan["rows"] if r["blocks_size"] == 1]
+    assert all(KEYS <= set(r) for r in plan["rows"])
+    assert KEYS <= set(plan["recommended"])
+    for r in plan["rows"]:   # the printed numbers are consistent with each other and with the fit
+        assert r["predicted_time_s"] == pytest.approx(r["predicted_iterations"] * r["predicted_round_s"], rel=1e-12)
+        assert r["predicted_uplink_bytes"] == pytest.approx(r["predicted_iterations"] * 4 * r["tau"] * 123 * 8)
+        cost = plan["round_cost"]
+        assert r["predicted_round_s"] == pytest.approx(cost["latency_s"] + cost["seconds_per_byte"] *
+                                                       r["uplink_bytes_per_round"], rel=1e-12)
+    best = min(plan["rows"], key=lambda r: r["predicted_time_s"])
+    assert (plan["recommended"]["tau"], plan["recommended"]["blocks_size"]) == (best["tau"], best["blocks_size"])
+    # the probes were real rounds on the cluster: smallest, 1/n and largest tau, with the bytes the messages had
+    probes = plan["round_cost"]["probes"]
+    assert [p["tau"] for p in probes] == pytest.approx([1 / 123, 31 / 123, 1.0])
+    assert [p["uplink_bytes"] for p in probes] == pytest.approx([4 * 8 * 1, 4 * 8 * 31, 4 * 8 * 123])
+    assert all(0 < p["compute_s"] < p["round_s"] < 1 for p in probes)
+    assert "engine" in plan and dask_client.scheduler.address in plan["engine"]
+
+    # isparse-run, the same overrides, tau = 1/n (auto) and tau = 1: the logged predicted_iterations
+    run = cli(tmp_path, "isparse-run", "-m", *OVERRIDES, *address, "tau=auto,1", "max_iter=10")
+    assert run.returncode == 0, run.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("isparse").experiment_id],
+                              "attributes.status = 'FINISHED'")
+    logged = {round(float(r.data.params["tau"]) * 123): r.data.metrics["predicted_iterations"] for r in runs
+              if "parent" not in r.data.tags.get("mlflow.runName", "") and "tau" in r.data.params}
+    planned = {r["tau_m"]: r["predicted_iterations"] for r in rows}
+    assert set(logged) == {31, 123}
+    assert planned[31] == logged[31] and planned[123] == logged[123]
+    assert planned[1] > planned[31] > planned[123]   # Theorem 3: fewer iterations as tau grows
+
+
+@pytest.mark.parametrize("override, message", [
+    ("plan.taus=[]", "isparse-plan: error: The 'plan.taus' parameter must be a non-empty list of tau values"),
+    ("plan.nosuch=1", "isparse-plan: error: plan.nosuch is not a key of plan; known: taus, block_sizes, rounds, json"),
+])
+def test_plan_bad_inputs_named_before_any_work(tmp_path, override, message):
+    """Bad inputs are one line on stderr, exit status 2, before any data are read (as isparse-run's)."""
+    proc = cli(tmp_path, "isparse-plan", "engine=inprocess", override, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert [line for line in proc.stderr.splitlines() if line.strip()][-1].startswith(message)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_tau_grid():
+    assert resolve_tau_grid(None, 123, 4) == [1, 2, 4, 8, 16, 31, 32, 64, 123]   # 1/m ... 1, with 1/n = ceil(123/4)
+    assert resolve_tau_grid(["1/m", "1/n", "2/n", 0.5, 1], 123, 4) == [1, 31, 62, 123]   # 0.5 m = 61.5 -> 62
+    assert resolve_tau_grid("auto", 10, 3) == [4]
+    for bad in ([], [0.001], [1.01], ["x"], [float("nan")]):
+        with pytest.raises(ConfigError) as err:
+            resolve_tau_grid(bad, 123, 4)
+        assert err.value.key == "plan.taus"
+    assert resolve_block_sizes(None, 30, 5) == [5] and resolve_block_sizes([8, 1, 8], 30, 1) == [1, 8]
+    for bad in ([], [0], [31], [1.5]):
+        with pytest.raises(ConfigError, match="plan.block_sizes"):
+            resolve_block_sizes(bad, 30, 1)
+
+
+def test_fit_round_cost_recovers_latency_and_bandwidth():
+    """Rounds of 2 ms + bytes / (10 MB/s): the fit returns both, with zero residual; noise gives its rms."""
+    probes = [Probe(tau=t, uplink_bytes=b, round_s=2e-3 + b / 1e7, compute_s=1e-3, rounds=10)
+              for t, b in ((0.1, 1e3), (0.5, 5e4), (1.0, 2e5))]
+    cost = fit_round_cost(probes)
+    assert cost.latency_s == pytest.approx(2e-3, rel=1e-9) and cost.bandwidth_Bps == pytest.approx(1e7, rel=1e-9)
+    assert cost.residual_rel < 1e-9 and cost.round_s(1e5) == pytest.approx(2e-3 + 1e-2)
+    noisy = [Probe(p.tau, p.uplink_bytes, p.round_s * f, p.compute_s, 10) for p, f in zip(probes, (1.1, 0.9, 1.0))]
+    fit = fit_round_cost(noisy)
+    rel = (np.array([p.round_s for p in noisy]) - (fit.latency_s + fit.seconds_per_byte *
+                                                   np.array([p.uplink_bytes for p in noisy]))) / [p.round_s for p in noisy]
+    assert fit.residual_rel == pytest.approx(float(np.sqrt(np.mean(rel ** 2)))) and fit.residual_rel > 0.01
+    flat = fit_round_cost([Probe(0.1, 1e3, 5e-3, 0, 10), Probe(1, 1e4, 4e-3, 0, 10)])   # slope < 0: constant
+    assert flat.seconds_per_byte == 0 and flat.latency_s == pytest.approx(4.5e-3) and "below 0" in flat.note
+    assert uplink_bytes_per_round(4, 123, 123, 31, False) == 4 * 31 * 8
+    assert uplink_bytes_per_round(4, 123, 123, 31, True) == 4 * 31 * 12
+    assert uplink_bytes_per_round(4, 123, 123, 123, True) == 4 * 123 * 8     # all blocks: no ids
+
+
+@pytest.mark.needs_data
+def test_rows_use_the_bound_and_skip_without_one():
+    """A row's iterations are the bound's iterations_to(tol r_0); ISAGA on data without Assumption 2 (tau < 1) has no
+    bound: the row is skipped with the theorem's reason; the recommendation is the least predicted time."""
+    from conftest import DATA_DIR
+
+    data = load_dataset("a1a", data_dir=str(DATA_DIR))
+    cost = fit_round_cost([Probe(0.1, 100.0, 1e-3, 0, 10), Probe(1.0, 4000.0, 3e-3, 0, 10)])
+    isega = build(algorithm="isega", data=data, lam=0.3, n=4, block_size=1, tau=1.0)
+    row = plan_row(isega, 1e-4, cost, 1)
+    r0 = float(np.sum((isega.x0 - isega.reference.x_star) ** 2))
+    assert isinstance(row, PlanRow) and row.predicted_iterations == isega.bound.iterations_to(1e-4 * r0)
+    assert row.predicted_round_s == pytest.approx(cost.round_s(4 * 123 * 8))
+    isaga = build(algorithm="isaga", data=data, lam=0.3, n=4, block_size=1, tau="auto", reference=isega.reference)
+    skip = plan_row(isaga, 1e-4, cost, 1)
+    assert isinstance(skip, SkippedRow) and "Assumption 2" in skip.reason
+    rows = [PlanRow(t, 1, 2, 1, i, s, i * s, 0.0, 0.0, "", "paper") for t, i, s in ((0.5, 100, 2.0), (1.0, 60, 3.0))]
+    assert recommend(rows).tau == 1.0 and recommend([]) is None and math.isfinite(rows[0].predicted_time_s)
