@@ -69,8 +69,8 @@ def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
         return sorted(grid)
     taus = list(taus) if isinstance(taus, (list, tuple)) else [taus]
     if not taus:
-        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of tau values in [1/m, 1] = "
-                               f"[{1 / m:.4g}, 1] (numbers, '<c>/n' or '1/m'), or null for the default grid; got [].")
+        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of tau values in [1/m, 1] (numbers, "
+                               f"'<c>/n' or '1/m'), or null for the default grid; got [].")
     out = set()
     for tau in taus:
         if isinstance(tau, str) and tau.replace(" ", "") in ("auto", "1/m"):

@@ -135,10 +135,8 @@ class _Builder:
 
 @contextlib.contextmanager
 def _pools(cfg):
-    """A factory of pools on the configured engine, ``make(setup)``; on Dask one client for all, and every pool is
-    kept until the end: the probes' shards are equal, so Dask's scatter gives them the same keys, and scattering a
-    key again while the scheduler still releases it (the previous pool just closed) can leave the new actor waiting
-    for its data forever (seen: the first DaskPool of the next probe timed out)."""
+    """A factory of pools on the configured engine, ``make(setup)``; on Dask one client for all, every pool closed at
+    the end (not between probes: see the note on ``hash=False`` in ``DaskPool._make_host``)."""
     if cfg.engine == "inprocess":
         yield (lambda setup: InProcessPool(*setup.pool_args())), "inprocess (this process)"
         return

@@ -44,10 +44,71 @@ def cli(tmp_path, name, *args, timeout=300):
                           text=True, timeout=timeout, cwd=tmp_path, env=dict(os.environ))
 
 
+def compose_plan(overrides):
+    """conf/plan.yaml composed with Hydra's compose API, HydraConfig set as for a job (as tests/conftest.py's
+    ``compose`` does for conf/config.yaml)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from conftest import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("plan", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    return cfg
+
+
+def logged_predictions(tmp_path) -> dict:
+    """tau*m (of m = 123) -> the metric predicted_iterations of every finished run in the store under tmp_path."""
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("isparse").experiment_id],
+                              "attributes.status = 'FINISHED'")
+    return {round(float(r.data.params["tau"]) * 123): r.data.metrics["predicted_iterations"] for r in runs
+            if "tau" in r.data.params}
+
+
+@pytest.mark.needs_data
+def test_plan_job_matches_the_runs_logged(tmp_path, dask_client):
+    """The planner's job on the session's real LocalCluster (in this process, fast); the predicted iterations at
+    tau = 1/n and tau = 1 are those isparse-run's job (pipeline.main.run_job) logs to a real sqlite store for the
+    same overrides; the recommendation is the argmin of predicted_time_s."""
+    from pipeline.main import run_job
+    from pipeline.plan import plan_job
+
+    common = [f"paths.outputs={tmp_path}", *OVERRIDES, "cluster=address",
+              f"cluster.address={dask_client.scheduler.address}"]
+    plan = plan_job(compose_plan([*common, "plan.taus=[1/n,1]", "plan.rounds=10"]))
+    assert all(KEYS <= set(r) for r in plan["rows"]) and KEYS <= set(plan["recommended"])
+    assert [r["tau_m"] for r in plan["rows"]] == [31, 123]
+    best = min(plan["rows"], key=lambda r: r["predicted_time_s"])
+    assert plan["recommended"] == best
+    for r in plan["rows"]:
+        assert r["predicted_time_s"] == pytest.approx(r["predicted_iterations"] * r["predicted_round_s"], rel=1e-12)
+    probes = plan["round_cost"]["probes"]
+    assert [p["uplink_bytes"] for p in probes] == pytest.approx([4 * 8 * 31, 4 * 8 * 123])   # real rounds' bytes
+    assert all(0 < p["compute_s"] < p["round_s"] < 1 for p in probes)
+    for tau in ("auto", "1"):
+        from conftest import CONF_DIR
+        from hydra import compose, initialize_config_dir
+        from hydra.core.hydra_config import HydraConfig
+
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=[*common, f"tau={tau}", "max_iter=10"], return_hydra_config=True)
+        cfg.hydra.runtime.output_dir = str(tmp_path / f"job-{tau}")
+        Path(cfg.hydra.runtime.output_dir).mkdir()
+        HydraConfig.instance().set_config(cfg)
+        run_job(cfg)
+    logged = logged_predictions(tmp_path)
+    assert set(logged) == {31, 123}
+    assert {r["tau_m"]: r["predicted_iterations"] for r in plan["rows"]} == logged
+
+
+@pytest.mark.slow
 @pytest.mark.needs_data
 def test_plan_on_a_local_cluster_matches_the_runs(tmp_path, dask_client):
-    """It runs on the real LocalCluster; its JSON has the keys; its predicted iterations at tau = 1/n and tau = 1
-    are the ones isparse-run logs for the same overrides; the recommendation is the argmin of the printed times."""
+    """The console scripts: isparse-plan on the real LocalCluster; its JSON has the keys; its predicted iterations at
+    tau = 1/n and tau = 1 are the ones an isparse-run multirun logs for the same overrides; the recommendation is
+    the argmin of the printed times."""
     address = ["cluster=address", f"cluster.address={dask_client.scheduler.address}"]
     proc = cli(tmp_path, "isparse-plan", *OVERRIDES, *address, "plan.taus=[1/m,1/n,0.5,1]", "plan.block_sizes=[1,41]",
                "plan.rounds=10", "--json")
@@ -82,27 +143,40 @@ def test_plan_on_a_local_cluster_matches_the_runs(tmp_path, dask_client):
     # isparse-run, the same overrides, tau = 1/n (auto) and tau = 1: the logged predicted_iterations
     run = cli(tmp_path, "isparse-run", "-m", *OVERRIDES, *address, "tau=auto,1", "max_iter=10")
     assert run.returncode == 0, run.stderr[-3000:]
-    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name("isparse").experiment_id],
-                              "attributes.status = 'FINISHED'")
-    logged = {round(float(r.data.params["tau"]) * 123): r.data.metrics["predicted_iterations"] for r in runs
-              if "parent" not in r.data.tags.get("mlflow.runName", "") and "tau" in r.data.params}
+    logged = logged_predictions(tmp_path)
     planned = {r["tau_m"]: r["predicted_iterations"] for r in rows}
     assert set(logged) == {31, 123}
     assert planned[31] == logged[31] and planned[123] == logged[123]
     assert planned[1] > planned[31] > planned[123]   # Theorem 3: fewer iterations as tau grows
 
 
-@pytest.mark.parametrize("override, message", [
-    ("plan.taus=[]", "isparse-plan: error: The 'plan.taus' parameter must be a non-empty list of tau values"),
-    ("plan.nosuch=1", "isparse-plan: error: plan.nosuch is not a key of plan; known: taus, block_sizes, rounds, json"),
-])
-def test_plan_bad_inputs_named_before_any_work(tmp_path, override, message):
-    """Bad inputs are one line on stderr, exit status 2, before any data are read (as isparse-run's)."""
-    proc = cli(tmp_path, "isparse-plan", "engine=inprocess", override, timeout=120)
+def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
+    """A bad input is one line on stderr, exit status 2, before any data are read (as isparse-run's)."""
+    proc = cli(tmp_path, "isparse-plan", "engine=inprocess", "plan.taus=[]", timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert [line for line in proc.stderr.splitlines() if line.strip()][-1].startswith(message)
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [
+        "isparse-plan: error: The 'plan.taus' parameter must be a non-empty list of tau values in [1/m, 1] (numbers, '<c>/n' or '1/m'), or null for the default grid; got []."]
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("overrides, key, text", [
+    (["plan.nosuch=1"], "plan.nosuch", "plan.nosuch is not a key of plan; known: taus, block_sizes, rounds, json"),
+    (["plan.rounds=1"], "plan.rounds", "The 'plan.rounds' parameter must be in [2, inf]; got 1."),
+    (["plan.json=yes"], "plan.json", "The 'plan.json' parameter must be true or false; got 'yes'."),
+    (["data=a1a", "plan.taus=[0.5,1.5]"], "plan.taus",
+     "The 'plan.taus' parameter's entries must be in [1/m, 1] = [0.00813, 1] (m = 123 blocks); got 1.5."),
+    (["data=a1a", "plan.block_sizes=[200]"], "plan.block_sizes",
+     "The 'plan.block_sizes' parameter's entries must be integers in [1, d] = [1, 123]; got 200."),
+])
+def test_plan_bad_inputs_named(tmp_path, overrides, key, text):
+    """Each bad plan.* value names the key and the allowed range; an unknown key is refused as isparse-run refuses one."""
+    from pipeline.main import check_overrides
+    from pipeline.plan import plan_job
+
+    with pytest.raises(ConfigError) as err:
+        check_overrides(overrides, config_name="plan")
+        plan_job(compose_plan([f"paths.outputs={tmp_path}", "engine=inprocess", *overrides]))
+    assert err.value.key == key and str(err.value) == text
 
 
 def test_tau_grid():

@@ -177,7 +177,11 @@ class DaskPool:
                                        pure=False)]
             shards = data[0]
         else:
-            data = shards = self.client.scatter(self.method.host_shards(self.shards, ids), workers=[addr], direct=True)
+            # hash=False: keys of this pool's own. Content-hashed keys are shared by every pool of equal shards on
+            # the client (isparse-plan's probes, a benchmark's variants), so one pool's release could race another's
+            # scatter of the same key (suspected in two 60 s actor timeouts of isparse-plan under load; not reproduced)
+            data = shards = self.client.scatter(self.method.host_shards(self.shards, ids), workers=[addr], direct=True,
+                                                hash=False)
         fut = self.client.submit(DaskHost, self.method, ids, shards, self.x0, workers=[addr], actor=True,
                                  allow_other_workers=False, pure=False)
         return _Host(addr, ids, None, [*data, fut])
