@@ -6,8 +6,9 @@ workers in their own network namespaces), on the same shaped cluster:
 1. the planner: the ``isparse-plan`` console script in a subprocess with ``cluster=address`` (the namespaced
    scheduler), ``--json``, the grid ``plan.taus`` below; it probes the cluster itself (3 short real runs) and
    recommends the tau of least predicted time;
-2. the truth: one real run to eps per tau of the grid (ISEGA through the library's loop on a fresh ``DaskPool`` of
-   the same cluster; ``log_every`` = 10 as the planner's probes and isparse-run's default), its wall time to eps.
+2. the truth: real runs to eps of every tau of the grid (ISEGA through the library's loop on a fresh ``DaskPool`` of
+   the same cluster; ``log_every`` = 10 as the planner's probes and isparse-run's default), their wall time to eps
+   from the loop's first round, the median of ``REPS`` = 3 repetitions run interleaved (tau by tau, then again).
 
 Reported: whether the recommended tau's measured time is within 10% of the best measured tau's.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,7 @@ TAUS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
 TAU_TEXT = "[0.0625,0.125,0.25,0.5,1]"
 LOG_EVERY = 10
 WITHIN = 0.10
+REPS = 3
 MAX_ITER = 20_000
 OVERRIDES = ["data=a1a", f"data.n_features={D}", f"problem.lam={LAM}", f"workers.n={N}", f"tol={TOL:g}",
              "algorithm=isega", "progress=false", f"plan.taus={TAU_TEXT}", "plan.rounds=20"]
@@ -83,12 +86,13 @@ def measure(quick: bool = False) -> dict:
     for tau in TAUS:
         setups[tau] = build(algorithm="isega", data=data, lam=LAM, n=N, block_size=1, tau=tau, reference=ref)
         ref = setups[tau].reference
-    res = {"d": D, "lam": LAM, "n": N, "tol": TOL, "taus": list(TAUS), "within": WITHIN, "settings": []}
+    res = {"d": D, "lam": LAM, "n": N, "tol": TOL, "taus": list(TAUS), "within": WITHIN, "settings": [],
+           "reps": 1 if quick else REPS}
     rates = RATES[-1:] if quick else RATES
+    reps = 1 if quick else REPS
     tmp = Path(tempfile.mkdtemp(prefix="isparse-bench-plan-"))
     with ns.namespaced_client() as client:
         address = client.scheduler.address
-        pools = []
         try:
             for rate in rates:
                 ns.shape(rate)
@@ -96,14 +100,22 @@ def measure(quick: bool = False) -> dict:
                 plan = run_planner(address, tmp)
                 print(f"[item8] {rate}: planner recommends tau = {plan['recommended']['tau']:.4g} "
                       f"({plan['planner_wall_s']:.0f} s)", flush=True)
-                measured = {}
-                for tau, setup in setups.items():
-                    pools.append(DaskPool(client, *setup.pool_args()))
-                    r = setup.run(pools[-1], max_iter=MAX_ITER, tol=TOL, log_every=LOG_EVERY)
-                    wall = r.records[-1]["wall_s"]
-                    measured[tau] = {"iterations": r.iterations, "time_s": wall, "round_s": wall / max(1, r.iterations),
-                                     "converged": bool(r.converged), "uplink": int(r.records[-1]["uplink_bytes"])}
-                    print(f"[item8] {rate} tau = {tau:.4g}: {r.iterations} iterations, {wall:.2f} s", flush=True)
+                measured, walls = {}, {tau: [] for tau in setups}
+                for rep in range(reps):   # interleaved: a drift of the machine's load hits every tau alike
+                    for tau, setup in setups.items():
+                        pool = DaskPool(client, *setup.pool_args())
+                        try:
+                            r = setup.run(pool, max_iter=MAX_ITER, tol=TOL, log_every=LOG_EVERY)
+                        finally:
+                            pool.close()
+                        walls[tau].append(r.records[-1]["wall_s"])
+                        measured[tau] = {"iterations": r.iterations, "converged": bool(r.converged),
+                                         "uplink": int(r.records[-1]["uplink_bytes"])}
+                        print(f"[item8] {rate} rep {rep} tau = {tau:.4g}: {r.iterations} iterations, "
+                              f"{walls[tau][-1]:.2f} s", flush=True)
+                for tau, w in walls.items():
+                    measured[tau].update(time_s=statistics.median(w), times_s=w,
+                                         round_s=statistics.median(w) / max(1, measured[tau]["iterations"]))
                 rows = {round(row["tau"], 12): row for row in plan["rows"]}
                 best = min(measured, key=lambda t: measured[t]["time_s"])
                 rec = plan["recommended"]["tau"]
@@ -117,12 +129,7 @@ def measure(quick: bool = False) -> dict:
                               **{k: rows.get(round(t, 12), {}).get(k, float("nan"))
                                  for k in ("predicted_iterations", "predicted_round_s", "predicted_time_s",
                                            "predicted_uplink_bytes")}} for t in TAUS]})
-                for p in pools:
-                    p.close()
-                pools = []
         finally:
-            for p in pools:
-                p.close()
             ns.shape(None)
     return res
 
@@ -153,11 +160,13 @@ def report(res: dict) -> list[str]:
                    (" ★ fastest" if abs(r["tau"] - s["best_measured_tau"]) < 1e-9 else "")
             rows.append([_tau(r["tau"]) + mark, r["predicted_iterations"], r["iterations"],
                          r["predicted_iterations"] / r["iterations"] if r["iterations"] else float("nan"),
-                         1e3 * r["predicted_round_s"], 1e3 * r["round_s"], r["predicted_time_s"], r["time_s"]])
+                         1e3 * r["predicted_round_s"], 1e3 * r["round_s"], r["predicted_time_s"], r["time_s"],
+                         "–".join(f"{t:.2f}" for t in (min(r.get("times_s", [r["time_s"]])),
+                                                       max(r.get("times_s", [r["time_s"]]))))])
         out += [f"**tbf {s['rate']}** — {fit}", "",
                 table(["τ", "iterations (theory)", "iterations (measured)", "theory ÷ measured",
                        "round ms (predicted)", "round ms (measured)", "time to ε s (predicted)",
-                       "time to ε s (measured)"], rows), ""]
+                       f"time to ε s (measured, median of {res.get('reps', 1)})", "range (s)"], rows), ""]
         summary.append([f"tbf {s['rate']}", _tau(s["recommended_tau"]), _tau(s["best_measured_tau"]), s["ratio"],
                         "**yes**" if s["within"] else "**no**"])
     out = [table(["link", "recommended τ", "fastest measured τ", "measured time recommended ÷ fastest",
