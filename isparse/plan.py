@@ -3,10 +3,13 @@
 ``isparse-plan`` (pipeline/plan.py) measures a few real rounds of the configured method on the actual engine at
 two or three values of tau (message sizes), fits
 
-    seconds per round = a + s x (uplink bytes per round)                                     (1)
+    seconds per round = a + s x (uplink bytes per round)      for tau < 1,                   (1)
+    seconds per round = the tau = 1 probe's, as measured       for tau = 1
 
 (:func:`fit_round_cost`: ``a`` = latency + the downlink of x + compute and master work that do not grow with the
-message, ``s`` = 1 / effective bandwidth, with the compute that grows with tau folded into ``s``), and combines it
+message, ``s`` = 1 / effective bandwidth, with the compute that grows with tau folded into ``s``; tau = 1 is
+another code path: no block is drawn, by the workers nor by the master that recomputes their ids, see
+``isparse.sampling``, so it gets its own measured round instead of a point on the line), and combines it
 with the iteration count to eps that the run's theorem predicts for each tau of a grid (and each block size):
 
     predicted time to eps = predicted iterations x predicted seconds per round,
@@ -139,6 +142,8 @@ class Probe:
         Seconds per round of the worker steps (the slowest host's, as the engine reports them).
     rounds : int
         Rounds timed (after the warm-up).
+    dense : bool
+        tau = 1 (every block sent: no draw).
     """
 
     tau: float
@@ -146,6 +151,7 @@ class Probe:
     round_s: float
     compute_s: float
     rounds: int
+    dense: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,9 +165,12 @@ class RoundCost:
     seconds_per_byte : float
         Slope s (s/B); 0 when the probes cannot tell (one message size, or a slope below 0, see ``note``).
     residual_rel : float
-        Root mean square of (measured - fitted) / measured over the probes (0 with two probes).
+        Root mean square of (measured - fitted) / measured over the probes of the line (tau < 1; 0 with two).
     probes : list of Probe
     note : str
+    dense_round_s : float or None
+        The measured seconds per round at tau = 1 (its own code path), used for tau = 1; None: not probed (then
+        tau = 1 is a point on the line).
     """
 
     latency_s: float
@@ -169,27 +178,33 @@ class RoundCost:
     residual_rel: float
     probes: list = field(default_factory=list)
     note: str = ""
+    dense_round_s: float | None = None
 
     @property
     def bandwidth_Bps(self) -> float:
         """Effective bandwidth 1/s in B/s (inf for a zero slope)."""
         return math.inf if self.seconds_per_byte <= 0 else 1.0 / self.seconds_per_byte
 
-    def round_s(self, uplink_bytes: float) -> float:
-        """Predicted seconds of a round sending ``uplink_bytes`` (all workers)."""
+    def round_s(self, uplink_bytes: float, dense: bool = False) -> float:
+        """Predicted seconds of a round sending ``uplink_bytes`` (all workers); ``dense``: at tau = 1."""
+        if dense and self.dense_round_s is not None:
+            return self.dense_round_s
         return self.latency_s + self.seconds_per_byte * uplink_bytes
 
     def as_dict(self) -> dict:
+        """Plain values for JSON (``bandwidth_Bps`` None for a zero slope: strict JSON has no infinity)."""
         return {"latency_s": self.latency_s, "seconds_per_byte": self.seconds_per_byte,
-                "bandwidth_Bps": self.bandwidth_Bps, "residual_rel": self.residual_rel, "note": self.note,
+                "bandwidth_Bps": self.bandwidth_Bps if math.isfinite(self.bandwidth_Bps) else None,
+                "dense_round_s": self.dense_round_s, "residual_rel": self.residual_rel, "note": self.note,
                 "probes": [asdict(p) for p in self.probes]}
 
 
 def fit_round_cost(probes: list[Probe]) -> RoundCost:
-    """Least-squares fit of seconds per round = a + s x bytes over the probes (numpy.polyfit).
+    """Least-squares fit of seconds per round = a + s x bytes over the tau < 1 probes (numpy.polyfit); the tau = 1
+    probes' mean round is ``dense_round_s`` (all probes are on the line when none has tau < 1).
 
-    One distinct message size (a full-communication method: tau = 1 only) gives s = 0 and a = the mean; a slope
-    below 0 (the message cost below the timing noise) is refit as s = 0, a = the mean, and says so in ``note``.
+    One distinct message size gives s = 0 and a = the mean; a slope below 0 (the message cost below the timing
+    noise) is refit as s = 0, a = the mean, and says so in ``note``.
 
     Raises
     ------
@@ -198,8 +213,11 @@ def fit_round_cost(probes: list[Probe]) -> RoundCost:
     """
     if not probes:
         raise ValueError("fit_round_cost needs at least one probe")
-    x = np.array([p.uplink_bytes for p in probes], dtype=float)
-    y = np.array([p.round_s for p in probes], dtype=float)
+    sparse = [p for p in probes if not p.dense]
+    dense = [p.round_s for p in probes if p.dense]
+    line = sparse or list(probes)
+    x = np.array([p.uplink_bytes for p in line], dtype=float)
+    y = np.array([p.round_s for p in line], dtype=float)
     note = ""
     if np.unique(x).size < 2:
         a, s = float(y.mean()), 0.0
@@ -215,7 +233,8 @@ def fit_round_cost(probes: list[Probe]) -> RoundCost:
             note = "the fitted intercept was below 0: refit through the origin"
     fitted = a + s * x
     residual = float(np.sqrt(np.mean(((y - fitted) / y) ** 2)))
-    return RoundCost(latency_s=a, seconds_per_byte=s, residual_rel=residual, probes=list(probes), note=note)
+    return RoundCost(latency_s=a, seconds_per_byte=s, residual_rel=residual, probes=list(probes), note=note,
+                     dense_round_s=float(np.mean(dense)) if dense and sparse else None)
 
 
 @dataclass(frozen=True)
@@ -284,7 +303,7 @@ def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int) -> PlanRow | 
     if why is not None:
         return SkippedRow(**common, reason=why)
     per_round = uplink_bytes_per_round(method.n, d, method.blocks.m, method.tau_m, method.sends_ids)
-    round_s = cost.round_s(per_round)
+    round_s = cost.round_s(per_round, dense=method.tau_m == method.blocks.m)
     return PlanRow(**common, predicted_iterations=float(predicted), predicted_round_s=round_s,
                    predicted_time_s=float(predicted) * round_s, predicted_uplink_bytes=float(predicted) * per_round,
                    uplink_bytes_per_round=per_round, bound_theorem=setup.bound.theorem,

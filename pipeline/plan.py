@@ -177,14 +177,19 @@ def probe(setup, pool, rounds: int, log_every: int) -> Probe:
     a, b = recs[le], recs[le + timed]
     return Probe(tau=float(setup.method.tau), uplink_bytes=(b["uplink_bytes"] - a["uplink_bytes"]) / timed,
                  round_s=(b["wall_s"] - a["wall_s"]) / timed,
-                 compute_s=(b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed, rounds=timed)
+                 compute_s=(b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed, rounds=timed,
+                 dense=setup.method.tau_m == setup.method.blocks.m)
 
 
 def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
-    """Up to three tau*m of the grid to probe: its smallest, the one nearest ceil(m/n) (tau = 1/n), its largest."""
-    auto = math.ceil(m / n)
-    near = min(tau_ms, key=lambda k: (abs(math.log(k / auto)), k))
-    return sorted({tau_ms[0], near, tau_ms[-1]})
+    """The tau*m of the grid to probe: of its tau < 1 its smallest, the one nearest ceil(m/n) (tau = 1/n) and its
+    largest (the line of the fit), and tau = 1 if the grid has it (its own code path: ``isparse.plan``)."""
+    sparse = [k for k in tau_ms if k < m]
+    picks = {k for k in tau_ms if k == m}
+    if sparse:
+        auto = math.ceil(m / n)
+        picks |= {sparse[0], min(sparse, key=lambda k: (abs(math.log(k / auto)), k)), sparse[-1]}
+    return sorted(picks)
 
 
 def plan_job(cfg) -> dict:
@@ -227,7 +232,8 @@ def plan_job(cfg) -> dict:
     skipped.sort(key=lambda r: (r.blocks_size, r.tau))
     best = recommend(rows)
     notes = [NOTE_RATIO,
-             "predicted_round_s = latency_s + uplink bytes per round x seconds_per_byte, fitted to the probes (real "
+             "predicted_round_s = latency_s + uplink bytes per round x seconds_per_byte for tau < 1, fitted to the "
+             "probes of tau < 1, and the tau = 1 probe's round for tau = 1 (no block is drawn there) (real "
              "rounds of this engine and cluster: worker steps, messages, master step, the run's monitoring every "
              "tracking.log_every rounds; not MLflow's logging); uplink bytes are values x 8 B (+ ids x 4 B with "
              "messages.send_ids), the expectation over the blocks drawn."]
@@ -248,11 +254,14 @@ def _fmt_bytes(b: float) -> str:
 def render(plan: dict) -> str:
     """The plan as text: the fit, one line per row, the skipped rows with their reasons, the recommendation."""
     c = plan["round_cost"]
-    bw = "inf" if not math.isfinite(c["bandwidth_Bps"]) else f"{_fmt_bytes(c['bandwidth_Bps'])}/s"
+    bw = "inf" if c["bandwidth_Bps"] is None else f"{_fmt_bytes(c['bandwidth_Bps'])}/s"
+    line = [p for p in c["probes"] if not p["dense"]] or c["probes"]
     lines = [f"{PROG}: {plan['algorithm']} on {plan['data']} (d = {plan['d']}), n = {plan['n']}, "
              f"eps = tol x r_0 with tol = {plan['tol']:g}; engine: {plan['engine']}",
-             f"round cost, fitted to {len(c['probes'])} probes: {1e3 * c['latency_s']:.3f} ms + uplink bytes / {bw}"
-             f" (residual {100 * c['residual_rel']:.1f} % rms)"]
+             f"round cost: {1e3 * c['latency_s']:.3f} ms + uplink bytes / {bw} for tau < 1, fitted to "
+             f"{len(line)} probes (residual {100 * c['residual_rel']:.1f} % rms)"
+             + ("" if c["dense_round_s"] is None else
+                f"; tau = 1 (no draw: its own code path) as measured, {1e3 * c['dense_round_s']:.3f} ms")]
     for p in c["probes"]:
         lines.append(f"  probe tau = {p['tau']:.4g}: {_fmt_bytes(p['uplink_bytes'])} per round, "
                      f"{1e3 * p['round_s']:.3f} ms per round (worker compute {1e3 * p['compute_s']:.3f} ms), "
@@ -293,7 +302,7 @@ def _app(cfg: DictConfig):
             raise
         _error_line(exc)
         sys.exit(2)
-    out = json.dumps(plan, indent=1, default=float)
+    out = json.dumps(plan, indent=1, allow_nan=False)
     with contextlib.suppress(Exception):
         (Path(HydraConfig.get().runtime.output_dir) / "plan.json").write_text(out)
     print(out if cfg.plan.json else render(plan), flush=True)

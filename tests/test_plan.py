@@ -87,6 +87,9 @@ def test_plan_job_matches_the_runs_logged(tmp_path, dask_client):
     probes = plan["round_cost"]["probes"]
     assert [p["uplink_bytes"] for p in probes] == pytest.approx([4 * 8 * 31, 4 * 8 * 123])   # real rounds' bytes
     assert all(0 < p["compute_s"] < p["round_s"] < 1 for p in probes)
+    cost = plan["round_cost"]   # one probe of tau < 1: a constant line; tau = 1 as its probe measured
+    assert cost["latency_s"] == probes[0]["round_s"] and cost["seconds_per_byte"] == 0
+    assert [r["predicted_round_s"] for r in plan["rows"]] == [probes[0]["round_s"], probes[1]["round_s"]]
     for tau in ("auto", "1"):
         from conftest import CONF_DIR
         from hydra import compose, initialize_config_dir
@@ -129,14 +132,16 @@ def test_plan_on_a_local_cluster_matches_the_runs(tmp_path, dask_client):
         assert r["predicted_time_s"] == pytest.approx(r["predicted_iterations"] * r["predicted_round_s"], rel=1e-12)
         assert r["predicted_uplink_bytes"] == pytest.approx(r["predicted_iterations"] * 4 * r["tau"] * 123 * 8)
         cost = plan["round_cost"]
-        assert r["predicted_round_s"] == pytest.approx(cost["latency_s"] + cost["seconds_per_byte"] *
-                                                       r["uplink_bytes_per_round"], rel=1e-12)
+        expected = (cost["dense_round_s"] if r["tau_m"] == r["m"] else   # tau = 1: its own probe's round
+                    cost["latency_s"] + cost["seconds_per_byte"] * r["uplink_bytes_per_round"])
+        assert r["predicted_round_s"] == pytest.approx(expected, rel=1e-12)
     best = min(plan["rows"], key=lambda r: r["predicted_time_s"])
     assert (plan["recommended"]["tau"], plan["recommended"]["blocks_size"]) == (best["tau"], best["blocks_size"])
     # the probes were real rounds on the cluster: smallest, 1/n and largest tau, with the bytes the messages had
     probes = plan["round_cost"]["probes"]
-    assert [p["tau"] for p in probes] == pytest.approx([1 / 123, 31 / 123, 1.0])
-    assert [p["uplink_bytes"] for p in probes] == pytest.approx([4 * 8 * 1, 4 * 8 * 31, 4 * 8 * 123])
+    assert [p["tau"] for p in probes] == pytest.approx([1 / 123, 31 / 123, 62 / 123, 1.0])
+    assert [p["uplink_bytes"] for p in probes] == pytest.approx([4 * 8 * 1, 4 * 8 * 31, 4 * 8 * 62, 4 * 8 * 123])
+    assert plan["round_cost"]["dense_round_s"] == probes[-1]["round_s"]
     assert all(0 < p["compute_s"] < p["round_s"] < 1 for p in probes)
     assert "engine" in plan and dask_client.scheduler.address in plan["engine"]
 
@@ -205,8 +210,13 @@ def test_fit_round_cost_recovers_latency_and_bandwidth():
     rel = (np.array([p.round_s for p in noisy]) - (fit.latency_s + fit.seconds_per_byte *
                                                    np.array([p.uplink_bytes for p in noisy]))) / [p.round_s for p in noisy]
     assert fit.residual_rel == pytest.approx(float(np.sqrt(np.mean(rel ** 2)))) and fit.residual_rel > 0.01
-    flat = fit_round_cost([Probe(0.1, 1e3, 5e-3, 0, 10), Probe(1, 1e4, 4e-3, 0, 10)])   # slope < 0: constant
+    flat = fit_round_cost([Probe(0.1, 1e3, 5e-3, 0, 10), Probe(0.5, 1e4, 4e-3, 0, 10)])   # slope < 0: constant
     assert flat.seconds_per_byte == 0 and flat.latency_s == pytest.approx(4.5e-3) and "below 0" in flat.note
+    # tau = 1 (no draw) is not a point of the line: its own measured round
+    dense = fit_round_cost([*probes[:2], Probe(1.0, 4e5, 1e-3, 0, 10, dense=True)])
+    assert dense.latency_s == pytest.approx(2e-3) and dense.bandwidth_Bps == pytest.approx(1e7)
+    assert dense.round_s(4e5, dense=True) == 1e-3 and dense.round_s(4e5) == pytest.approx(2e-3 + 4e-2)
+    assert fit_round_cost(probes).dense_round_s is None
     assert uplink_bytes_per_round(4, 123, 123, 31, False) == 4 * 31 * 8
     assert uplink_bytes_per_round(4, 123, 123, 31, True) == 4 * 31 * 12
     assert uplink_bytes_per_round(4, 123, 123, 123, True) == 4 * 123 * 8     # all blocks: no ids
