@@ -4,7 +4,8 @@ For each rate (tbf 1 Gbit / 100 Mbit / 10 Mbit on both ends of each worker's vet
 workers in their own network namespaces), on the same shaped cluster:
 
 1. the planner: the ``isparse-plan`` console script in a subprocess with ``cluster=address`` (the namespaced
-   scheduler), ``--json``, the grid ``plan.taus`` below; it probes the cluster itself (4 short real runs: tau = 1/16, 1/8, 1/2 for its line, and tau = 1) and
+   scheduler), ``--json``, the grid ``plan.taus`` below; it probes the cluster itself (short real runs at tau = 1/16, 1/8, 1/2 for its line, and tau = 1; 40 rounds each,
+   3 repetitions interleaved, the median kept: the defaults but for the rounds) and
    recommends the tau of least predicted time;
 2. the truth: real runs to eps of every tau of the grid (ISEGA through the library's loop on a fresh ``DaskPool`` of
    the same cluster; ``log_every`` = 10 as the planner's probes and isparse-run's default), their wall time to eps

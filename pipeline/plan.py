@@ -10,9 +10,10 @@ does (an unknown key or a bad value is one line on stderr, exit status 2, before
    every block size of ``plan.block_sizes`` the run's theorem's iteration count to ``tol x r_0``
    (``bound.iterations_to``: what isparse-run logs as ``predicted_iterations``);
 2. measures the round cost on the configured engine (engine=dask: the LocalCluster it starts or the scheduler at
-   cluster.address; engine=inprocess: this process): a short real run (``plan.rounds`` rounds after a warm-up of
-   ``tracking.log_every``) at two or three tau of the grid (its smallest, the one nearest 1/n, its largest, at
-   ``blocks.size``), and fits seconds per round = latency + bytes / bandwidth (``isparse.plan.fit_round_cost``);
+   cluster.address; engine=inprocess: this process): short real runs (``plan.rounds`` rounds after a warm-up of
+   ``tracking.log_every``; ``plan.repeats`` of them, interleaved, the median kept) at up to three tau < 1 of the
+   grid (its smallest, the one nearest 1/n, its largest, at ``blocks.size``) and at tau = 1, and fits seconds per
+   round = latency + bytes / bandwidth for tau < 1, tau = 1 as measured (``isparse.plan.fit_round_cost``);
 3. prints each row's predicted iterations, seconds per round, time and uplink bytes to eps, the rows the theory
    gives no count for (with the reason), and the recommendation: the row with the least predicted time.
 
@@ -81,12 +82,13 @@ def _check(cfg, run_cfg) -> dict:
         raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={run_cfg.engine} and "
                                        f"data={run_cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
     plan = cfg.plan
-    known = {"taus", "block_sizes", "rounds", "json"}
+    known = {"taus", "block_sizes", "rounds", "repeats", "json"}
     extra = sorted(set(plan.keys()) - known)
     if extra:
         raise ConfigError(f"plan.{extra[0]}", f"The 'plan.{extra[0]}' parameter is not read by {PROG}; the keys of "
                                               f"plan: {', '.join(sorted(known))}.")
     check_range("plan.rounds", plan.rounds, 2, None, integer=True)
+    check_range("plan.repeats", plan.repeats, 1, None, integer=True)
     check_bool("plan.json", plan.json)
     taus = OmegaConf.to_object(plan.taus) if OmegaConf.is_config(plan.taus) else plan.taus
     sizes = OmegaConf.to_object(plan.block_sizes) if OmegaConf.is_config(plan.block_sizes) else plan.block_sizes
@@ -98,7 +100,8 @@ def _check(cfg, run_cfg) -> dict:
         sizes = [sizes]
     if sizes == []:
         resolve_block_sizes([], 1, 1)
-    return {"taus": taus, "block_sizes": sizes, "rounds": int(plan.rounds), "json": bool(plan.json)}
+    return {"taus": taus, "block_sizes": sizes, "rounds": int(plan.rounds), "repeats": int(plan.repeats),
+            "json": bool(plan.json)}
 
 
 class _Builder:
@@ -169,7 +172,8 @@ def _pools(cfg):
 def probe(setup, pool, rounds: int, log_every: int) -> Probe:
     """A short real run of ``setup`` on ``pool`` (all of ``log_every + rounds'`` iterations, tol = 0; rounds' =
     ``rounds`` rounded up to a multiple of log_every): the seconds, compute seconds and uplink bytes per round of the
-    rounds after the first ``log_every`` (the warm-up), from the loop's records."""
+    rounds after the first ``log_every`` (the warm-up), from the loop's records. Run again on the same pool (for a
+    repetition) the workers start from the state the last run left: the same work per round."""
     le = int(log_every)
     timed = le * math.ceil(rounds / le)
     recs = {}
@@ -215,10 +219,14 @@ def plan_job(cfg) -> dict:
 
     probes = []
     with _pools(run_cfg) as (make, where):
-        for k in _probe_taus(grid0, m0, n):
-            if (probe_b, k) in setups:
-                setup = setups[probe_b, k]
-                probes.append(probe(setup, make(setup), opts["rounds"], int(run_cfg.tracking.log_every)))
+        chosen = [k for k in _probe_taus(grid0, m0, n) if (probe_b, k) in setups]
+        pools = {k: make(setups[probe_b, k]) for k in chosen}
+        runs = {k: [] for k in chosen}
+        for _ in range(opts["repeats"]):   # interleaved: a drift of the machine's load hits every probe alike
+            for k in chosen:
+                runs[k].append(probe(setups[probe_b, k], pools[k], opts["rounds"], int(run_cfg.tracking.log_every)))
+        for k in chosen:   # the repetition of median seconds per round
+            probes.append(sorted(runs[k], key=lambda p: p.round_s)[(len(runs[k]) - 1) // 2])
     if not probes:
         raise ConfigError("plan.taus", f"The 'plan.taus' parameter must hold a tau algorithm={run_cfg.algorithm.name} "
                                        f"can run at blocks.size={probe_b}; none of {grid0} (tau x m) can: "
