@@ -77,7 +77,7 @@ def test_plan_job_matches_the_runs_logged(tmp_path, dask_client):
 
     common = [f"paths.outputs={tmp_path}", *OVERRIDES, "cluster=address",
               f"cluster.address={dask_client.scheduler.address}"]
-    plan = plan_job(compose_plan([*common, "plan.taus=[1/n,1]", "plan.rounds=10"]))
+    plan = plan_job(compose_plan([*common, "plan.taus=[1/n,1]", "plan.rounds=10", "plan.repeats=1"]))
     assert all(KEYS <= set(r) for r in plan["rows"]) and KEYS <= set(plan["recommended"])
     assert [r["tau_m"] for r in plan["rows"]] == [31, 123]
     best = min(plan["rows"], key=lambda r: r["predicted_time_s"])
