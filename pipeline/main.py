@@ -71,6 +71,7 @@ def run_job(cfg: DictConfig) -> dict:
                                        f"data={cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
     check_range("checkpoint.every", cfg.checkpoint.every, 0, None, integer=True)
     _send_ids(cfg)
+    _compare_role(cfg)
     uri = str(cfg.tracking.uri)
     check_reachable(uri)
 
@@ -202,6 +203,16 @@ def default_run_name(cfg, method, data_name: str) -> str:
     return f"n{method.n}-b{cfg.blocks.size}-tau{method.tau:.4g}-{gamma}-s{cfg.seed}-{method.name}-{data_name}"
 
 
+#: the sides of a method-vs-baseline comparison (``compare.role``; conf/arm/*.yaml set it, the report reads it)
+ROLES = ("method", "baseline")
+
+
+def _compare_role(cfg):
+    """``compare.role``: null, method or baseline (ConfigError otherwise)."""
+    role = (cfg.get("compare") or {}).get("role")
+    return role if role is None else check_choice("compare.role", role, ROLES)
+
+
 def _send_ids(cfg) -> bool:
     """``messages.send_ids``, a boolean.
 
@@ -229,6 +240,8 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
                                                  else "values x 8 B (block ids recomputed by the master)")})
         logger.log_text(OmegaConf.to_yaml(resolved_config(cfg)), "config.yaml")
         logger.set_tags({"predicted_iterations": predicted})
+        if _compare_role(cfg) is not None:     # also a param (compare.role); a tag for the MLflow UI's filters
+            logger.set_tags({"compare.role": cfg.compare.role, "compare.arm": str(cfg.compare.get("arm"))})
         logger.log_metrics({"predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
     if pool.name == "dask":
@@ -768,7 +781,7 @@ def check_overrides(overrides, multirun: bool = False, config_dir: str | None = 
                 params = OmegaConf.to_container(params, resolve=False) if params else {}
                 cli = {o.key_or_group for o in group_ovs}
                 more = combinations(parser.parse_overrides(
-                    [f"{k}={v}" for k, v in params.items() if k in groups and k not in cli]))
+                    [f"{k}={v}" for k, v in params.items() if k.lstrip("+") in groups and k.lstrip("+") not in cli]))
                 if more is None:
                     return
                 combos = [a + b for a in combos for b in more][:MAX_CHECKED_COMBINATIONS]

@@ -12,7 +12,13 @@ Writes, as artifacts of the sweep's parent run (under ``report/``) and as files 
 3. ``table99.md`` / ``table99.csv`` (when the sweep has tau = 1/n and tau = 1 for the same series):
    iterations and uplink bytes to eps at tau = 1/n relative to tau = 1, and the share of uplink
    saved; where a configuration does not reach eps, the neighbourhood it stalls in.
-4. ``README.md``: what the report holds, how its series are formed, and what it could not build and why
+4. ``compare.md`` / ``compare.csv`` (when runs carry ``compare.role``, i.e. a comparison experiment's arms,
+   conf/arm/): per data set and n, each method arm against the baseline arm (``compare.role=baseline``): iterations
+   and uplink bytes to eps as ratios method / baseline, or, where eps is not reached (constant-step methods), the
+   final error and the whole budget's uplink; median and range over seeds. Where a key is tuned
+   (``compare.tune``, e.g. ``algorithm.rho``) each arm uses its best grid value, and ``compare_grid.md`` /
+   ``compare_grid.csv`` show the grid.
+5. ``README.md``: what the report holds, how its series are formed, and what it could not build and why
    (also printed by the CLI).
 
 A *series* is one data set, method and n, and one value of every other key that differs among the
@@ -57,11 +63,14 @@ log = logging.getLogger(__name__)
 #: metrics read back for each run
 METRICS = ("dist_sq", "bound", "uplink_bytes", "lyapunov")
 
+#: the share of a run's last logged steps whose mean dist_sq / r0 is its final error (RunRecord.tail_relative)
+TAIL = 0.2
+
 #: params that are part of every label already (or vary along a series): never a series key
 IDENTITY = ("seed", "tau", "tau_setting", "algorithm.name", "data.name", "workers.n", "step.rule", "step.multiplier")
 #: params (or prefixes ending in ".") that say where and how a run was logged, not what it computed
 BOOKKEEPING = ("paths.", "tracking.uri", "tracking.experiment", "tracking.run_name", "report.", "hydra.", "progress",
-               "resume", "cache", "data.dir", "data.source")
+               "resume", "cache", "data.dir", "data.source", "compare.")
 #: short names of series keys in labels (the README's names)
 ALIASES = {"blocks.size": "b"}
 #: the undotted keys of conf/config.yaml, if that file cannot be read (an installed, not editable, package)
@@ -111,6 +120,9 @@ class RunRecord:
     history: dict = field(default_factory=dict)   # metric -> (steps, values)
     config: dict = field(default_factory=dict)
     group: tuple = ()
+    role: str | None = None        # compare.role: "method", "baseline" or None (not a comparison run)
+    arm: str | None = None         # compare.arm: the arm's name (conf/arm/<arm>.yaml)
+    tune: str | None = None        # compare.tune: the key tuned on a grid (e.g. algorithm.rho), or None
 
     @property
     def group_label(self) -> str:
@@ -160,6 +172,30 @@ class RunRecord:
         """The last logged dist_sq / r0 (where a run that does not reach eps stalls)."""
         steps, values = self.history.get("dist_sq", ([], []))
         return values[-1] / self.r0 if values else math.nan
+
+    def tail_relative(self, fraction: float = TAIL) -> float:
+        """The mean of dist_sq / r0 over the logged steps t >= (1 - fraction) x the last step: the level of the
+        neighbourhood a constant-step stochastic method settles in (less noisy than the last value alone)."""
+        steps, values = self.history.get("dist_sq", ([], []))
+        if not values:
+            return math.nan
+        tail = [v for s, v in zip(steps, values) if s >= (1.0 - fraction) * steps[-1]]
+        return statistics.fmean(tail) / self.r0
+
+    def final_uplink(self) -> float | None:
+        """Cumulative uplink bytes at the last logged step (the whole budget's)."""
+        ups = self.history.get("uplink_bytes", ([], []))[1]
+        return ups[-1] if ups else None
+
+    @property
+    def tuned_value(self):
+        """The value of the tuned key (``compare.tune``) in this run, as logged (a string), or None."""
+        return self.config.get(self.tune) if self.tune else None
+
+    @property
+    def side(self) -> str:
+        """The arm's name (``compare.arm``), or the method's label when the run names no arm."""
+        return self.arm or f"{self.algorithm}{self.label_extra} n={self.n}"
 
 
 def assign_series(records: list[RunRecord]) -> list[str]:
@@ -222,11 +258,14 @@ def latest_sweep(client: MlflowClient, experiment: str):
                                     f"finished job.")
 
 
-def load_children(client: MlflowClient, parent, notes: list | None = None) -> list[RunRecord]:
+def load_children(client: MlflowClient, parent, notes: list | None = None,
+                  failed: list | None = None) -> list[RunRecord]:
     """Every finished child run of ``parent`` that logged its constants, with its metric histories.
 
-    Runs left out (not FINISHED) are named in ``notes`` when a list is given. ``group`` is not set
-    here: call :func:`assign_series` on all the records of a report.
+    Runs left out (not FINISHED) are named in ``notes`` when a list is given; those of them that logged their
+    constants (e.g. a run that diverged) are appended to ``failed`` as RunRecords (status FAILED or KILLED, no
+    histories) when a list is given, so that a tuning grid can show them. ``group`` is not set here: call
+    :func:`assign_series` on all the records of a report.
     """
     runs = client.search_runs([parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
                               max_results=5000)
@@ -238,23 +277,28 @@ def load_children(client: MlflowClient, parent, notes: list | None = None) -> li
             if notes is not None:
                 notes.append(f"left out {run.info.run_name} ({run.info.status}): it failed before logging its constants")
             continue
-        if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
-            log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
-            if notes is not None:
-                notes.append(f"left out {run.info.run_name} ({run.info.status}"
-                             + (f": {t['error'][:200]}" if t.get("error") else "") + ")")
-            continue
         extra = ""
         if p.get("step.rule", "theory") != "theory":
             extra += f" ({p['step.rule']} γ)"
         if float(p.get("step.multiplier", 1)) != 1:
             extra += f" ×{float(p['step.multiplier']):g}γ"
         pred = t.get("predicted_iterations")
+        role, arm, tune = (None if p.get(k) in (None, "", "None") else p[k]
+                           for k in ("compare.role", "compare.arm", "compare.tune"))
         rec = RunRecord(run_id=run.info.run_id, status=run.info.status, algorithm=p["algorithm.name"],
                         data=p.get("data.name", "?"), n=int(p["n"]), m=int(p["m"]), tau=float(p["tau"]),
                         tau_m=int(p["tau_m"]), seed=int(p.get("seed", 0)), tol=float(p["tol"]), r0=float(p["r0"]),
                         label_extra=extra, predicted=float(pred) if pred not in (None, "", "None", "nan") else None,
-                        bound_quantity=t.get("bound_quantity", "dist_sq"), config=config_params(p, top))
+                        bound_quantity=t.get("bound_quantity", "dist_sq"), config=config_params(p, top),
+                        role=role, arm=arm, tune=tune)
+        if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
+            log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
+            if notes is not None:
+                notes.append(f"left out {run.info.run_name} ({run.info.status}"
+                             + (f": {t['error'][:200]}" if t.get("error") else "") + ")")
+            if failed is not None:
+                failed.append(rec)
+            continue
         for key in METRICS:
             hist = sorted(client.get_metric_history(run.info.run_id, key), key=lambda mm: mm.step)
             if hist:
@@ -560,6 +604,209 @@ def write_table(rows: list[dict], out: Path) -> list[Path]:
     return [md, path]
 
 
+# ------------------------------------------------------------------------- method vs baseline (comparisons)
+def _context(r: RunRecord) -> tuple:
+    """The series keys of a run other than its tuned key: runs of two arms are compared when these agree."""
+    return tuple((k, v) for k, v in r.group if k != r.tune)
+
+
+def _median_range(values: list[float]) -> tuple[float | None, float | None, float | None]:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        return None, None, None
+    return statistics.median(values), min(values), max(values)
+
+
+def _score(runs: list[RunRecord]) -> tuple:
+    """How good one arm's runs at one grid value are (smaller is better): the median iterations to eps when every
+    run reaches it, else the median final error (:meth:`RunRecord.tail_relative`); reaching eps beats not."""
+    hits = [r.to_eps()[0] for r in runs]
+    if all(h is not None for h in hits):
+        return (0, statistics.median(hits))
+    err = statistics.median(r.tail_relative() for r in runs)
+    return (1, err if math.isfinite(err) else math.inf)
+
+
+def comparison(records: list[RunRecord], failed: list[RunRecord] = ()) -> tuple[list[dict], list[dict], list[str]]:
+    """The method-vs-baseline tables of a comparison sweep (runs with ``compare.role``).
+
+    An *arm* is the runs of one ``compare.arm`` (or method label) on one data set and n, with one value of every
+    series key but the tuned one (``compare.tune``, e.g. ``algorithm.rho``). Where a key is tuned, each arm keeps its
+    best grid value (:func:`_score`: fewest median iterations to eps, else the lowest median final error).
+    Each method arm is compared with the baseline arm of the same data set and series keys, at the same n if the
+    baseline has that n, else at the baseline's single n (e.g. the paper's n = 1 SGD). Per seed (the baseline run of
+    the same seed, else the baseline's median) the ratio method / baseline of
+
+    - iterations to eps and uplink bytes to eps, when every run of both arms reaches eps ("iterations to ε");
+    - else the final error (mean dist_sq / r0 over the last ``TAIL`` of the logged steps) and the uplink bytes of
+      the whole budget ("final error"): constant-step methods that settle in a neighbourhood;
+
+    with the median and the range (min, max) over seeds.
+
+    Returns
+    -------
+    (rows, grid, gaps)
+        ``rows``: one dict per method arm (keys: data, n, method, baseline, baseline_n, measure, eps, budget,
+        method_value, baseline_value, ratio, ratio_low, ratio_high, method_uplink, baseline_uplink, uplink_ratio,
+        uplink_ratio_low, uplink_ratio_high, seeds, context, tuned, method_best, baseline_best).
+        ``grid``: one dict per arm and grid value when a key is tuned (data, n, arm, role, context, key, value, runs,
+        failed, reached, median_iterations, median_error, best). ``gaps``: why method arms have no row.
+    """
+    arms = defaultdict(lambda: defaultdict(list))     # (data, side, n, context, role) -> tuned value -> runs
+    for r in records:
+        if r.role in ("method", "baseline"):
+            arms[(r.data, r.side, r.n, _context(r), r.role)][r.tuned_value].append(r)
+    failed_at = defaultdict(list)
+    for r in failed:
+        if r.role in ("method", "baseline"):
+            failed_at[(r.data, r.side, r.n, r.role, r.tuned_value)].append(r)
+    best, grid = {}, []
+    for key, by_value in sorted(arms.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        data, side, n, context, role = key
+        scored = {v: (2, math.inf) if failed_at.get((data, side, n, role, v)) else _score(rs)    # a diverged seed:
+                  for v, rs in by_value.items()}                                                  # never the pick
+        pick = min(scored, key=lambda v: scored[v])
+        best[key] = (pick, by_value[pick])
+        tune = by_value[pick][0].tune
+        if tune:
+            values = set(by_value) | {r.tuned_value for (d, s_, nn, ro, _), rs in failed_at.items()
+                                      for r in rs if (d, s_, nn, ro) == (data, side, n, role)}
+            for v in sorted(values, key=_num):
+                rs = by_value.get(v, [])
+                hits = [r.to_eps()[0] for r in rs]
+                grid.append(dict(data=data, n=n, arm=side, role=role, context=_context_label(context), key=tune,
+                                 value=v, runs=len(rs), failed=len(failed_at.get((data, side, n, role, v), [])),
+                                 reached=sum(h is not None for h in hits),
+                                 median_iterations=(statistics.median(hits) if rs and all(h is not None for h in hits)
+                                                    else None),
+                                 median_error=statistics.median(r.tail_relative() for r in rs) if rs else None,
+                                 best=(v == pick)))
+    rows, gaps = [], []
+    baselines = {k: v for k, v in best.items() if k[4] == "baseline"}
+    for key, (pick, runs) in best.items():
+        data, side, n, context, role = key
+        if role != "method":
+            continue
+        cands = [k for k in baselines if k[0] == data and k[3] == context]
+        same_n = [k for k in cands if k[2] == n]
+        if same_n:
+            cands = same_n
+        if len(cands) != 1:
+            gaps.append(f"{data} {side} n={n}{(' ' + _context_label(context)) if context else ''}: "
+                        + ("no baseline run (compare.role=baseline) of the same data set and series keys" if not cands
+                           else f"{len(cands)} baselines fit ({', '.join(f'{k[1]} n={k[2]}' for k in cands)})"))
+            continue
+        bkey = cands[0]
+        bpick, bruns = baselines[bkey]
+        by_seed = {r.seed: r for r in bruns}
+        reach = all(r.to_eps()[0] is not None for r in runs + bruns)
+        if reach:
+            value = lambda r: r.to_eps()[0]                       # noqa: E731
+            uplink = lambda r: r.to_eps()[1]                      # noqa: E731
+        else:
+            value = lambda r: r.tail_relative()                   # noqa: E731
+            uplink = lambda r: r.final_uplink()                   # noqa: E731
+        b_value = statistics.median(value(r) for r in bruns)
+        b_up = _median_range([uplink(r) for r in bruns])[0]
+        ratios, up_ratios = [], []
+        for r in runs:
+            b = by_seed.get(r.seed)
+            bv, bu = (value(b), uplink(b)) if b is not None else (b_value, b_up)
+            ratios.append(value(r) / bv if bv else None)
+            up_ratios.append(uplink(r) / bu if bu and uplink(r) is not None else None)
+        ratio = _median_range(ratios)
+        up_ratio = _median_range(up_ratios)
+        rows.append(dict(data=data, n=n, method=side, baseline=bkey[1], baseline_n=bkey[2],
+                         measure="iterations to ε" if reach else "final error", eps=runs[0].tol,
+                         budget=max(r.history.get("dist_sq", ([0], []))[0][-1] for r in runs + bruns),
+                         method_value=statistics.median(value(r) for r in runs), baseline_value=b_value,
+                         ratio=ratio[0], ratio_low=ratio[1], ratio_high=ratio[2],
+                         method_uplink=_median_range([uplink(r) for r in runs])[0], baseline_uplink=b_up,
+                         uplink_ratio=up_ratio[0], uplink_ratio_low=up_ratio[1], uplink_ratio_high=up_ratio[2],
+                         seeds=len(runs), context=_context_label(context), tuned=runs[0].tune or "",
+                         method_best=pick if runs[0].tune else "", baseline_best=bpick if runs[0].tune else "",
+                         method_tau=f"{runs[0].tau_m}/{runs[0].m}", baseline_tau=f"{bruns[0].tau_m}/{bruns[0].m}"))
+    rows.sort(key=lambda r: (r["data"], r["context"], r["n"], r["method"]))
+    return rows, grid, gaps
+
+
+def _num(v):
+    """Sort key of logged values: numbers by value, then the rest as strings."""
+    try:
+        return (0, float(v), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(v))
+
+
+def _context_label(context: tuple) -> str:
+    return " ".join(f"{ALIASES.get(k, k)}={v}" for k, v in context)
+
+
+def _ratio_cell(mid, low, high, spec="{:.3g}") -> str:
+    if mid is None:
+        return "—"
+    text = spec.format(mid)
+    return text if low == high else f"{text} [{spec.format(low)}–{spec.format(high)}]"
+
+
+def compare_markdown(rows: list[dict]) -> str:
+    """The method-vs-baseline table as Markdown: ratios are method / baseline, median [min–max] over seeds."""
+    tuned = any(r["tuned"] for r in rows)
+    context = any(r["context"] for r in rows)
+    head = ["data"] + (["keys"] if context else []) + [
+        "method", "n", "τ", "baseline", "baseline n", "measure", "method", "baseline", "ratio (median [min–max])",
+        "uplink, method (B)", "uplink, baseline (B)", "uplink ratio (median [min–max])", "seeds"]
+    if tuned:
+        head += ["tuned key", "method's best", "baseline's best"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        iters = r["measure"] == "iterations to ε"
+        fmt = (lambda v: _fmt(v)) if iters else (lambda v: "—" if v is None else f"{v:.3g}")
+        measure = f"iterations to ε = {r['eps']:g}" if iters else f"final error after {r['budget']:,}"
+        cells = [r["data"]] + ([r["context"]] if context else []) + [
+            r["method"], str(r["n"]), r["method_tau"], r["baseline"], str(r["baseline_n"]), measure,
+            fmt(r["method_value"]), fmt(r["baseline_value"]), _ratio_cell(r["ratio"], r["ratio_low"], r["ratio_high"]),
+            _fmt(r["method_uplink"]), _fmt(r["baseline_uplink"]),
+            _ratio_cell(r["uplink_ratio"], r["uplink_ratio_low"], r["uplink_ratio_high"], "{:.4f}"), str(r["seeds"])]
+        if tuned:
+            cells += [r["tuned"], str(r["method_best"]), str(r["baseline_best"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def grid_markdown(grid: list[dict]) -> str:
+    """The tuning grid as Markdown: per arm and value, the median iterations to eps or final error; the pick marked."""
+    context = any(g["context"] for g in grid)
+    head = ["data"] + (["keys"] if context else []) + ["arm", "role", "n", "key", "value", "runs", "failed",
+                                                       "reached ε", "median iterations to ε", "median final error",
+                                                       "picked"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for g in grid:
+        cells = [g["data"]] + ([g["context"]] if context else []) + [
+            g["arm"], g["role"], str(g["n"]), g["key"], str(g["value"]), str(g["runs"]),
+            str(g["failed"]) + (" (diverged or failed)" if g["failed"] else ""), f"{g['reached']}/{g['runs']}",
+            _fmt(g["median_iterations"]), "—" if g["median_error"] is None else f"{g['median_error']:.3g}",
+            "best" if g["best"] else ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_comparison(rows: list[dict], grid: list[dict], out: Path) -> list[Path]:
+    """compare.md / compare.csv, and compare_grid.md / compare_grid.csv when a key was tuned."""
+    files = []
+    for name, items, md in (("compare", rows, compare_markdown), ("compare_grid", grid, grid_markdown)):
+        if not items:
+            continue
+        (out / f"{name}.md").write_text(md(items))
+        path = out / f"{name}.csv"
+        with path.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(items[0]))
+            writer.writeheader()
+            writer.writerows(items)
+        files += [out / f"{name}.md", path]
+    return files
+
+
 def write_tau_table(rows: list[dict], out: Path) -> Path:
     path = out / "iterations_vs_tau.csv"
     with path.open("w", newline="") as fh:
@@ -597,6 +844,8 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
     -------
     dict
         ``parent`` (run id), ``dir`` (Path), ``files`` (list of Path), ``table`` (rows of table99, maybe empty),
+        ``compare`` / ``compare_grid`` (rows of the method-vs-baseline table and of its tuning grid, maybe empty;
+        :func:`comparison`), ``failed`` (RunRecords of runs that logged their constants but did not finish),
         ``records`` (the RunRecords), ``series_keys`` (the keys besides seed and tau that differ among the runs)
         and ``not_built`` / ``notes`` (lines: what the report could not build and why, runs left out, ...; the
         same as in its ``README.md``).
@@ -618,11 +867,16 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
                                         f"got {pid!r} ({type(exc).__name__}).") from None
     parent = parents[0] if parents else latest_sweep(client, experiment or "isparse")
     notes, not_built = [], []
-    records = {}
+    records, failed = {}, {}
     for p in parents or [parent]:       # later sweeps (re-runs of failed jobs) replace earlier runs of a configuration
-        for rec in load_children(client, p, notes):
+        lost = []
+        for rec in load_children(client, p, notes, lost):
             records[rec.identity] = rec
+            failed.pop(rec.identity, None)
+        for rec in lost:
+            failed[rec.identity] = rec
     records = list(records.values())
+    failed = [r for k, r in failed.items() if k not in {x.identity for x in records}]
     if not records:
         raise ConfigError("parent", f"The sweep {parent.info.run_id} has no child run with logged constants.")
     series_keys = assign_series(records)
@@ -656,8 +910,17 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
     if table:
         files += write_table(table, out)
         notes += [f"table99 leaves out {g}" for g in gaps]
+    elif any(r.role for r in records):    # a comparison sweep: its arms are compared in compare.md instead
+        not_built.append("table99 not built: no series of this comparison sweep has both τ = 1/n and τ = 1 "
+                         "(its arms are compared in compare.md)")
     else:
         not_built.append(f"table99 not built: {'; '.join(gaps)}")
+    compare, grid, compare_gaps = comparison(records, failed)
+    if compare:
+        files += write_comparison(compare, grid, out)
+        notes += [f"compare leaves out {g}" for g in compare_gaps]
+    elif any(r.role for r in records):
+        not_built.append("compare not built: " + ("; ".join(compare_gaps) or "no run has compare.role=method"))
     missed = sorted({f"{r.label()} (seed {r.seed})" for r in records if r.to_eps()[0] is None})
     if missed:
         notes.append(f"ε (tol) not reached by: {', '.join(missed)}")
@@ -670,7 +933,8 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
         client.log_artifact(parent.info.run_id, str(path), artifact_path="report")
     client.set_tag(parent.info.run_id, "report_dir", str(out.resolve()))
     return {"parent": parent.info.run_id, "dir": out, "files": files, "table": table, "records": records,
-            "series_keys": series_keys, "not_built": not_built, "notes": notes}
+            "series_keys": series_keys, "not_built": not_built, "notes": notes, "compare": compare,
+            "compare_grid": grid, "failed": failed}
 
 
 def main(argv=None) -> None:
@@ -697,6 +961,10 @@ def main(argv=None) -> None:
         print(f"note: {line}")
     if result["table"]:
         print(table_markdown(result["table"]))
+    if result["compare"]:
+        print(compare_markdown(result["compare"]))
+    if result["compare_grid"]:
+        print(grid_markdown(result["compare_grid"]))
 
 
 if __name__ == "__main__":

@@ -119,6 +119,7 @@ def test_a_key_that_exists_is_refused_with_plus():
     (["+experiment=quick"], True),                                                       # README: the experiments
     (["+experiment=table99", "workers.n=10", "seed=0,1,2"], True),
     (["+experiment=isgd_vs_sgd", "algorithm.schedule=decreasing"], True),   # its sweep: isgd and sgd, both have it
+    (["+experiment=iasgd_vs_asgd", "algorithm.rho=2,16"], True),   # its +arm sweep: iasgd and asgd, both have rho
     (["cluster=slurm", "cluster.jobs=4", "cluster.options.cores=4", "+cluster.options.queue=normal",
       "+cluster.options.account=myproject", "data=a9a", "workers.n=64"], False),          # README: SLURM
     (["cluster=ssh", "cluster.hosts=[head,node1,node2]", "+cluster.connect_options.username=me"], False),   # SSH

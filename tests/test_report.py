@@ -129,9 +129,15 @@ def test_every_experiment_composes_and_its_sweep_values_are_valid(compose, name)
     assert cfg.report.auto is True and cfg.engine == "inprocess"
     assert cfg.tracking.experiment == f"paper-{name}"
     values = {k: str(v).split(",") for k, v in params.items()}
-    for alg in values["algorithm"]:
-        for n in values["workers.n"]:
-            for tau in values.get("tau", ["auto"]):
+    # a comparison experiment sweeps arms (conf/arm/): each sets the algorithm and maybe n and tau
+    arms = [compose([f"+experiment={name}", f"+arm={a}"]) for a in values.get("+arm", [])]
+    cases = ([(c.algorithm.name, [str(c.workers.n)] if "workers.n" not in values else values["workers.n"],
+               [str(c.tau)]) for c in arms] if arms else
+             [(alg, values["workers.n"], values.get("tau", ["auto"])) for alg in values["algorithm"]])
+    assert not arms or {c.compare.role for c in arms} == {"method", "baseline"}
+    for alg, ns, taus in cases:
+        for n in ns:
+            for tau in taus:
                 check_static(algorithm=alg, n=int(n), block_size=1, tau=tau, step_multiplier=1.0,
                              max_iter=cfg.max_iter, tol=cfg.tol)
                 resolve_tau(tau, 112, int(n))                  # raises ConfigError for a malformed tau
