@@ -132,6 +132,41 @@ def _deploy(kind, cluster_cfg, security):
     return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
 
 
+def expected_workers(kind, cluster_cfg) -> int:
+    """How many Dask workers a cluster the run starts will have: ``cluster.jobs`` x ``options.processes`` SLURM jobs'
+    workers, one per host after the first (the scheduler's) for ssh, ``cluster.n_workers`` for kubernetes and local."""
+    if kind == "slurm":
+        return int(cluster_cfg.jobs) * int((cluster_cfg.get("options") or {}).get("processes", 1) or 1)
+    if kind == "ssh":
+        return max(len(cluster_cfg.hosts) - 1, 1)
+    return int(cluster_cfg.get("n_workers", 1) or 1)
+
+
+def wait_for_started_workers(client, kind, cluster_cfg, timeout: float) -> int:
+    """Wait up to ``timeout`` s for all :func:`expected_workers` of a started cluster, so that the logical workers
+    are spread over all of them (they are placed on the workers there when the run starts); go on with fewer
+    (a warning) when some have not started by then (SLURM jobs still queued), as long as there is one.
+
+    Raises
+    ------
+    TimeoutError
+        No worker at all within ``timeout`` seconds (naming ``cluster.timeout`` and, for SLURM, the queue).
+    """
+    expected = expected_workers(kind, cluster_cfg)
+    try:
+        client.wait_for_workers(expected, timeout=timeout)
+    except TimeoutError:
+        have = len(client.scheduler_info()["workers"])
+        if have == 0:
+            hint = (" (the SLURM jobs may still be queued or failed: see squeue and the jobs' output in "
+                    "cluster.options.log_directory)" if kind == "slurm" else "")
+            raise TimeoutError(f"cluster={kind}: no Dask worker connected to {client.scheduler.address} within "
+                               f"cluster.timeout={timeout:g} s{hint}") from None
+        log.warning("cluster=%s: %d of %d Dask workers after cluster.timeout=%g s; the run goes on with %d",
+                    kind, have, expected, timeout, have)
+    return len(client.scheduler_info()["workers"])
+
+
 #: set (to the client's pid) in the environment the LocalCluster's worker processes are spawned with: they ignore
 #: SIGINT from their first import of pipeline.main on
 IGNORE_SIGINT_ENV = "ISPARSE_WORKER_IGNORE_SIGINT"
@@ -206,7 +241,10 @@ def dask_client(cluster_cfg):
 
     # distributed sets its own log levels on import; keep the run's output to warnings
     for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
-                 "distributed.worker", "distributed.http.proxy"):
+                 "distributed.worker", "distributed.http.proxy",
+                 # cluster=ssh: asyncssh logs every channel opened and closed, SSHCluster every line of the remote
+                 # processes' start-up (a failed start raises with its output)
+                 "asyncssh", "distributed.deploy.ssh"):
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger(name).level))
     timeout = float(cluster_cfg.get("timeout", 10))
     direct = bool(cluster_cfg.get("direct_to_workers", True))
@@ -237,8 +275,9 @@ def dask_client(cluster_cfg):
         client = Client(cluster, direct_to_workers=direct, security=security)
     interrupted = False
     try:
-        nworkers = len(client.scheduler_info()["workers"])
-        if nworkers == 0:
+        if kind in DEPLOYERS:   # started for the run: wait for all its workers (SLURM jobs start one by one)
+            wait_for_started_workers(client, kind, cluster_cfg, timeout)
+        elif len(client.scheduler_info()["workers"]) == 0:
             client.wait_for_workers(1, timeout=timeout)
         log.info("Dask scheduler %s, %d workers, dashboard %s", client.scheduler.address,
                  len(client.scheduler_info()["workers"]), client.dashboard_link)
