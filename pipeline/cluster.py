@@ -121,12 +121,29 @@ def _deploy(kind, cluster_cfg, security):
     plain = OmegaConf.to_container(cluster_cfg, resolve=True)
     sec = {} if security is None else {"security": security}
     if kind == "ssh":
-        return Cluster(hosts=list(plain["hosts"]), connect_options=plain.get("connect_options") or {},
-                       worker_options=plain.get("worker_options") or {},
-                       scheduler_options=plain.get("scheduler_options") or {},
-                       remote_python=plain.get("remote_python"), **sec)
+        try:
+            return Cluster(hosts=list(plain["hosts"]), connect_options=plain.get("connect_options") or {},
+                           worker_options=plain.get("worker_options") or {},
+                           scheduler_options=plain.get("scheduler_options") or {},
+                           remote_python=plain.get("remote_python"), **sec)
+        except Exception as exc:   # noqa: BLE001 - asyncssh's and SSHCluster's errors: refused, no key, start-up
+            raise ConfigError("cluster.hosts", f"The 'cluster.hosts' parameter must name hosts that accept SSH with "
+                                               f"cluster.connect_options (port, username, client_keys, known_hosts) "
+                                               f"and run cluster.remote_python with this package installed; "
+                                               f"SSHCluster({plain['hosts']}) failed to start: "
+                                               f"{type(exc).__name__}: {exc}") from exc
     if kind == "slurm":
+        import shutil
+
+        if shutil.which("sbatch") is None:
+            raise ConfigError("cluster.kind", "The 'cluster.kind' parameter slurm (cluster=slurm) needs SLURM's sbatch "
+                                              "on PATH (run on a SLURM submit host); got no sbatch.")
         cluster = Cluster(**(plain.get("options") or {}), **sec)
+        try:
+            check_slurm_job(cluster.job_script())
+        except BaseException:
+            cluster.close()
+            raise
         cluster.scale(jobs=int(plain["jobs"]))
         return cluster
     return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
@@ -165,6 +182,36 @@ def wait_for_started_workers(client, kind, cluster_cfg, timeout: float) -> int:
         log.warning("cluster=%s: %d of %d Dask workers after cluster.timeout=%g s; the run goes on with %d",
                     kind, have, expected, timeout, have)
     return len(client.scheduler_info()["workers"])
+
+
+def check_slurm_job(script: str, timeout: float = 120) -> None:
+    """Ask SLURM whether it would run the job ``script`` (``sbatch --test-only``: slurmctld checks the partition,
+    account, memory, cores and walltime, and schedules nothing), so that a job it refuses, or a controller it cannot
+    reach, is an error now rather than a worker that never comes (dask-jobqueue submits in the background).
+
+    Raises
+    ------
+    ConfigError
+        ``cluster.options``: sbatch's own message (``invalid partition specified``, ``Requested node configuration
+        is not available``, ``Unable to contact slurm controller``, ...).
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".sh", prefix="isparse-slurm-") as f:
+        f.write(script)
+        f.flush()
+        try:
+            proc = subprocess.run(["sbatch", "--test-only", f.name], capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ConfigError("cluster.options", f"The 'cluster.options' parameters must give a job SLURM accepts; "
+                                                 f"sbatch --test-only had no answer within {timeout:g} s (is "
+                                                 f"slurmctld reachable? sinfo).") from None
+    if proc.returncode != 0:
+        said = " ".join(line.strip() for line in (proc.stderr or proc.stdout).splitlines() if line.strip())
+        raise ConfigError("cluster.options", f"The 'cluster.options' parameters must give a job SLURM accepts "
+                                             f"(queue = partition, account, cores, memory, walltime; and slurmctld "
+                                             f"must be reachable: sinfo); sbatch --test-only refused it: {said}")
 
 
 #: set (to the client's pid) in the environment the LocalCluster's worker processes are spawned with: they ignore

@@ -186,6 +186,19 @@ def test_slurm_job_cancelled_mid_run_is_recovered(tmp_path, slurm, x_inprocess):
     assert daemons.squeue(slurm["env"]) == []
 
 
+def test_slurm_job_refused_by_the_controller_is_a_config_error(tmp_path, slurm):
+    """A partition the cluster does not have: sbatch --test-only's refusal, before any job is queued."""
+    out = tmp_path / "refused"
+    out.mkdir()
+    overrides = [o for o in slurm_overrides(tmp_path / "slurm-logs") if "queue" not in o]
+    proc = subprocess.run(_cmd(out, *overrides, "+cluster.options.queue=gpu"), capture_output=True, text=True,
+                          timeout=300, env=_env(slurm["env"]), cwd=out)
+    assert proc.returncode != 0
+    assert ("isparse-run: error: The 'cluster.options' parameters must give a job SLURM accepts" in proc.stderr
+            and "invalid partition specified: gpu" in proc.stderr), proc.stderr[-3000:]
+    assert daemons.squeue(slurm["env"]) == []
+
+
 @pytest.fixture
 def slurm_scheduler(slurm, tmp_path):
     """A dask_jobqueue.SLURMCluster of 2 jobs (one 1-thread worker each) on the test's SLURM; yields
