@@ -225,16 +225,27 @@ def slurm_scheduler(slurm, tmp_path):
             os.environ["SLURM_CONF"] = saved
 
 
+def _importable(name: str) -> bool:
+    import importlib
+
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _importable("hydra_plugins.isparse_dask_launcher"),
+                    reason="hydra/launcher=dask (hydra_plugins.isparse_dask_launcher) cannot be imported")
 def test_dask_launched_sweep_on_the_slurm_cluster(tmp_path, slurm_scheduler):
     """isparse-run -m hydra/launcher=dask onto the SLURM jobs' workers: both jobs FINISHED, each tagged with the
     Dask worker that ran it."""
-    pytest.importorskip("hydra_plugins.isparse_dask_launcher")   # the launcher half of issue 14 (another branch)
     address, workers = slurm_scheduler
     out = tmp_path / "sweep"
     out.mkdir()
     proc = subprocess.run([str(BIN / "isparse-run"), "-m", "hydra/launcher=dask", f"hydra.launcher.address={address}",
                            "algorithm=isega,ibcd", "engine=inprocess", f"paths.outputs={out}",
-                           f"hydra.sweep.dir={out}/sweep", *RUN], capture_output=True, text=True, timeout=600,
+                           f"hydra.sweep.dir={out}/sweep", *RUN[:-1], "max_iter=300"], capture_output=True, text=True, timeout=600,
                           env=_env(), cwd=out)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
