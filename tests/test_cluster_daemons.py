@@ -211,6 +211,8 @@ def slurm_scheduler(slurm, tmp_path):
     try:
         with SLURMCluster(cores=1, memory="2GB", processes=1, queue="debug", walltime="00:10:00", interface="lo",
                           log_directory=str(tmp_path / "slurm-logs"),
+                          scheduler_options={"dashboard_address": "127.0.0.1:0"},
+                          worker_extra_args=["--dashboard-address", "127.0.0.1:0"],
                           job_script_prologue=[f"export PYTHONPATH={_env()['PYTHONPATH']}"]) as cluster:
             cluster.scale(jobs=2)
             with Client(cluster) as client:
