@@ -131,7 +131,8 @@ def _deploy(kind, cluster_cfg, security):
                                                f"cluster.connect_options (port, username, client_keys, known_hosts) "
                                                f"and run cluster.remote_python with this package installed; "
                                                f"SSHCluster({plain['hosts']}) failed to start: "
-                                               f"{type(exc).__name__}: {exc}") from exc
+                                               f"{type(exc).__name__}: {exc} (the remote output: rerun with "
+                                               f"hydra.verbose=distributed.deploy.ssh)") from exc
     if kind == "slurm":
         import shutil
 
@@ -288,11 +289,13 @@ def dask_client(cluster_cfg):
 
     # distributed sets its own log levels on import; keep the run's output to warnings
     for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
-                 "distributed.worker", "distributed.http.proxy",
-                 # cluster=ssh: asyncssh logs every channel opened and closed, SSHCluster every line of the remote
-                 # processes' start-up (a failed start raises with its output)
-                 "asyncssh", "distributed.deploy.ssh"):
+                 "distributed.worker", "distributed.http.proxy"):
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger(name).level))
+    # cluster=ssh: asyncssh logs every channel opened and closed, SSHCluster every line the remote processes print
+    # (at INFO, their errors too: hydra.verbose=distributed.deploy.ssh shows them when a start fails)
+    for name in ("asyncssh", "distributed.deploy.ssh"):
+        if logging.getLogger(name).level == logging.NOTSET:
+            logging.getLogger(name).setLevel(logging.WARNING)
     timeout = float(cluster_cfg.get("timeout", 10))
     direct = bool(cluster_cfg.get("direct_to_workers", True))
     cluster = None
