@@ -121,15 +121,98 @@ def _deploy(kind, cluster_cfg, security):
     plain = OmegaConf.to_container(cluster_cfg, resolve=True)
     sec = {} if security is None else {"security": security}
     if kind == "ssh":
-        return Cluster(hosts=list(plain["hosts"]), connect_options=plain.get("connect_options") or {},
-                       worker_options=plain.get("worker_options") or {},
-                       scheduler_options=plain.get("scheduler_options") or {},
-                       remote_python=plain.get("remote_python"), **sec)
+        try:
+            return Cluster(hosts=list(plain["hosts"]), connect_options=plain.get("connect_options") or {},
+                           worker_options=plain.get("worker_options") or {},
+                           scheduler_options=plain.get("scheduler_options") or {},
+                           remote_python=plain.get("remote_python"), **sec)
+        except Exception as exc:   # noqa: BLE001 - asyncssh's and SSHCluster's errors: refused, no key, start-up
+            raise ConfigError("cluster.hosts", f"The 'cluster.hosts' parameter must name hosts that accept SSH with "
+                                               f"cluster.connect_options (port, username, client_keys, known_hosts) "
+                                               f"and run cluster.remote_python with this package installed; "
+                                               f"SSHCluster({plain['hosts']}) failed to start: "
+                                               f"{type(exc).__name__}: {exc} (the remote output: rerun with "
+                                               f"hydra.verbose=distributed.deploy.ssh)") from exc
     if kind == "slurm":
+        import shutil
+
+        if shutil.which("sbatch") is None:
+            raise ConfigError("cluster.kind", "The 'cluster.kind' parameter slurm (cluster=slurm) needs SLURM's sbatch "
+                                              "on PATH (run on a SLURM submit host); got no sbatch.")
         cluster = Cluster(**(plain.get("options") or {}), **sec)
+        try:
+            check_slurm_job(cluster.job_script())
+        except BaseException:
+            cluster.close()
+            raise
         cluster.scale(jobs=int(plain["jobs"]))
         return cluster
     return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
+
+
+def expected_workers(kind, cluster_cfg) -> int:
+    """How many Dask workers a cluster the run starts will have: ``cluster.jobs`` x ``options.processes`` SLURM jobs'
+    workers, one per host after the first (the scheduler's) for ssh, ``cluster.n_workers`` for kubernetes and local."""
+    if kind == "slurm":
+        return int(cluster_cfg.jobs) * int((cluster_cfg.get("options") or {}).get("processes", 1) or 1)
+    if kind == "ssh":
+        return max(len(cluster_cfg.hosts) - 1, 1)
+    return int(cluster_cfg.get("n_workers", 1) or 1)
+
+
+def wait_for_started_workers(client, kind, cluster_cfg, timeout: float) -> int:
+    """Wait up to ``timeout`` s for all :func:`expected_workers` of a started cluster, so that the logical workers
+    are spread over all of them (they are placed on the workers there when the run starts); go on with fewer
+    (a warning) when some have not started by then (SLURM jobs still queued), as long as there is one.
+
+    Raises
+    ------
+    TimeoutError
+        No worker at all within ``timeout`` seconds (naming ``cluster.timeout`` and, for SLURM, the queue).
+    """
+    expected = expected_workers(kind, cluster_cfg)
+    try:
+        client.wait_for_workers(expected, timeout=timeout)
+    except TimeoutError:
+        have = len(client.scheduler_info()["workers"])
+        if have == 0:
+            hint = (" (the SLURM jobs may still be queued or failed: see squeue and the jobs' output in "
+                    "cluster.options.log_directory)" if kind == "slurm" else "")
+            raise TimeoutError(f"cluster={kind}: no Dask worker connected to {client.scheduler.address} within "
+                               f"cluster.timeout={timeout:g} s{hint}") from None
+        log.warning("cluster=%s: %d of %d Dask workers after cluster.timeout=%g s; the run goes on with %d",
+                    kind, have, expected, timeout, have)
+    return len(client.scheduler_info()["workers"])
+
+
+def check_slurm_job(script: str, timeout: float = 120) -> None:
+    """Ask SLURM whether it would run the job ``script`` (``sbatch --test-only``: slurmctld checks the partition,
+    account, memory, cores and walltime, and schedules nothing), so that a job it refuses, or a controller it cannot
+    reach, is an error now rather than a worker that never comes (dask-jobqueue submits in the background).
+
+    Raises
+    ------
+    ConfigError
+        ``cluster.options``: sbatch's own message (``invalid partition specified``, ``Requested node configuration
+        is not available``, ``Unable to contact slurm controller``, ...).
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".sh", prefix="isparse-slurm-") as f:
+        f.write(script)
+        f.flush()
+        try:
+            proc = subprocess.run(["sbatch", "--test-only", f.name], capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ConfigError("cluster.options", f"The 'cluster.options' parameters must give a job SLURM accepts; "
+                                                 f"sbatch --test-only had no answer within {timeout:g} s (is "
+                                                 f"slurmctld reachable? sinfo).") from None
+    if proc.returncode != 0:
+        said = " ".join(line.strip() for line in (proc.stderr or proc.stdout).splitlines() if line.strip())
+        raise ConfigError("cluster.options", f"The 'cluster.options' parameters must give a job SLURM accepts "
+                                             f"(queue = partition, account, cores, memory, walltime; and slurmctld "
+                                             f"must be reachable: sinfo); sbatch --test-only refused it: {said}")
 
 
 #: set (to the client's pid) in the environment the LocalCluster's worker processes are spawned with: they ignore
@@ -208,6 +291,11 @@ def dask_client(cluster_cfg):
     for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
                  "distributed.worker", "distributed.http.proxy"):
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger(name).level))
+    # cluster=ssh: asyncssh logs every channel opened and closed, SSHCluster every line the remote processes print
+    # (at INFO, their errors too: hydra.verbose=distributed.deploy.ssh shows them when a start fails)
+    for name in ("asyncssh", "distributed.deploy.ssh"):
+        if logging.getLogger(name).level == logging.NOTSET:
+            logging.getLogger(name).setLevel(logging.WARNING)
     timeout = float(cluster_cfg.get("timeout", 10))
     direct = bool(cluster_cfg.get("direct_to_workers", True))
     cluster = None
@@ -237,8 +325,9 @@ def dask_client(cluster_cfg):
         client = Client(cluster, direct_to_workers=direct, security=security)
     interrupted = False
     try:
-        nworkers = len(client.scheduler_info()["workers"])
-        if nworkers == 0:
+        if kind in DEPLOYERS:   # started for the run: wait for all its workers (SLURM jobs start one by one)
+            wait_for_started_workers(client, kind, cluster_cfg, timeout)
+        elif len(client.scheduler_info()["workers"]) == 0:
             client.wait_for_workers(1, timeout=timeout)
         log.info("Dask scheduler %s, %d workers, dashboard %s", client.scheduler.address,
                  len(client.scheduler_info()["workers"]), client.dashboard_link)

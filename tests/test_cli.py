@@ -120,9 +120,16 @@ def test_a_key_that_exists_is_refused_with_plus():
     (["+experiment=table99", "workers.n=10", "seed=0,1,2"], True),
     (["+experiment=isgd_vs_sgd", "algorithm.schedule=decreasing"], True),   # its sweep: isgd and sgd, both have it
     (["+experiment=iasgd_vs_asgd", "algorithm.rho=2,16"], True),   # its +arm sweep: iasgd and asgd, both have rho
-    (["cluster=slurm", "cluster.jobs=4", "cluster.options.cores=4", "+cluster.options.queue=normal",
-      "+cluster.options.account=myproject", "data=a9a", "workers.n=64"], False),          # README: SLURM
-    (["cluster=ssh", "cluster.hosts=[head,node1,node2]", "+cluster.connect_options.username=me"], False),   # SSH
+    (["cluster=slurm", "cluster.jobs=2", "cluster.options.cores=1", "cluster.options.memory=2GB",   # README: SLURM
+      "cluster.options.walltime=00:10:00", "+cluster.options.queue=debug", "+cluster.options.account=isparse",
+      "+cluster.options.interface=lo", "+cluster.options.log_directory=slurm-logs", "data=a1a", "workers.n=4",
+      "problem.lam=0.05", "tol=1e-8", "max_iter=20000"], False),
+    (["cluster=ssh", "cluster.hosts=[127.0.0.1,127.0.0.1,127.0.0.1]", "+cluster.connect_options.port=2222",  # SSH
+      "+cluster.connect_options.client_keys=[/root/.ssh/id_ed25519]", "+cluster.connect_options.known_hosts=null",
+      "+cluster.worker_options.interface=lo", "+cluster.scheduler_options.interface=lo",
+      "cluster.remote_python=/x/.venv/bin/python", "data=a1a", "workers.n=4", "problem.lam=0.05", "tol=1e-8",
+      "max_iter=20000"], False),
+    (["cluster=ssh", "cluster.hosts=[head,node1,node2]", "+cluster.connect_options.username=me"], False),
     (["algorithm=isgd", "algorithm.schedule=decreasing", "data=libsvm", "data.path=/x", "cluster.address=tcp://h:1",
       "hydra.run.dir=/tmp/x", "~resume"], False),
 ])

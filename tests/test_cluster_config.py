@@ -1,5 +1,7 @@
 """cluster/ config checks that need no cluster: TLS keys and the recovery settings."""
 
+import sys
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -55,13 +57,13 @@ def test_recovery_settings_are_checked_before_work(compose, key, value, allowed)
 
 @pytest.mark.parametrize("kind,package,extra", [("ssh", "asyncssh", "ssh"), ("slurm", "dask_jobqueue", "slurm"),
                                                 ("kubernetes", "dask_kubernetes", "kubernetes")])
-def test_a_cluster_kind_without_its_extra_names_the_extra(compose, kind, package, extra):
+def test_a_cluster_kind_without_its_extra_names_the_extra(compose, monkeypatch, kind, package, extra):
     import importlib.util
 
     from pipeline.main import run_job
 
-    if importlib.util.find_spec(package) is not None:
-        pytest.skip(f"{package} is installed here: the missing-extra error cannot be shown")
+    monkeypatch.setitem(sys.modules, package, None)   # as if not installed (the test extra installs ssh and slurm's)
+    assert importlib.util.find_spec(package) is None
     cfg = compose([f"cluster={kind}", "tracking.uri=sqlite:////nonexistent-dir/never.db"])
     with pytest.raises(ConfigError, match=rf"cluster={kind}.*not installed: pip install 'isparse\[{extra}\]'") as err:
         run_job(cfg)
@@ -93,3 +95,34 @@ def test_data_load_is_checked_before_work(compose, overrides, text):
     with pytest.raises(ConfigError, match=text) as err:
         run_job(cfg)
     assert err.value.key == "data.load"
+
+
+def test_slurm_off_a_submit_host_names_sbatch(compose, monkeypatch, tmp_path):
+    """cluster=slurm where SLURM's commands are not on PATH: a ConfigError before any cluster is made."""
+    pytest.importorskip("dask_jobqueue")
+    from pipeline.cluster import dask_client
+
+    monkeypatch.setenv("PATH", str(tmp_path))   # no sbatch there
+    with pytest.raises(ConfigError, match=r"cluster=slurm\) needs SLURM's sbatch on PATH") as err:
+        with dask_client(compose(["cluster=slurm"]).cluster):
+            pass
+    assert err.value.key == "cluster.kind"
+
+
+def test_ssh_host_that_refuses_names_the_hosts(compose):
+    """cluster=ssh to a port nothing listens on: a ConfigError naming cluster.hosts and SSHCluster's own error."""
+    pytest.importorskip("asyncssh")
+    import socket
+
+    from pipeline.cluster import dask_client
+
+    with socket.socket() as s:   # a port that was free a moment ago: connections to it are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = compose(["cluster=ssh", f"+cluster.connect_options.port={port}", "+cluster.connect_options.known_hosts=null",
+                   "+cluster.scheduler_options.host=127.0.0.1"]).cluster
+    with pytest.raises(ConfigError, match=r"'cluster.hosts' parameter must name hosts that accept SSH.*failed to "
+                                          r"start: .*Connect call failed \('127.0.0.1', " + str(port)) as err:
+        with dask_client(cfg):
+            pass
+    assert err.value.key == "cluster.hosts"
