@@ -387,6 +387,11 @@ class SweepParentRun(Callback):
     FAILED if any child failed, else FINISHED. Hydra's basic sweeper re-raises a failed job's
     exception after the batch and then skips ``on_multirun_end``; an ``atexit`` hook ends the
     parent run in that case.
+
+    With a parallel launcher (``hydra/launcher=joblib``, ``hydra/launcher=dask``) ``on_job_start`` and
+    ``on_job_end`` run in the worker processes, on a pickled copy of this callback; ``on_multirun_*`` and the
+    ``atexit`` hook run in the launching process. So the parent counts and lists the failed jobs from the store
+    (its FAILED child runs: ``failed_jobs``, the artifact ``failed_jobs.txt``), which holds for every launcher.
     """
 
     def __init__(self):
@@ -462,7 +467,7 @@ class SweepParentRun(Callback):
                     log.error("sweep %s: job #%s (%s) FAILED: %s", logger.run_id, job, ovr,
                               err.splitlines()[0] if err else "?")
             if _SWEEP_ERROR:
-                tags["error"] = _SWEEP_ERROR[-1]
+                tags["error"] = _SWEEP_ERROR[0]
             logger.set_tags(tags)
             if not self.completed:      # a job failed (Hydra then skips on_multirun_end) or the sweep was interrupted
                 log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
