@@ -55,11 +55,32 @@ def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext,
     returns the job's ``JobReturn`` (FAILED with the exception when the job raised)."""
     from distributed import get_worker
 
+    address, out = get_worker().address, {}
+
+    def body():   # in a thread of its own: outside the Dask task's context (see below)
+        try:
+            out["return"] = _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env,
+                                     address)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the task
+            out["error"] = exc
+
+    # A Dask client used inside a task (a job with engine=dask makes its own LocalCluster and client) takes the
+    # task's worker for its own: its scatter stores the data on this worker and tells its own scheduler so
+    # (KeyError: the worker's address). Run in a plain thread, the job's client is an ordinary client.
+    thread = threading.Thread(target=body, name=f"hydra-job-{idx}")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["return"]
+
+
+def _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env, address) -> JobReturn:
     with _JOB_LOCK:
         saved = {k: os.environ.get(k) for k in (*env, WORKER_ENV)}
         try:
             os.environ.update({k: v for k, v in env.items() if v is not None})
-            os.environ[WORKER_ENV] = get_worker().address
+            os.environ[WORKER_ENV] = address
             setup_globals()
             Singleton.set_state(singleton_state)
             import pipeline  # noqa: F401 - registers ${isparse.uid:} in this process
