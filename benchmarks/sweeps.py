@@ -27,7 +27,7 @@ MODES = {"serial (basic launcher)": [],
          "dask, LocalCluster 2 × 1": ["hydra/launcher=dask", "hydra.launcher.n_workers=2",
                                       "hydra.launcher.threads_per_worker=1"]}
 #: iterations per job: about 1 min of serial sweep on this machine when quiet (quick: seconds)
-MAX_ITER, QUICK_MAX_ITER = 6000, 200
+MAX_ITER, QUICK_MAX_ITER = 12000, 200
 
 
 def _cli() -> str:
