@@ -44,8 +44,8 @@ from isparse.errors import ConfigError, check_choice, check_range
 
 from .cluster import check_cluster, dask_client
 from .plots import convergence_figure, plt
-from .tracking import (PARENT_ENV, SWEEP_WORKER_ENV, RunLogger, check_reachable, flatten, mark_sweep_failed,
-                       resolved_config, ui_link)
+from .tracking import (PARENT_ENV, SWEEP_WORKER_ENV, RunLogger, check_reachable, flatten, launcher_config_error,
+                       mark_sweep_failed, resolved_config, ui_link)
 
 log = logging.getLogger("isparse")
 ENGINES = ("dask", "inprocess")
@@ -925,6 +925,8 @@ def main() -> None:
     try:
         _app()
     except SystemExit as exc:   # Hydra exits 1 after a failed sweep: 2 when every failed job failed on its config
+        if exc.code == 1 and launcher_config_error():   # a bad hydra.launcher.* value (hydra/launcher=dask)
+            sys.exit(2)
         if exc.code in (1, 2):   # a job (or the launcher) failed: the sweep's parent run ends FAILED, not KILLED,
             mark_sweep_failed(f"isparse-run exited with status {exc.code}")   # even when no child run could be made
         if exc.code == 1 and _FAILURES["config"] and not _FAILURES["other"]:

@@ -35,6 +35,11 @@ def mark_sweep_failed(reason: str) -> None:
     """Record that this process's sweep failed outside its jobs (e.g. ``hydra.launcher.address`` unreachable): the
     parent run then ends FAILED with ``reason`` in its tag ``error``."""
     _SWEEP_ERROR.append(reason)
+
+
+def launcher_config_error() -> bool:
+    """True if this process's sweep failed on a bad ``hydra.launcher.*`` value (exit status 2, as any bad input)."""
+    return bool(_SWEEP_ERROR) and _SWEEP_ERROR[0].startswith("LauncherConfigError")
 #: MLflow accepts at most 1000 metrics and 100 params/tags per log_batch call.
 MAX_METRICS, MAX_PARAMS = 1000, 100
 

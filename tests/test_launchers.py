@@ -92,12 +92,12 @@ def test_failing_and_diverging_jobs_among_good_ones(tmp_path, launcher):
 
 @pytest.mark.slow   # one isparse-run and a fresh store: 10 s on a quiet machine, 35 s on a busy one
 def test_unreachable_launcher_address_is_one_line(tmp_path):
-    """No scheduler at hydra.launcher.address: one line naming the key, no traceback, exit status non-zero, and the
-    sweep's parent run FAILED with that error."""
+    """No scheduler at hydra.launcher.address: one line naming the key, no traceback, exit status 2 (as any bad
+    input), and the sweep's parent run FAILED with that error."""
     address = f"tcp://127.0.0.1:{_free_port()}"
     rc, out, runs, _ = _sweep(tmp_path, "hydra/launcher=dask", f"hydra.launcher.address={address}",
                               "hydra.launcher.timeout=1", "engine=inprocess", "workers.n=2,4", timeout=120)
-    assert rc != 0
+    assert rc == 2, out
     lines = [line for line in out.splitlines() if "hydra.launcher.address" in line]
     assert len(lines) == 1 and address in lines[0] and lines[0].startswith("isparse-run: error: "), out
     assert "Traceback" not in out, out

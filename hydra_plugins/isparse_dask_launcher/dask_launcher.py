@@ -46,7 +46,7 @@ _JOB_LOCK = threading.Lock()
 
 
 class LauncherConfigError(ConfigError, CompactHydraException):
-    """A bad ``hydra.launcher.*`` value: Hydra prints its one line (no traceback) and exits with status 1."""
+    """A bad ``hydra.launcher.*`` value: Hydra prints its one line (no traceback); isparse-run exits with status 2."""
 
 
 def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext, config: DictConfig,
