@@ -415,7 +415,9 @@ def _item7(res):
         f"The serial sweep spent {serial['iterations_s']:.1f} s of its {serial['wall_s']:.1f} s in the jobs' iterations "
         "(the rest: the interpreter and imports, the store, each job's data load from the shared files and cache reads, "
         "its params, checkpoints and figure); the parallel launchers also pay their worker processes' start (each "
-        "imports isparse, Hydra and MLflow) and, for Dask, the LocalCluster's start and close.",
+        "imports isparse, Hydra and MLflow) and, for Dask, the LocalCluster's start and close (the Nanny waits up to 4 s "
+        "for each worker process to exit, then kills it: the finalization of a process that imported MLflow took that "
+        "long on a busy machine).",
         "",
     ]
     return goal, "\n".join(text)
