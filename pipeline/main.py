@@ -44,7 +44,8 @@ from isparse.errors import ConfigError, check_choice, check_range
 
 from .cluster import check_cluster, dask_client
 from .plots import convergence_figure, plt
-from .tracking import PARENT_ENV, RunLogger, check_reachable, flatten, resolved_config, ui_link
+from .tracking import (PARENT_ENV, SWEEP_WORKER_ENV, RunLogger, check_reachable, flatten, launcher_config_error,
+                       mark_sweep_failed, resolved_config, ui_link)
 
 log = logging.getLogger("isparse")
 ENGINES = ("dask", "inprocess")
@@ -52,7 +53,65 @@ LOADS = ("client", "on_worker")
 
 
 def run_job(cfg: DictConfig) -> dict:
-    """Run one job described by ``cfg``; returns its summary (final metrics)."""
+    """Run one job described by ``cfg``; returns its summary (final metrics).
+
+    In a sweep (a parent run in ``$ISPARSE_PARENT_RUN_ID``) a job that fails before its MLflow run is made (a bad
+    value, a missing data file, the reference solve) still gets its child run: FAILED, with the config's params it
+    could resolve, the tag ``error`` and its overrides (:func:`_failed_job_run`)."""
+    made: dict = {}
+    try:
+        return _run_job(cfg, made)
+    except Exception as exc:
+        if not made and os.environ.get(PARENT_ENV):
+            _failed_job_run(cfg, exc)
+        raise
+
+
+def _job_tags() -> dict:
+    """The tags that place a run in its sweep: ``sweep_job`` (Hydra's job number) and ``sweep_worker`` (the Dask
+    worker that ran it, with hydra/launcher=dask)."""
+    from hydra.types import RunMode
+
+    tags = {}
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        with contextlib.suppress(Exception):
+            tags["sweep_job"] = str(int(HydraConfig.get().job.num))   # a tracking server takes strings only
+    if os.environ.get(SWEEP_WORKER_ENV):
+        tags["sweep_worker"] = os.environ[SWEEP_WORKER_ENV]
+    return tags
+
+
+def _failed_job_run(cfg, exc: BaseException) -> None:
+    """A FAILED child run for a sweep's job that failed before its run was made, so that every job of a sweep has
+    its run. Best effort: if the store cannot be written either, a warning says so (the sweep's end still counts the
+    job through Hydra)."""
+    error = f"{type(exc).__name__}: {exc}"
+    try:
+        overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""
+        try:
+            params = flatten(resolved_config(cfg))
+        except Exception:  # noqa: BLE001 - an interpolation that cannot resolve: the overrides say what was asked
+            params = {}
+        name = cfg.tracking.get("run_name") or (
+            f"n{cfg.workers.n}-b{cfg.blocks.size}-tau{cfg.tau}-g{float(cfg.step.multiplier):g}-s{cfg.seed}-"
+            f"{cfg.algorithm.name}-{cfg.data.name}")
+        uri = str(cfg.tracking.uri)
+        logger = RunLogger(uri, str(cfg.tracking.experiment), str(name), parent_run_id=os.environ.get(PARENT_ENV),
+                           tags={"algorithm": str(cfg.algorithm.name), "data": str(cfg.data.name),
+                                 "engine": str(cfg.engine), "overrides": overrides, **_job_tags(),
+                                 "failed_before_run": "true"},
+                           spill_dir=HydraConfig.get().runtime.output_dir if HydraConfig.initialized() else None)
+        with contextlib.suppress(Exception):
+            logger.log_params(params)
+        logger.set_tags({"error": error})
+        logger.end("FAILED")
+        log.error("MLflow run %s FAILED (%s) in %s", logger.run_id, error, uri)
+    except Exception as exc2:  # noqa: BLE001 - the job's own error is what the sweep reports
+        log.warning("the failed job could not be recorded in MLflow (%s: %s); its error: %s", type(exc2).__name__,
+                    exc2, error)
+
+
+def _run_job(cfg: DictConfig, made: dict) -> dict:
     checkpoint = None
     _anchor_paths(cfg)
     if cfg.get("resume"):   # the stored config and last checkpoint of an earlier run
@@ -102,6 +161,7 @@ def run_job(cfg: DictConfig) -> dict:
         if checkpoint is not None:
             logger = RunLogger.attach(uri, str(cfg.resume), spill_dir=HydraConfig.get().runtime.output_dir)
             logger.set_tags({"resumed_from_iteration": checkpoint.t})
+            made["run_id"] = logger.run_id
             with contextlib.suppress(Exception):   # the interruption's reason no longer describes the run
                 logger.client.delete_tag(logger.run_id, "error")
         else:
@@ -110,8 +170,9 @@ def run_job(cfg: DictConfig) -> dict:
                                      "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
                                      "bound_quantity": bound.quantity, "bound_source": bound.source,
                                      **({"bound_derivation": bound.derivation} if bound.derivation else {}),
-                                     "overrides": overrides},
+                                     "overrides": overrides, **_job_tags()},
                                spill_dir=HydraConfig.get().runtime.output_dir)
+        made["run_id"] = logger.run_id
         log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, run_name, uri,
                  ui_link(uri, logger.experiment_id, logger.run_id))
         status = "FAILED"
@@ -880,6 +941,10 @@ def main() -> None:
     try:
         _app()
     except SystemExit as exc:   # Hydra exits 1 after a failed sweep: 2 when every failed job failed on its config
+        if exc.code == 1 and launcher_config_error():   # a bad hydra.launcher.* value (hydra/launcher=dask)
+            sys.exit(2)
+        if exc.code in (1, 2):   # a job (or the launcher) failed: the sweep's parent run ends FAILED, not KILLED,
+            mark_sweep_failed(f"isparse-run exited with status {exc.code}")   # even when no child run could be made
         if exc.code == 1 and _FAILURES["config"] and not _FAILURES["other"]:
             sys.exit(2)
         raise

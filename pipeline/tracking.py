@@ -25,6 +25,21 @@ from isparse.errors import ConfigError
 log = logging.getLogger(__name__)
 
 PARENT_ENV = "ISPARSE_PARENT_RUN_ID"
+#: set by hydra/launcher=dask, while a job runs, to the Dask worker's address: the job's run gets the tag sweep_worker
+SWEEP_WORKER_ENV = "ISPARSE_SWEEP_WORKER"
+#: why the sweep of this process failed outside its jobs (the launcher could not start): the parent's tag ``error``
+_SWEEP_ERROR: list = []
+
+
+def mark_sweep_failed(reason: str) -> None:
+    """Record that this process's sweep failed outside its jobs (e.g. ``hydra.launcher.address`` unreachable): the
+    parent run then ends FAILED with ``reason`` in its tag ``error``."""
+    _SWEEP_ERROR.append(reason)
+
+
+def launcher_config_error() -> bool:
+    """True if this process's sweep failed on a bad ``hydra.launcher.*`` value (exit status 2, as any bad input)."""
+    return bool(_SWEEP_ERROR) and _SWEEP_ERROR[0].startswith("LauncherConfigError")
 #: MLflow accepts at most 1000 metrics and 100 params/tags per log_batch call.
 MAX_METRICS, MAX_PARAMS = 1000, 100
 
@@ -377,6 +392,11 @@ class SweepParentRun(Callback):
     FAILED if any child failed, else FINISHED. Hydra's basic sweeper re-raises a failed job's
     exception after the batch and then skips ``on_multirun_end``; an ``atexit`` hook ends the
     parent run in that case.
+
+    With a parallel launcher (``hydra/launcher=joblib``, ``hydra/launcher=dask``) ``on_job_start`` and
+    ``on_job_end`` run in the worker processes, on a pickled copy of this callback; ``on_multirun_*`` and the
+    ``atexit`` hook run in the launching process. So the parent counts and lists the failed jobs from the store
+    (its FAILED child runs: ``failed_jobs``, the artifact ``failed_jobs.txt``), which holds for every launcher.
     """
 
     def __init__(self):
@@ -422,14 +442,42 @@ class SweepParentRun(Callback):
                 self.logger.set_tags({"report_error": f"{type(exc).__name__}: {exc}"})
         self._end()
 
+    def _failed_children(self, logger) -> list:
+        """The sweep's FAILED child runs in the store, by job number: [(job, overrides, error, run id)]. Read from
+        the store, not counted in ``on_job_end``: with a parallel launcher (joblib, dask) that callback runs in the
+        worker processes, on a copy of this object."""
+        try:
+            runs = logger.client.search_runs([logger.experiment_id],
+                                             filter_string=f"tags.mlflow.parentRunId = '{logger.run_id}'",
+                                             max_results=50_000)
+        except Exception as exc:  # noqa: BLE001 - the store is away: the count of on_job_end stands
+            log.warning("could not list the sweep's runs (%s)", exc)
+            return []
+        out = [(r.data.tags.get("sweep_job", "?"), r.data.tags.get("overrides", ""), r.data.tags.get("error", "?"),
+                r.info.run_id) for r in runs if r.info.status == "FAILED"]
+        return sorted(out, key=lambda f: (not str(f[0]).isdigit(), int(f[0]) if str(f[0]).isdigit() else 0))
+
     def _end(self) -> None:
         if self.logger is not None:
             logger, self.logger = self.logger, None
-            logger.set_tags({"failed_jobs": self.failed, "completed": str(self.completed).lower()})
+            failed = self._failed_children(logger)
+            self.failed = max(self.failed, len(failed))
+            tags = {"failed_jobs": self.failed, "completed": str(self.completed).lower()}
+            if failed:   # job number, overrides, error: a line each (the artifact failed_jobs.txt, and a tag)
+                text = "".join(f"#{job}\t{ovr}\t{err.splitlines()[0] if err else ''}\trun {rid}\n"
+                               for job, ovr, err, rid in failed)
+                logger.log_text(text, "failed_jobs.txt")
+                tags["failed_jobs_list"] = text
+                for job, ovr, err, rid in failed:
+                    log.error("sweep %s: job #%s (%s) FAILED: %s", logger.run_id, job, ovr,
+                              err.splitlines()[0] if err else "?")
+            if _SWEEP_ERROR:
+                tags["error"] = _SWEEP_ERROR[0]
+            logger.set_tags(tags)
             if not self.completed:      # a job failed (Hydra then skips on_multirun_end) or the sweep was interrupted
                 log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
                             logger.run_id, logger.run_id)
-            status = "FAILED" if self.failed else ("FINISHED" if self.completed else "KILLED")
+            status = "FAILED" if self.failed or _SWEEP_ERROR else ("FINISHED" if self.completed else "KILLED")
             logger.end(status)
             log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
             os.environ.pop(PARENT_ENV, None)

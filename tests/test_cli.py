@@ -70,7 +70,9 @@ def test_config_error_in_a_sweep_fails_its_job_and_the_sweep_goes_on(tmp_path):
     parent = [r for r in runs if r.data.tags.get("isparse.sweep")]
     children = [r for r in runs if not r.data.tags.get("isparse.sweep")]
     assert len(parent) == 1 and parent[0].info.status == "FAILED" and parent[0].data.tags["failed_jobs"] == "1"
-    assert [(c.data.params["tol"], c.info.status) for c in children] == [("0.0001", "FINISHED")]   # the other ran
+    assert sorted((c.data.params["tol"], c.info.status) for c in children) == [("-1", "FAILED"), ("0.0001", "FINISHED")]
+    [bad] = [c for c in children if c.info.status == "FAILED"]   # the failed job has its run too, with its error
+    assert bad.data.tags["error"] == "ConfigError: The 'tol' parameter must be in [0, inf]; got -1."
     assert f"parent MLflow run {parent[0].info.run_id} FAILED in sqlite:///{tmp_path}/mlflow.db" in proc.stdout
 
 

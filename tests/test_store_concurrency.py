@@ -16,7 +16,7 @@ CLI = str(Path(sys.executable).with_name("isparse-run"))
 
 def test_two_sweeps_on_a_fresh_store_each_get_their_parent(tmp_path):
     procs = [subprocess.Popen([CLI, "-m", "engine=inprocess", "workers.n=2,4", "max_iter=100", "progress=false",
-                               f"paths.outputs={tmp_path}/out", f"hydra.sweep.dir={tmp_path}/sweep{k}"],
+                               f"paths.outputs={tmp_path}/out"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
              for k in range(2)]
     outs = [p.communicate(timeout=300)[0] for p in procs]
@@ -27,6 +27,11 @@ def test_two_sweeps_on_a_fresh_store_each_get_their_parent(tmp_path):
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     parents = [r for r in runs if r.data.tags.get("isparse.sweep") == "true"]
     assert len(parents) == 2 and all(r.info.status == "FINISHED" for r in runs)
-    for parent in parents:
+    dirs = [Path(p.data.tags["sweep_dir"]) for p in parents]
+    assert dirs[0] != dirs[1] and all(d.parent.parent == tmp_path / "out" / "multirun" for d in dirs)
+    for parent, sweep_dir in zip(parents, dirs):
         children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
         assert sorted(c.data.params["workers.n"] for c in children) == ["2", "4"]
+        for job in ("0", "1"):                     # each job's files in its own sweep's directory
+            assert (sweep_dir / job / "x_final.npy").is_file()
+            assert (sweep_dir / job / "main.log").read_text().count("MLflow run ") >= 1

@@ -1,0 +1,203 @@
+"""``hydra/launcher=dask``: each job of a sweep is one task on a Dask cluster, its results gathered as they finish.
+
+Built on Hydra's launcher plugin API as Hydra's own joblib launcher is (``hydra_plugins.hydra_joblib_launcher``):
+the task composes the job's config from the sweep's config and the job's overrides and runs it with Hydra's
+``run_job``, in the Dask worker process. ``hydra.launcher.address`` names a running scheduler; null starts a
+LocalCluster (``n_workers`` processes, ``threads_per_worker`` threads, bound to ``host``) closed at the end.
+
+A Dask worker process runs one job at a time: Hydra keeps a job's config (``HydraConfig``) and its logging per
+process, and a job reads them while it runs, so two jobs in two threads of one process would write into each
+other's job directory. For k jobs at once on a host, run k worker processes (``n_workers``, or k ``dask worker``
+processes with ``--nthreads 1``). A job with ``engine=dask`` starts its own LocalCluster from inside the Dask
+worker: the worker process must be allowed to start processes, which Dask's default (``distributed.worker.daemon:
+true``, a daemonic process) forbids; the LocalCluster this launcher starts sets it false, and ``dask worker``
+processes started by hand need ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` in their environment (README).
+
+Each job's MLflow run gets the tag ``sweep_worker``: the address of the Dask worker that ran it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
+from hydra.errors import CompactHydraException
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, open_dict
+
+from isparse.errors import ConfigError
+from pipeline.tracking import PARENT_ENV, SWEEP_WORKER_ENV
+
+log = logging.getLogger(__name__)
+
+#: environment variables of the launching process that a job needs in the Dask worker (the sweep's parent run)
+PASSED_ENV = (PARENT_ENV,)
+#: set, while a job runs, to the address of the Dask worker running it (pipeline.main tags the run with it)
+WORKER_ENV = SWEEP_WORKER_ENV
+#: one Hydra job at a time per worker process (see the module's docstring)
+_JOB_LOCK = threading.Lock()
+
+
+class LauncherConfigError(ConfigError, CompactHydraException):
+    """A bad ``hydra.launcher.*`` value: Hydra prints its one line (no traceback); isparse-run exits with status 2."""
+
+
+def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext, config: DictConfig,
+                task_function: TaskFunction, singleton_state: dict, env: dict) -> JobReturn:
+    """The Dask task of job ``idx``: its config (the sweep's config with ``overrides``), run by Hydra's ``run_job``;
+    returns the job's ``JobReturn`` (FAILED with the exception when the job raised)."""
+    from distributed import get_worker
+
+    address, out = get_worker().address, {}
+
+    def body():   # in a thread of its own: outside the Dask task's context (see below)
+        try:
+            out["return"] = _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env,
+                                     address)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the task
+            out["error"] = exc
+
+    # A Dask client used inside a task (a job with engine=dask makes its own LocalCluster and client) takes the
+    # task's worker for its own: its scatter stores the data on this worker and tells its own scheduler so
+    # (KeyError: the worker's address). Run in a plain thread, the job's client is an ordinary client.
+    thread = threading.Thread(target=body, name=f"hydra-job-{idx}")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["return"]
+
+
+def _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env, address) -> JobReturn:
+    with _JOB_LOCK:
+        saved = {k: os.environ.get(k) for k in (*env, WORKER_ENV)}
+        try:
+            os.environ.update({k: v for k, v in env.items() if v is not None})
+            os.environ[WORKER_ENV] = address
+            setup_globals()
+            Singleton.set_state(singleton_state)
+            import pipeline  # noqa: F401 - registers ${isparse.uid:} in this process
+
+            sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+            with open_dict(sweep_config):
+                sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
+                sweep_config.hydra.job.num = idx
+            HydraConfig.instance().set_config(sweep_config)
+            return run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
+                           job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+class DaskLauncher(Launcher):
+    """Hydra launcher: one Dask task per job (``hydra/launcher=dask``; config :class:`.config.DaskLauncherConf`)."""
+
+    def __init__(self, address: Optional[str] = None, n_workers: Optional[int] = None, threads_per_worker: int = 1,
+                 host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+        self.address, self.n_workers, self.threads_per_worker = address, n_workers, threads_per_worker
+        self.host, self.timeout = host, float(timeout)
+        self.config: Optional[DictConfig] = None
+        self.task_function: Optional[TaskFunction] = None
+        self.hydra_context: Optional[HydraContext] = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
+        self._check()
+        if self.address:   # before any job: an unreachable scheduler is one line
+            with self._client():
+                pass
+
+    def _check(self) -> None:
+        from isparse.errors import check_range
+
+        if self.address is not None and not (isinstance(self.address, str) and "://" in self.address):
+            raise LauncherConfigError("hydra.launcher.address", "The 'hydra.launcher.address' parameter must be a "
+                                      "scheduler address such as tcp://127.0.0.1:8786, or null (a LocalCluster); "
+                                      f"got {self.address!r}.")
+        if self.n_workers is not None:
+            check_range("hydra.launcher.n_workers", self.n_workers, 1, None, integer=True)
+        check_range("hydra.launcher.threads_per_worker", self.threads_per_worker, 1, None, integer=True)
+        check_range("hydra.launcher.timeout", self.timeout, 0, None, low_open=True)
+
+    def _client(self):
+        """A ``distributed.Client`` of the scheduler at ``address``, or of a new LocalCluster (closed with it)."""
+        import contextlib
+
+        import dask
+        from distributed import Client, LocalCluster
+
+        stack = contextlib.ExitStack()
+        if self.address:
+            try:
+                client = Client(self.address, timeout=self.timeout)
+            except (OSError, TimeoutError) as exc:
+                self._failed(f"The 'hydra.launcher.address' parameter must be the address of a running Dask "
+                             f"scheduler; {self.address!r} did not answer within {self.timeout:g} s "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}).")
+            stack.callback(client.close)
+        else:
+            # the worker processes may start processes (a job with engine=dask starts its own LocalCluster);
+            # set for this process, so a Nanny that restarts a worker later spawns it non-daemonic too
+            dask.config.set({"distributed.worker.daemon": False})
+            n = self.n_workers or os.cpu_count() or 1
+            cluster = stack.enter_context(LocalCluster(n_workers=n, threads_per_worker=self.threads_per_worker,
+                                                       processes=True, host=self.host,
+                                                       dashboard_address=f"{self.host}:0",
+                                                       silence_logs=logging.WARNING))
+            client = stack.enter_context(Client(cluster, timeout=self.timeout))
+            log.info("Dask launcher: LocalCluster of %d worker processes x %d threads on %s (dashboard %s)", n,
+                     self.threads_per_worker, self.host, client.dashboard_link)
+        stack.client = client
+        return stack
+
+    def _failed(self, message: str):
+        from pipeline.tracking import mark_sweep_failed
+
+        mark_sweep_failed(f"LauncherConfigError: {message}")
+        raise LauncherConfigError("hydra.launcher.address", f"isparse-run: error: {message}") from None
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        from distributed import as_completed
+
+        setup_globals()
+        assert self.config is not None and self.task_function is not None and self.hydra_context is not None
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        logging.getLogger("distributed").setLevel(logging.WARNING)   # the cluster's INFO lines would bury the jobs'
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        env = {k: os.environ.get(k) for k in PASSED_ENV}
+        state = Singleton.get_state()
+        with self._client() as stack:
+            client = stack.client
+            log.info("Dask launcher: %d jobs on %s, sweep output dir: %s", len(job_overrides),
+                     client.scheduler.address, sweep_dir)
+            futures = {}
+            for k, overrides in enumerate(job_overrides):
+                idx = initial_job_idx + k
+                log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
+                fut = client.submit(execute_job, idx, list(overrides), self.hydra_context, self.config,
+                                    self.task_function, state, env, key=f"hydra-job-{idx}-{os.getpid()}-{id(self)}",
+                                    pure=False)
+                futures[fut] = (k, idx, list(overrides))
+            results: list[Any] = [None] * len(job_overrides)
+            for fut in as_completed(list(futures)):
+                k, idx, overrides = futures[fut]
+                try:
+                    ret = fut.result()
+                except Exception as exc:  # noqa: BLE001 - the task itself failed (a lost worker, a result that
+                    # could not be sent back): the job is FAILED, the others go on
+                    ret = JobReturn(overrides=overrides, status=JobStatus.FAILED, _return_value=exc)
+                log.info("Dask launcher: job #%d %s", idx, ret.status.name)
+                results[k] = ret
+        return results

@@ -1,0 +1,159 @@
+"""Parallel sweeps (issue 14): hydra/launcher=joblib and our hydra/launcher=dask run a sweep's jobs in parallel
+processes; every job gets its MLflow child run, FAILED with its error when it fails (a missing data file, a
+diverging stepsize), the parent FAILED listing them, exit status non-zero; the good jobs' runs are complete.
+Real Hydra multiruns of the isparse-run console script, a real sqlite store, real Dask clusters on 127.0.0.1."""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+
+BIN = Path(sys.executable).parent
+CLI = str(BIN / "isparse-run")
+A1A = Path(os.environ["ISPARSE_DATA_DIR"]) / "a1a"
+
+LAUNCHERS = {"basic": [], "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+             "dask": ["hydra/launcher=dask", "hydra.launcher.n_workers=2"]}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _sweep(tmp_path, *overrides, uri=None, timeout=600):
+    """Run ``isparse-run -m`` in tmp_path; (exit status, output, runs of the store)."""
+    uri = uri or f"sqlite:///{tmp_path}/out/mlflow.db"
+    p = subprocess.run([CLI, "-m", "progress=false", f"paths.outputs={tmp_path}/out", f"tracking.uri={uri}",
+                        *overrides], capture_output=True, text=True, cwd=tmp_path, timeout=timeout)
+    client = MlflowClient(uri)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()], max_results=1000)
+    return p.returncode, p.stdout + p.stderr, runs, client
+
+
+def _parent_and_children(runs):
+    parents = [r for r in runs if r.data.tags.get("isparse.sweep") == "true"]
+    assert len(parents) == 1
+    parent = parents[0]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    return parent, {int(r.data.tags["sweep_job"]): r for r in children}
+
+
+@pytest.mark.slow   # 6 jobs, each a process start or a Dask task: 30-60 s per launcher on 2 busy cores
+@pytest.mark.needs_data
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_failing_and_diverging_jobs_among_good_ones(tmp_path, launcher):
+    missing = tmp_path / "no_such_file"
+    rc, out, runs, client = _sweep(tmp_path, *LAUNCHERS[launcher], "engine=inprocess", "data=libsvm",
+                                   f"data.path={missing},{A1A}", "step.multiplier=0.5,1,1e6", "max_iter=50",
+                                   "workers.n=4")
+    assert rc != 0, out[-3000:]
+    parent, jobs = _parent_and_children(runs)
+    assert sorted(jobs) == list(range(6)), out[-3000:]          # every job has its run, the failing ones too
+    expected_failed = {}
+    for num, r in jobs.items():                                  # what each job should end as, from its overrides
+        ovr = r.data.tags["overrides"]
+        path = re.search(r"data.path=(\S+)", ovr).group(1)
+        mult = float(re.search(r"step.multiplier=(\S+)", ovr).group(1))
+        if path == str(missing):
+            assert r.info.status == "FAILED" and "The 'data.path' parameter must be an existing file" in r.data.tags["error"]
+            assert r.data.params["data.path"] == str(missing)   # its parameters are logged
+            expected_failed[num] = "data.path"
+        elif mult == 1e6:
+            assert r.info.status == "FAILED" and r.data.tags["error"].startswith("DivergenceError"), r.data.tags
+            expected_failed[num] = "DivergenceError"
+        else:                                                    # a good job: complete
+            assert r.info.status == "FINISHED", r.data.tags.get("error")
+            assert r.data.metrics["iterations"] == 50 and r.data.metrics["final_dist_sq"] > 0
+            assert len(client.get_metric_history(r.info.run_id, "dist_sq")) == 50 // 10 + 1
+            assert {"x_final.npy", "convergence.png"} <= {a.path for a in client.list_artifacts(r.info.run_id)}
+    assert len(expected_failed) == 4
+    assert parent.info.status == "FAILED" and parent.data.tags["failed_jobs"] == "4"
+    listed = Path(client.download_artifacts(parent.info.run_id, "failed_jobs.txt", str(tmp_path))).read_text()
+    lines = listed.splitlines()
+    assert [int(line.split("\t")[0][1:]) for line in lines] == sorted(expected_failed)
+    for line in lines:
+        num = int(line.split("\t")[0][1:])
+        assert expected_failed[num] in line and jobs[num].info.run_id in line
+    dirs = {r.data.tags.get("sweep_worker") for r in jobs.values()}
+    if launcher == "dask":                                       # the Dask workers that ran them
+        assert all(re.fullmatch(r"tcp://127\.0\.0\.1:\d+", d or "") for d in dirs) and 1 <= len(dirs) <= 2
+    else:
+        assert dirs == {None}
+
+
+@pytest.mark.slow   # one isparse-run and a fresh store: 10 s on a quiet machine, 35 s on a busy one
+def test_unreachable_launcher_address_is_one_line(tmp_path):
+    """No scheduler at hydra.launcher.address: one line naming the key, no traceback, exit status 2 (as any bad
+    input), and the sweep's parent run FAILED with that error."""
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    rc, out, runs, _ = _sweep(tmp_path, "hydra/launcher=dask", f"hydra.launcher.address={address}",
+                              "hydra.launcher.timeout=1", "engine=inprocess", "workers.n=2,4", timeout=120)
+    assert rc == 2, out
+    lines = [line for line in out.splitlines() if "hydra.launcher.address" in line]
+    assert len(lines) == 1 and address in lines[0] and lines[0].startswith("isparse-run: error: "), out
+    assert "Traceback" not in out, out
+    [parent] = runs
+    assert parent.info.status == "FAILED" and "hydra.launcher.address" in parent.data.tags["error"]
+
+
+def test_run_and_sweep_dirs_differ_within_one_second():
+    """${isparse.uid:} (conf/config.yaml's hydra.run.dir and hydra.sweep.dir): a new value per composed config, the
+    same for every job of a sweep (Hydra copies the resolver cache into each job's config, as for ${now:})."""
+    from hydra.core.utils import setup_globals
+
+    import pipeline  # noqa: F401 - registers the resolver
+
+    setup_globals()   # ${now:}
+
+    template = {"d": "${now:%H-%M-%S}-${isparse.uid:}", "e": "${isparse.uid:}"}
+    a, b = OmegaConf.create(template), OmegaConf.create(template)
+    assert re.fullmatch(r"\d\d-\d\d-\d\d-[0-9a-f]{6}", a.d) and a.d.endswith(a.e)
+    assert a.e != b.e
+    job = OmegaConf.create(template)
+    OmegaConf.copy_cache(from_config=a, to_config=job)
+    assert job.e == a.e
+    hydra = OmegaConf.to_container(OmegaConf.load(Path(__file__).resolve().parents[1] / "conf" / "config.yaml").hydra)
+    assert hydra["run"]["dir"].endswith("-${isparse.uid:}") and hydra["sweep"]["dir"].endswith("-${isparse.uid:}")
+
+
+@pytest.mark.slow   # a dask scheduler, two dask workers and an mlflow server, started and stopped: about a minute
+@pytest.mark.needs_data
+def test_dask_launched_sweep_on_a_running_scheduler_and_mlflow_server(tmp_path, monkeypatch):
+    """The README's commands: `mlflow server` and `dask scheduler` / `dask worker` (with
+    DASK_DISTRIBUTED__WORKER__DAEMON=False) on 127.0.0.1; a sweep with hydra.launcher.address and tracking.uri
+    pointing at them, one job with engine=dask (it starts its own LocalCluster inside the Dask worker)."""
+    from test_cluster_address import start_cli_cluster, stop_cli_cluster
+    from test_tracking_outage import _server, _stop
+
+    port = _free_port()
+    uri = f"http://127.0.0.1:{port}"
+    server = _server(tmp_path, port)
+    procs = []
+    try:
+        monkeypatch.setenv("DASK_DISTRIBUTED__WORKER__DAEMON", "False")
+        address, procs = start_cli_cluster()
+        rc, out, runs, client = _sweep(tmp_path, "hydra/launcher=dask", f"hydra.launcher.address={address}",
+                                       "engine=inprocess,dask", "cluster.n_workers=1", "data=a1a", "max_iter=50",
+                                       "workers.n=2", uri=uri)
+        assert rc == 0, out[-4000:]
+        parent, jobs = _parent_and_children(runs)
+        assert parent.info.status == "FINISHED" and sorted(jobs) == [0, 1]
+        assert {r.data.tags["engine"] for r in jobs.values()} == {"inprocess", "dask"}
+        for r in jobs.values():
+            assert r.info.status == "FINISHED" and r.data.metrics["iterations"] == 50
+            assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", r.data.tags["sweep_worker"])
+            assert "convergence.png" in {a.path for a in client.list_artifacts(r.info.run_id)}
+        assert jobs[0].data.metrics["final_dist_sq"] == pytest.approx(jobs[1].data.metrics["final_dist_sq"], rel=1e-9)
+    finally:
+        stop_cli_cluster(procs)
+        if server.poll() is None:
+            _stop(server)
