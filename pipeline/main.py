@@ -67,6 +67,44 @@ def run_job(cfg: DictConfig) -> dict:
         raise
 
 
+def check_job(cfg: DictConfig) -> None:
+    """The checks of a job's config that need no data and no store (isparse-run's and isparse-plan's): the keys
+    and values of :func:`_check_inputs`, the engine, the cluster (kind, extra, recovery settings, TLS files) and
+    data.load. Raises :class:`ConfigError` naming the key."""
+    _check_inputs(cfg)
+    check_choice("engine", cfg.engine, ENGINES)
+    if cfg.engine == "dask" and OmegaConf.is_missing(cfg.cluster, "address"):
+        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
+                                             "(tcp://HOST:PORT of a running scheduler); got nothing.")
+    if cfg.engine == "dask":
+        check_cluster(cfg.cluster)
+    if check_choice("data.load", cfg.data.get("load", "client"), LOADS) == "on_worker" and (
+            cfg.engine != "dask" or cfg.data.name == "quadratic"):
+        raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={cfg.engine} and "
+                                       f"data={cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
+
+
+def build_setup(cfg: DictConfig, data=None, *, tau=None, block_size=None, reference=None):
+    """``isparse.build`` for the job ``cfg``: its problem (the quadratic of cfg.data, or ``data``, a loaded
+    :class:`isparse.data.Dataset`, with cfg.problem's loss and penalty), method, stepsize rule and bound.
+    ``tau`` and ``block_size`` replace cfg.tau and cfg.blocks.size (isparse-plan's grid); ``reference`` reuses a
+    solved x* (it does not depend on either). Raises ConfigError for n > N, a block size > d, tau outside [1/m, 1]."""
+    common = dict(algorithm=cfg.algorithm.name, n=cfg.workers.n,
+                  block_size=cfg.blocks.size if block_size is None else block_size,
+                  tau=cfg.tau if tau is None else tau,
+                  step_multiplier=cfg.step.multiplier, step_rule=cfg.step.get("rule", "theory"), seed=cfg.seed,
+                  reg=cfg.problem.reg,
+                  reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box), reg_l2=cfg.problem.reg_l2,
+                  options={k: v for k, v in cfg.algorithm.items() if k != "name"},
+                  send_ids=_send_ids(cfg))
+    if data is None:
+        problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
+        return build(problem=problem, **common)
+    return build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
+                 loss=cfg.problem.loss, penalty=cfg.problem.penalty, reference=reference,
+                 cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
+
+
 def _job_tags() -> dict:
     """The tags that place a run in its sweep: ``sweep_job`` (Hydra's job number) and ``sweep_worker`` (the Dask
     worker that ran it, with hydra/launcher=dask)."""
@@ -117,17 +155,7 @@ def _run_job(cfg: DictConfig, made: dict) -> dict:
     if cfg.get("resume"):   # the stored config and last checkpoint of an earlier run
         cfg, checkpoint = _load_resume(cfg)
     # 1. checks that need no data, and the tracking store, before any work
-    _check_inputs(cfg)
-    check_choice("engine", cfg.engine, ENGINES)
-    if cfg.engine == "dask" and OmegaConf.is_missing(cfg.cluster, "address"):
-        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
-                                             "(tcp://HOST:PORT of a running scheduler); got nothing.")
-    if cfg.engine == "dask":
-        check_cluster(cfg.cluster)   # kind and its extra, recovery settings, TLS files
-    if check_choice("data.load", cfg.data.get("load", "client"), LOADS) == "on_worker" and (
-            cfg.engine != "dask" or cfg.data.name == "quadratic"):
-        raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={cfg.engine} and "
-                                       f"data={cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
+    check_job(cfg)
     check_range("checkpoint.every", cfg.checkpoint.every, 0, None, integer=True)
     _send_ids(cfg)
     _compare_role(cfg)
@@ -135,22 +163,9 @@ def _run_job(cfg: DictConfig, made: dict) -> dict:
     check_reachable(uri)
 
     # 2. data, problem, x*, method, bound (validates n <= N, block size <= d, tau in [1/m, 1])
-    common = dict(algorithm=cfg.algorithm.name, n=cfg.workers.n, block_size=cfg.blocks.size, tau=cfg.tau,
-                  step_multiplier=cfg.step.multiplier, step_rule=cfg.step.get("rule", "theory"), seed=cfg.seed,
-                  reg=cfg.problem.reg,
-                  reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box), reg_l2=cfg.problem.reg_l2,
-                  options={k: v for k, v in cfg.algorithm.items() if k != "name"},
-                  send_ids=_send_ids(cfg))
-    if cfg.data.name == "quadratic":
-        problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
-        setup = build(problem=problem, **common)
-        data_name = "quadratic"
-    else:
-        data = _load_data(**_dataset_args(cfg))
-        setup = build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
-                      loss=cfg.problem.loss, penalty=cfg.problem.penalty,
-                      cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
-        data_name = data.name
+    data = None if cfg.data.name == "quadratic" else _load_data(**_dataset_args(cfg))
+    setup = build_setup(cfg, data)
+    data_name = "quadratic" if data is None else data.name
     method, bound = setup.method, setup.bound
     run_name = cfg.tracking.run_name or default_run_name(cfg, method, data_name)
     overrides = " ".join(HydraConfig.get().overrides.task) if HydraConfig.initialized() else ""

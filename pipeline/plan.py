@@ -41,14 +41,12 @@ import numpy as np
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from isparse import build
 from isparse.engines import InProcessPool
-from isparse.errors import ConfigError, check_choice, check_range
+from isparse.errors import ConfigError, check_range
 from isparse.plan import Probe, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes, resolve_tau_grid
-from isparse.problems import QuadraticProblem
 from isparse.setup import check_bool
 
-from .cluster import check_cluster, dask_client
+from .cluster import dask_client
 
 log = logging.getLogger("isparse")
 PROG = "isparse-plan"
@@ -69,18 +67,8 @@ def _run_config(cfg) -> DictConfig:
 
 
 def _check(cfg, run_cfg) -> dict:
-    """isparse-run's checks that need no data (:func:`pipeline.main._check_inputs` and the engine's), and plan.*'s."""
-    _main._check_inputs(run_cfg)
-    check_choice("engine", run_cfg.engine, _main.ENGINES)
-    if run_cfg.engine == "dask" and OmegaConf.is_missing(run_cfg.cluster, "address"):
-        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
-                                             "(tcp://HOST:PORT of a running scheduler); got nothing.")
-    if run_cfg.engine == "dask":
-        check_cluster(run_cfg.cluster)
-    if check_choice("data.load", run_cfg.data.get("load", "client"), _main.LOADS) == "on_worker" and (
-            run_cfg.engine != "dask" or run_cfg.data.name == "quadratic"):
-        raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={run_cfg.engine} and "
-                                       f"data={run_cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
+    """isparse-run's checks that need no data (:func:`pipeline.main.check_job`), and plan.*'s."""
+    _main.check_job(run_cfg)
     plan = cfg.plan
     known = {"taus", "block_sizes", "rounds", "repeats", "json"}
     extra = sorted(set(plan.keys()) - known)
@@ -105,16 +93,11 @@ def _check(cfg, run_cfg) -> dict:
 
 
 class _Builder:
-    """Builds the run of ``cfg`` at any (tau, block size) as isparse-run's run_job does, reading the data and solving
-    for x* once (the reference does not depend on tau or the block size)."""
+    """Builds the run of ``cfg`` at any (tau, block size) as isparse-run's job does (:func:`pipeline.main.build_setup`),
+    reading the data and solving for x* once (the reference does not depend on tau or the block size)."""
 
     def __init__(self, cfg):
         self.cfg = cfg
-        self.common = dict(algorithm=cfg.algorithm.name, n=cfg.workers.n, step_multiplier=cfg.step.multiplier,
-                           step_rule=cfg.step.get("rule", "theory"), seed=cfg.seed, reg=cfg.problem.reg,
-                           reg_strength=cfg.problem.reg_strength, box=tuple(cfg.problem.box),
-                           reg_l2=cfg.problem.reg_l2, options={k: v for k, v in cfg.algorithm.items() if k != "name"},
-                           send_ids=_main._send_ids(cfg))
         self.reference = None
         if cfg.data.name == "quadratic":
             self.data, self.data_name, self.d = None, "quadratic", int(cfg.data.d)
@@ -123,15 +106,7 @@ class _Builder:
             self.data_name, self.d = self.data.name, int(self.data.d)
 
     def __call__(self, tau, block_size):
-        cfg = self.cfg
-        if self.data is None:
-            problem = QuadraticProblem(d=cfg.data.d, o=cfg.data.o, n=cfg.workers.n, seed=cfg.data.seed)
-            setup = build(problem=problem, tau=tau, block_size=block_size, **self.common)
-        else:
-            setup = build(data=self.data, lam=cfg.problem.lam, split=cfg.workers.split,
-                          split_seed=cfg.workers.split_seed, loss=cfg.problem.loss, penalty=cfg.problem.penalty,
-                          cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None,
-                          reference=self.reference, tau=tau, block_size=block_size, **self.common)
+        setup = _main.build_setup(self.cfg, self.data, tau=tau, block_size=block_size, reference=self.reference)
         self.reference = setup.reference
         return setup
 
@@ -205,7 +180,7 @@ def plan_job(cfg) -> dict:
     d, n, tol = builder.d, int(run_cfg.workers.n), float(run_cfg.tol)
     sizes = resolve_block_sizes(opts["block_sizes"], d, int(run_cfg.blocks.size))   # before the reference solve
     grids = {b: (math.ceil(d / b), resolve_tau_grid(opts["taus"], math.ceil(d / b), n)) for b in sizes}
-    first = builder(run_cfg.tau, run_cfg.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
+    builder(run_cfg.tau, run_cfg.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
     probe_b = int(run_cfg.blocks.size) if int(run_cfg.blocks.size) in grids else sizes[0]
     m0, grid0 = grids[probe_b]
 

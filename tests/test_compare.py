@@ -114,12 +114,17 @@ SHORT = {
 
 @pytest.fixture(scope="module")
 def short_sweeps(tmp_path_factory):
-    """The four short sweeps, started together (each its own store under tmp_path): {name: (client, parent, runs)}."""
+    """The four short sweeps, started together, writing one store and one reference cache under tmp_path (one
+    schema migration instead of four: isparse-run makes a fresh store under a lock), each sweep in its own
+    experiment paper-<name> and working directory: {name: (client, parent, runs)}."""
     procs = {}
+    shared = tmp_path_factory.mktemp("compare")
     for name, extra in SHORT.items():
-        out = tmp_path_factory.mktemp(name)
-        cmd = [CLI, "-m", f"+experiment={name}", "data=breast_cancer", *extra, f"paths.outputs={out}", "progress=false"]
-        procs[name] = (out, subprocess.Popen(cmd, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        cwd = tmp_path_factory.mktemp(name)
+        cmd = [CLI, "-m", f"+experiment={name}", "data=breast_cancer", *extra, f"paths.outputs={shared}",
+               "progress=false"]
+        procs[name] = (shared, subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                text=True))
     result = {}
     try:
         for name, (out, proc) in procs.items():
