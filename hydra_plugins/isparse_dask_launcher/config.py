@@ -16,6 +16,9 @@ class DaskLauncherConf:
     threads_per_worker: the LocalCluster's threads per worker process.
     host: the interface the LocalCluster's scheduler, workers and dashboard bind to.
     timeout: seconds to wait for the scheduler at ``address`` (or the LocalCluster) to answer.
+    malloc_trim_threshold: glibc's ``MALLOC_TRIM_THRESHOLD_`` (bytes) of the LocalCluster's worker processes, as
+        ``cluster.malloc_trim_threshold`` of conf/cluster/local.yaml (null: Dask's 65536, with which a job's rounds
+        ran about 2x slower than in a joblib worker: docs/benchmarks.md, item 7).
     """
 
     _target_: str = "hydra_plugins.isparse_dask_launcher.dask_launcher.DaskLauncher"
@@ -24,6 +27,7 @@ class DaskLauncherConf:
     threads_per_worker: int = 1
     host: str = "127.0.0.1"
     timeout: float = 10.0
+    malloc_trim_threshold: Optional[int] = 268435456
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="dask", node=DaskLauncherConf,

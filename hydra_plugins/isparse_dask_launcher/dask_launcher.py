@@ -104,8 +104,10 @@ class DaskLauncher(Launcher):
     """Hydra launcher: one Dask task per job (``hydra/launcher=dask``; config :class:`.config.DaskLauncherConf`)."""
 
     def __init__(self, address: Optional[str] = None, n_workers: Optional[int] = None, threads_per_worker: int = 1,
-                 host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+                 host: str = "127.0.0.1", timeout: float = 10.0,
+                 malloc_trim_threshold: Optional[int] = 268435456) -> None:
         self.address, self.n_workers, self.threads_per_worker = address, n_workers, threads_per_worker
+        self.malloc_trim_threshold = malloc_trim_threshold
         self.host, self.timeout = host, float(timeout)
         self.config: Optional[DictConfig] = None
         self.task_function: Optional[TaskFunction] = None
@@ -129,13 +131,17 @@ class DaskLauncher(Launcher):
             check_range("hydra.launcher.n_workers", self.n_workers, 1, None, integer=True)
         check_range("hydra.launcher.threads_per_worker", self.threads_per_worker, 1, None, integer=True)
         check_range("hydra.launcher.timeout", self.timeout, 0, None, low_open=True)
+        if self.malloc_trim_threshold is not None:
+            check_range("hydra.launcher.malloc_trim_threshold", self.malloc_trim_threshold, 0, None, integer=True)
 
     def _client(self):
         """A ``distributed.Client`` of the scheduler at ``address``, or of a new LocalCluster (closed with it)."""
         import contextlib
 
         import dask
-        from distributed import Client, LocalCluster
+        from distributed import Client
+
+        from pipeline.cluster import local_cluster
 
         stack = contextlib.ExitStack()
         if self.address:
@@ -151,10 +157,12 @@ class DaskLauncher(Launcher):
             # set for this process, so a Nanny that restarts a worker later spawns it non-daemonic too
             dask.config.set({"distributed.worker.daemon": False})
             n = self.n_workers or os.cpu_count() or 1
-            cluster = stack.enter_context(LocalCluster(n_workers=n, threads_per_worker=self.threads_per_worker,
-                                                       processes=True, host=self.host,
-                                                       dashboard_address=f"{self.host}:0",
-                                                       silence_logs=logging.WARNING))
+            # pipeline.cluster.local_cluster: the workers' MALLOC_TRIM_THRESHOLD_ as for cluster=local, and SIGINT
+            # left to this process (which closes the cluster)
+            cluster = stack.enter_context(local_cluster(malloc_trim_threshold=self.malloc_trim_threshold,
+                                                        n_workers=n, threads_per_worker=self.threads_per_worker,
+                                                        host=self.host, dashboard_address=f"{self.host}:0",
+                                                        silence_logs=logging.WARNING))
             client = stack.enter_context(Client(cluster, timeout=self.timeout))
             log.info("Dask launcher: LocalCluster of %d worker processes x %d threads on %s (dashboard %s)", n,
                      self.threads_per_worker, self.host, client.dashboard_link)
