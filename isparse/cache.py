@@ -1,9 +1,11 @@
-"""An on-disk cache of the reference solution x*, F*, grad f_i(x*) and the constants L_i of a problem.
+"""An on-disk cache of the reference solution x*, F*, grad f_i(x*) and the constants L_i of a problem, and of
+parsed LIBSVM data sets.
 
 Sweeps run many jobs on the same data set, lambda, split and n; solving the reference problem
 (and the eigenvalue problems behind L_i) once per key is enough. The key hashes everything the
 result depends on: the data file's bytes (size and modification time as a cheap proxy, plus the
-path), lambda, loss, penalty, regularizer, the row split and n.
+path), lambda, loss, penalty, regularizer, the row split and n. A data set's key hashes its file's path, size and
+modification time and the loader's options (:func:`data_key`).
 """
 
 from __future__ import annotations
@@ -41,20 +43,59 @@ def load_or_solve(problem, solve, cache_dir, key: str) -> tuple[Reference, bool]
     lock on ``cache_dir/<key>.lock``, so processes asking for a missing key at once solve it once: the others wait
     and read the result.
     """
-    path = Path(cache_dir) / f"{key}.npz"
-    if path.is_file():
-        return _read(path, problem, key), True
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.with_suffix(".lock")):
-        if path.is_file():   # another process solved it while this one waited for the lock
-            return _read(path, problem, key), True
-        log.info("cache: solving the reference problem of key %s (x*, L_i) in process %d", key, os.getpid())
-        ref = solve(problem)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    def write(tmp, ref):
         np.savez(tmp, x_star=ref.x_star, F_star=ref.F_star, local_grads=ref.local_grads, residual=ref.residual,
                  L_i=problem.L_i)
+
+    return _once(Path(cache_dir) / f"{key}.npz", lambda: solve(problem), write, lambda path: _read(path, problem, key),
+                 f"solving the reference problem of key {key} (x*, L_i)")
+
+
+def data_key(file, options: dict) -> str:
+    """A hex digest identifying a data set read from ``file`` (a path) with the loader's ``options``: the file's
+    absolute path, size and modification time, and the options. Raises OSError if the file cannot be stat'ed."""
+    stat = os.stat(file)
+    parts = {"file": os.path.abspath(file), "size": stat.st_size, "mtime": stat.st_mtime_ns, "options": options}
+    return "data-" + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def load_or_read(load, cache_dir, key: str):
+    """(dataset, hit): the :class:`isparse.data.Dataset` cached under ``cache_dir/<key>.npz`` (its CSR arrays,
+    labels, name and source, as ``load()`` returned them), or ``load()``'s, stored there. Processes asking for a
+    missing key at once parse the file once (as :func:`load_or_solve`)."""
+    from .data import Dataset
+
+    def write(tmp, ds):
+        A = ds.A.tocsr()
+        np.savez(tmp, data=A.data, indices=A.indices, indptr=A.indptr, shape=np.asarray(A.shape), b=ds.b,
+                 name=np.asarray(ds.name), source=np.asarray(ds.source))
+
+    def read(path):
+        import scipy.sparse as sp
+
+        log.info("cache: data set of key %s read from %s", key, path)
+        with np.load(path) as z:
+            A = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"]))
+            return Dataset(A=A, b=z["b"], name=str(z["name"]), source=str(z["source"]))
+
+    return _once(Path(cache_dir) / f"{key}.npz", load, write, read, f"reading the data set of key {key} from its file")
+
+
+def _once(path: Path, compute, write, read, what: str):
+    """(value, hit): ``read(path)`` if ``path`` exists, else ``compute()`` written by ``write(tmp, value)`` to a
+    temporary file renamed to ``path``, under an exclusive lock on ``path``'s ``.lock`` (checked again once held)."""
+    if path.is_file():
+        return read(path), True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.with_suffix(".lock")):
+        if path.is_file():   # another process made it while this one waited for the lock
+            return read(path), True
+        log.info("cache: %s in process %d", what, os.getpid())
+        value = compute()
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+        write(tmp, value)
         os.replace(tmp, path)
-    return ref, False
+    return value, False
 
 
 def _read(path: Path, problem, key: str) -> Reference:

@@ -84,6 +84,11 @@ def check_job(cfg: DictConfig) -> None:
                                        f"data={cfg.data.name} (on_worker needs engine=dask and a data file); got 'on_worker'.")
 
 
+def _cache_dir(cfg: DictConfig) -> Path | None:
+    """outputs/cache (x*, L_i and parsed data sets: ``isparse.cache``), or None with cache=false."""
+    return Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None
+
+
 def build_setup(cfg: DictConfig, data=None, *, tau=None, block_size=None, reference=None):
     """``isparse.build`` for the job ``cfg``: its problem (the quadratic of cfg.data, or ``data``, a loaded
     :class:`isparse.data.Dataset`, with cfg.problem's loss and penalty), method, stepsize rule and bound.
@@ -102,7 +107,7 @@ def build_setup(cfg: DictConfig, data=None, *, tau=None, block_size=None, refere
         return build(problem=problem, **common)
     return build(data=data, lam=cfg.problem.lam, split=cfg.workers.split, split_seed=cfg.workers.split_seed,
                  loss=cfg.problem.loss, penalty=cfg.problem.penalty, reference=reference,
-                 cache_dir=Path(cfg.paths.outputs) / "cache" if cfg.get("cache", True) else None, **common)
+                 cache_dir=_cache_dir(cfg), **common)
 
 
 def _job_tags() -> dict:
@@ -163,7 +168,7 @@ def _run_job(cfg: DictConfig, made: dict) -> dict:
     check_reachable(uri)
 
     # 2. data, problem, x*, method, bound (validates n <= N, block size <= d, tau in [1/m, 1])
-    data = None if cfg.data.name == "quadratic" else _load_data(**_dataset_args(cfg))
+    data = None if cfg.data.name == "quadratic" else _load_data(**_dataset_args(cfg), cache_dir=_cache_dir(cfg))
     setup = build_setup(cfg, data)
     data_name = "quadratic" if data is None else data.name
     method, bound = setup.method, setup.bound
@@ -699,10 +704,13 @@ def _metrics(rec: dict, n: int, r0: float, quantity: str = "dist_sq") -> dict:
 _DATA_CACHE: dict = {}
 
 
-def _load_data(name, data_dir, path, empty_rows, n_features):
+def _load_data(name, data_dir, path, empty_rows, n_features, cache_dir=None):
     """load_dataset, kept for the later jobs of a sweep: Hydra's basic launcher runs every job of a
     multirun in this process, so each data set is read and checked once (keyed by the arguments and
-    the file's size and modification time; two entries at most)."""
+    the file's size and modification time; two entries at most). With ``cache_dir`` (cfg.cache) a data set
+    read from a file is also kept there (``isparse.cache.load_or_read``): the parallel jobs of a sweep (joblib,
+    Dask launcher), in other processes, parse each file once."""
+    from isparse.cache import data_key, load_or_read
     from isparse.data import NAMED_FILES
 
     try:
@@ -714,7 +722,14 @@ def _load_data(name, data_dir, path, empty_rows, n_features):
     if key in _DATA_CACHE:
         log.info("data: %s as loaded by an earlier job of this sweep", name)
         return _DATA_CACHE[key]
-    data = load_dataset(name, data_dir=data_dir, path=path, empty_rows=empty_rows, n_features=n_features)
+    def load():
+        return load_dataset(name, data_dir=data_dir, path=path, empty_rows=empty_rows, n_features=n_features)
+
+    if cache_dir is not None and stamp is not None:
+        data, _ = load_or_read(load, cache_dir, data_key(file, {"name": name, "empty_rows": empty_rows,
+                                                                "n_features": n_features}))
+    else:
+        data = load()
     while len(_DATA_CACHE) >= 2:
         _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
     _DATA_CACHE[key] = data
@@ -964,11 +979,16 @@ def main() -> None:
             sys.exit(2)
         raise
     except ConfigError as exc:  # HYDRA_FULL_ERROR=1: Hydra re-raised it
-        import traceback
+        exit_on_config_error(exc)
 
-        traceback.print_exc()
-        _error_line(exc)
-        sys.exit(2)
+
+def exit_on_config_error(exc: ConfigError, error_line=None) -> None:
+    """A ConfigError that Hydra re-raised (HYDRA_FULL_ERROR=1): its traceback, then its one line, exit status 2."""
+    import traceback
+
+    traceback.print_exc()
+    (error_line or _error_line)(exc)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ class _Builder:
         if cfg.data.name == "quadratic":
             self.data, self.data_name, self.d = None, "quadratic", int(cfg.data.d)
         else:
-            self.data = _main._load_data(**_main._dataset_args(cfg))
+            self.data = _main._load_data(**_main._dataset_args(cfg), cache_dir=_main._cache_dir(cfg))
             self.data_name, self.d = self.data.name, int(self.data.d)
 
     def __call__(self, tau, block_size):
@@ -312,11 +312,7 @@ def main() -> None:
     try:
         _app()
     except ConfigError as exc:   # HYDRA_FULL_ERROR=1: Hydra re-raised it
-        import traceback
-
-        traceback.print_exc()
-        _error_line(exc)
-        sys.exit(2)
+        _main.exit_on_config_error(exc, _error_line)
 
 
 if __name__ == "__main__":

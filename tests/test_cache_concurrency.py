@@ -1,6 +1,7 @@
-"""One reference solve per key across parallel processes (issue 14): processes that ask isparse.cache for the same
-missing key at once compute it once (a file lock around the compute), the others read what it wrote. Real
-processes, released together by a start file; the computes are counted by the cache's own log lines."""
+"""One reference solve and one parse of a data file per key across parallel processes (issue 14): processes that ask
+isparse.cache for the same missing key at once compute it once (a file lock around the compute), the others read
+what it wrote. Real processes, released together by a start file; the computes are counted by the cache's own log
+lines."""
 
 import os
 import subprocess
@@ -29,13 +30,29 @@ np.save(sys.argv[4], np.concatenate([s.reference.x_star, s.problem.L_i]))
 """
 
 
-@pytest.mark.slow   # three processes importing isparse and loading a1a: 10-15 s
-@pytest.mark.needs_data
-def test_parallel_processes_solve_a_key_once(tmp_path):
-    k = 3
+DATA_WORKER = r"""
+import logging, os, sys, time
+from pathlib import Path
+import numpy as np
+logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(name)s %(message)s")
+from pipeline.main import _load_data
+go = Path(sys.argv[2])
+Path(sys.argv[3]).touch()                      # ready
+while not go.exists():
+    time.sleep(0.005)
+ds = _load_data("a1a", os.environ["ISPARSE_DATA_DIR"], None, "keep", None, cache_dir=sys.argv[1])
+A = ds.A.tocsr()
+np.savez(sys.argv[4], data=A.data, indices=A.indices, indptr=A.indptr, b=ds.b, shape=A.shape)
+"""
+
+
+def _released_together(tmp_path, script, k=3):
+    """Run ``script`` in ``k`` real processes (argv: cache dir, start file, ready file, output file), released at
+    once by the start file; returns (cache dir, their outputs)."""
     cache, go = tmp_path / "cache", tmp_path / "go"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(cache), str(go), str(tmp_path / f"ready{i}"),
+    env.setdefault("ISPARSE_DATA_DIR", str(ROOT.parent / "shared" / "datasets"))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(cache), str(go), str(tmp_path / f"ready{i}"),
                                str(tmp_path / f"out{i}.npy")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, env=env) for i in range(k)]
     try:
@@ -50,6 +67,14 @@ def test_parallel_processes_solve_a_key_once(tmp_path):
             if p.poll() is None:
                 p.kill()
     assert all(p.returncode == 0 for p in procs), outs
+    return cache, outs
+
+
+@pytest.mark.slow   # three processes importing isparse and loading a1a: 10-15 s
+@pytest.mark.needs_data
+def test_parallel_processes_solve_a_key_once(tmp_path):
+    k = 3
+    cache, outs = _released_together(tmp_path, WORKER, k)
     solves = sum(o.count("cache: solving the reference problem") for o in outs)
     reads = sum(o.count("cache: reference of key") for o in outs)
     assert (solves, reads) == (1, k - 1), outs
@@ -57,3 +82,28 @@ def test_parallel_processes_solve_a_key_once(tmp_path):
     results = [np.load(tmp_path / f"out{i}.npy") for i in range(k)]
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])     # the waiters read the same x* and L_i
+
+
+@pytest.mark.slow   # three processes importing pipeline: 10-15 s
+@pytest.mark.needs_data
+def test_parallel_jobs_parse_a_data_file_once(tmp_path):
+    """isparse-run's data load with a cache (pipeline.main._load_data, as each job of a joblib or Dask-launched
+    sweep calls it): one process parses a1a, the others read its arrays, equal to a parse of the file by scikit-learn."""
+    from sklearn.datasets import load_svmlight_file
+
+    k = 3
+    cache, outs = _released_together(tmp_path, DATA_WORKER, k)
+    parses = sum(o.count("cache: reading the data set of key") for o in outs)
+    reads = sum(o.count("cache: data set of key") for o in outs)
+    assert (parses, reads) == (1, k - 1), outs
+    assert len(list(cache.glob("data-*.npz"))) == 1 and not list(cache.glob("*.tmp.npz"))
+    from isparse.data import resolve_data_dir, NAMED_FILES
+
+    X, y = load_svmlight_file(str(resolve_data_dir(None) / NAMED_FILES["a1a"]), n_features=123)
+    for i in range(k):
+        with np.load(tmp_path / f"out{i}.npy.npz") as z:
+            assert tuple(z["shape"]) == X.shape
+            np.testing.assert_array_equal(z["indptr"], X.indptr)
+            np.testing.assert_array_equal(z["indices"], X.indices)
+            np.testing.assert_array_equal(z["data"], X.data)
+            np.testing.assert_array_equal(np.sign(z["b"]), np.sign(y))

@@ -154,6 +154,16 @@ def _job_workers(s) -> dict[int, str]:
     return {p: c for p, c in daemons.job_processes(s["env"]["SLURM_CONF"]).items() if "python" in c}
 
 
+def _same_iterates_on_two_hosts(proc, output, out, x_inprocess, tmp_path):
+    """The run of ``out`` FINISHED with the in-process iterate (1e-12) and its 4 logical workers on 2 Dask workers."""
+    assert proc.returncode == 0, output[-3000:]
+    x, run = _finished_run(out)
+    np.testing.assert_allclose(x, x_inprocess, rtol=0, atol=1e-12)
+    hosts = json.load(open(MlflowClient(f"sqlite:///{out}/mlflow.db").download_artifacts(
+        run.info.run_id, "placement.json", str(tmp_path))))
+    assert len(hosts) == 4 and len(set(hosts.values())) == 2
+
+
 def test_slurm_run_converges_to_the_inprocess_iterates(tmp_path, slurm, x_inprocess):
     out = tmp_path / "slurm"
     with _running(out, *slurm_overrides(tmp_path / "slurm-logs"), env=slurm["env"]) as proc:
@@ -161,12 +171,7 @@ def test_slurm_run_converges_to_the_inprocess_iterates(tmp_path, slurm, x_inproc
         assert len(daemons.squeue(slurm["env"])) == 2
         workers = _job_workers(slurm)
         output, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0, output[-3000:]
-    x, run = _finished_run(out)
-    np.testing.assert_allclose(x, x_inprocess, rtol=0, atol=1e-12)
-    hosts = json.load(open(MlflowClient(f"sqlite:///{out}/mlflow.db").download_artifacts(
-        run.info.run_id, "placement.json", str(tmp_path))))
-    assert len(hosts) == 4 and len(set(hosts.values())) == 2   # both jobs' workers host 2 logical workers
+    _same_iterates_on_two_hosts(proc, output, out, x_inprocess, tmp_path)   # both jobs' workers host 2 logical workers
     _gone(workers)                                                # the jobs' processes ended with the run
     assert daemons.squeue(slurm["env"]) == []                     # and the jobs left the queue
 
@@ -300,12 +305,7 @@ def test_ssh_run_converges_to_the_inprocess_iterates(tmp_path, sshd, x_inprocess
         assert len(_ssh_workers(sshd)) == 2
         started = _ssh_processes(sshd)
         output, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0, output[-3000:]
-    x, run = _finished_run(out)
-    np.testing.assert_allclose(x, x_inprocess, rtol=0, atol=1e-12)
-    hosts = json.load(open(MlflowClient(f"sqlite:///{out}/mlflow.db").download_artifacts(
-        run.info.run_id, "placement.json", str(tmp_path))))
-    assert len(hosts) == 4 and len(set(hosts.values())) == 2
+    _same_iterates_on_two_hosts(proc, output, out, x_inprocess, tmp_path)
     _gone(started)   # scheduler, nannies and workers ended with the run
 
 
