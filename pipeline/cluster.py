@@ -260,10 +260,19 @@ def local_cluster(*, malloc_trim_threshold=None, **kwargs):
     env = {IGNORE_SIGINT_ENV: str(os.getpid())}   # the spawned process checks it is its parent's
     if malloc_trim_threshold is not None:
         env["MALLOC_TRIM_THRESHOLD_"] = str(int(malloc_trim_threshold))
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
-    try:
+    with environ(env):
         return LocalCluster(processes=True, **kwargs)
+
+
+@contextlib.contextmanager
+def environ(updates: dict):
+    """This process's environment with ``updates`` set (a None value leaves its key as it is), put back on exit."""
+    import os
+
+    saved = {key: os.environ.get(key) for key in updates}
+    os.environ.update({key: value for key, value in updates.items() if value is not None})
+    try:
+        yield
     finally:
         for key, value in saved.items():
             if value is None:

@@ -76,28 +76,20 @@ def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext,
 
 
 def _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env, address) -> JobReturn:
-    with _JOB_LOCK:
-        saved = {k: os.environ.get(k) for k in (*env, WORKER_ENV)}
-        try:
-            os.environ.update({k: v for k, v in env.items() if v is not None})
-            os.environ[WORKER_ENV] = address
-            setup_globals()
-            Singleton.set_state(singleton_state)
-            import pipeline  # noqa: F401 - registers ${isparse.uid:} in this process
+    from pipeline.cluster import environ
 
-            sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
-            with open_dict(sweep_config):
-                sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
-                sweep_config.hydra.job.num = idx
-            HydraConfig.instance().set_config(sweep_config)
-            return run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
-                           job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with _JOB_LOCK, environ({**env, WORKER_ENV: address}):
+        setup_globals()
+        Singleton.set_state(singleton_state)
+        import pipeline  # noqa: F401 - registers ${isparse.uid:} in this process
+
+        sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+        with open_dict(sweep_config):
+            sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
+            sweep_config.hydra.job.num = idx
+        HydraConfig.instance().set_config(sweep_config)
+        return run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
+                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
 
 
 class DaskLauncher(Launcher):
