@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import threading
 from pathlib import Path
 
 from isparse.errors import ConfigError
@@ -235,9 +237,10 @@ def dask_setup(worker) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def local_cluster(*, malloc_trim_threshold=None, **kwargs):
+def local_cluster(*, malloc_trim_threshold=None, malloc_mmap_threshold=None, **kwargs):
     """A ``distributed.LocalCluster`` of worker processes (``kwargs`` are its own) started with
-    ``MALLOC_TRIM_THRESHOLD_ = malloc_trim_threshold`` (``distributed.nanny.pre-spawn-environ``; None: Dask's 65536).
+    ``MALLOC_TRIM_THRESHOLD_ = malloc_trim_threshold`` (``distributed.nanny.pre-spawn-environ``; None: Dask's 65536)
+    and, unless None, ``MALLOC_MMAP_THRESHOLD_ = malloc_mmap_threshold`` (bytes).
 
     Its worker processes ignore SIGINT (a terminal's Ctrl-C signals the whole foreground process group; the
     client handles it and closes the cluster): from their first import of ``pipeline.main`` when they are spawned
@@ -245,10 +248,10 @@ def local_cluster(*, malloc_trim_threshold=None, **kwargs):
     workers a nanny restarts later).
 
     A round allocates and frees the same temporaries every time; with Dask's threshold glibc hands them back to
-    the OS and the next round faults the pages in again.
+    the OS and the next round faults the pages in again. Setting any ``MALLOC_TRIM_THRESHOLD_`` also turns off
+    glibc's moving mmap threshold (mallopt(3)): every block above 128 KiB is then mapped fresh and faulted in on each
+    allocation, unless ``MALLOC_MMAP_THRESHOLD_`` raises that limit.
     """
-    import os
-
     import dask
     from distributed import LocalCluster
 
@@ -260,25 +263,32 @@ def local_cluster(*, malloc_trim_threshold=None, **kwargs):
     env = {IGNORE_SIGINT_ENV: str(os.getpid())}   # the spawned process checks it is its parent's
     if malloc_trim_threshold is not None:
         env["MALLOC_TRIM_THRESHOLD_"] = str(int(malloc_trim_threshold))
+    if malloc_mmap_threshold is not None:
+        env["MALLOC_MMAP_THRESHOLD_"] = str(int(malloc_mmap_threshold))
     with environ(env):
         return LocalCluster(processes=True, **kwargs)
 
 
+#: held by :func:`environ`: the environment is the process's, and the Dask launcher runs jobs (each of which may start
+#: a LocalCluster) in several threads of one process
+_ENVIRON_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def environ(updates: dict):
-    """This process's environment with ``updates`` set (a None value leaves its key as it is), put back on exit."""
-    import os
-
-    saved = {key: os.environ.get(key) for key in updates}
-    os.environ.update({key: value for key, value in updates.items() if value is not None})
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    """This process's environment with ``updates`` set (a None value leaves its key as it is), put back on exit; one
+    thread at a time (another thread's ``environ`` waits until this one has put the environment back)."""
+    with _ENVIRON_LOCK:
+        saved = {key: os.environ.get(key) for key in updates}
+        os.environ.update({key: value for key, value in updates.items() if value is not None})
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 @contextlib.contextmanager

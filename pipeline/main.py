@@ -43,9 +43,9 @@ from isparse.problems import QuadraticProblem
 from isparse.errors import ConfigError, check_choice, check_range
 
 from .cluster import check_cluster, dask_client
-from .plots import convergence_figure, plt
-from .tracking import (PARENT_ENV, SWEEP_WORKER_ENV, RunLogger, check_reachable, flatten, launcher_config_error,
-                       mark_sweep_failed, resolved_config, ui_link)
+from .plots import convergence_figure
+from .tracking import (PARENT_ENV, SWEEP_WORKER_ENV, RunLogger, check_reachable, flatten, job_env,
+                       launcher_config_error, mark_sweep_failed, resolved_config, ui_link)
 
 log = logging.getLogger("isparse")
 ENGINES = ("dask", "inprocess")
@@ -62,7 +62,7 @@ def run_job(cfg: DictConfig) -> dict:
     try:
         return _run_job(cfg, made)
     except Exception as exc:
-        if not made and os.environ.get(PARENT_ENV):
+        if not made and job_env(PARENT_ENV):
             _failed_job_run(cfg, exc)
         raise
 
@@ -119,8 +119,8 @@ def _job_tags() -> dict:
     if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
         with contextlib.suppress(Exception):
             tags["sweep_job"] = str(int(HydraConfig.get().job.num))   # a tracking server takes strings only
-    if os.environ.get(SWEEP_WORKER_ENV):
-        tags["sweep_worker"] = os.environ[SWEEP_WORKER_ENV]
+    if job_env(SWEEP_WORKER_ENV):
+        tags["sweep_worker"] = job_env(SWEEP_WORKER_ENV)
     return tags
 
 
@@ -139,7 +139,7 @@ def _failed_job_run(cfg, exc: BaseException) -> None:
             f"n{cfg.workers.n}-b{cfg.blocks.size}-tau{cfg.tau}-g{float(cfg.step.multiplier):g}-s{cfg.seed}-"
             f"{cfg.algorithm.name}-{cfg.data.name}")
         uri = str(cfg.tracking.uri)
-        logger = RunLogger(uri, str(cfg.tracking.experiment), str(name), parent_run_id=os.environ.get(PARENT_ENV),
+        logger = RunLogger(uri, str(cfg.tracking.experiment), str(name), parent_run_id=job_env(PARENT_ENV),
                            tags={"algorithm": str(cfg.algorithm.name), "data": str(cfg.data.name),
                                  "engine": str(cfg.engine), "overrides": overrides, **_job_tags(),
                                  "failed_before_run": "true"},
@@ -185,7 +185,7 @@ def _run_job(cfg: DictConfig, made: dict) -> dict:
             with contextlib.suppress(Exception):   # the interruption's reason no longer describes the run
                 logger.client.delete_tag(logger.run_id, "error")
         else:
-            logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=os.environ.get(PARENT_ENV),
+            logger = RunLogger(uri, str(cfg.tracking.experiment), run_name, parent_run_id=job_env(PARENT_ENV),
                                tags={"algorithm": method.name, "data": data_name, "engine": cfg.engine,
                                      "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
                                      "bound_quantity": bound.quantity, "bound_source": bound.source,
@@ -366,11 +366,8 @@ def _run_and_log(cfg, setup, pool, logger, run_name, stop, checkpoint=None) -> d
     logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     fig = convergence_figure(result.records, f"{run_name}: {bound.theorem.split(', arXiv')[0]}", tol=cfg.tol,
                              r0=derived["r0"], bound_quantity=bound.quantity)
-    try:
-        logger.log_figure(fig, "convergence.png")
-        fig.savefig(Path(HydraConfig.get().runtime.output_dir) / "convergence.png", dpi=100)
-    finally:
-        plt.close(fig)   # pyplot keeps every figure until closed: a sweep's jobs run in one process
+    logger.log_figure(fig, "convergence.png")
+    fig.savefig(Path(HydraConfig.get().runtime.output_dir) / "convergence.png", dpi=100)
     if not result.converged:
         note = f"max_iter={cfg.max_iter} reached before tol={cfg.tol} (predicted iterations: {predicted})"
         logger.set_tags({"stopped": note})

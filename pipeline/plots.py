@@ -7,7 +7,9 @@ import math
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402,F401 - pipeline.main and the report import it from here
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
 
 #: how the figures name the quantities a theorem may bound (the tag ``bound_quantity``)
@@ -48,7 +50,8 @@ def convergence_figure(records, title: str, *, tol: float | None = None, r0: flo
     Returns
     -------
     matplotlib.figure.Figure
-        A pyplot figure: the caller closes it (``plt.close(fig)``) once saved or logged.
+        Not registered with pyplot (no ``plt.close`` needed; safe to make in several threads at once: the Dask
+        launcher runs one job per worker thread).
     """
     steps = [r["step"] for r in records]
     up = [r["uplink_bytes"] for r in records]
@@ -56,7 +59,9 @@ def convergence_figure(records, title: str, *, tol: float | None = None, r0: flo
     bound = [r.get("bound", math.nan) for r in records]
     has_bound = any(math.isfinite(b) for b in bound)
     other = bound_quantity if bound_quantity != "dist_sq" and all(bound_quantity in r for r in records) else None
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)   # its canvas: fig.canvas.draw() renders
+    axes = fig.subplots(1, 2)
     for ax, xs, xlabel in ((axes[0], steps, "iteration t"), (axes[1], up, "uplink bytes (all workers, cumulative)")):
         ax.semilogy(xs, dist, color="C0", label=r"measured $\|x^t - x^*\|^2$")
         if tol is not None and r0 is not None:

@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -27,6 +28,32 @@ log = logging.getLogger(__name__)
 PARENT_ENV = "ISPARSE_PARENT_RUN_ID"
 #: set by hydra/launcher=dask, while a job runs, to the Dask worker's address: the job's run gets the tag sweep_worker
 SWEEP_WORKER_ENV = "ISPARSE_SWEEP_WORKER"
+#: values of PARENT_ENV and SWEEP_WORKER_ENV for the job running in this thread (hydra/launcher=dask runs several
+#: jobs, possibly of several sweeps, in the threads of one Dask worker: os.environ is the process's, shared by all)
+_JOB_ENV = threading.local()
+
+
+def job_env(key: str) -> str | None:
+    """``key`` (PARENT_ENV or SWEEP_WORKER_ENV) for the job running in this thread: the value set by
+    :func:`job_env_set` in this thread, else ``os.environ[key]`` (the basic and joblib launchers), else None."""
+    values = getattr(_JOB_ENV, "values", None) or {}
+    return values.get(key) or os.environ.get(key) or None
+
+
+class job_env_set:
+    """Within, :func:`job_env` of this thread returns ``values`` (a None value: os.environ's)."""
+
+    def __init__(self, values: dict):
+        self.values = {k: v for k, v in values.items() if v is not None}
+
+    def __enter__(self):
+        self.saved = getattr(_JOB_ENV, "values", None)
+        _JOB_ENV.values = self.values
+        return self
+
+    def __exit__(self, *exc):
+        _JOB_ENV.values = self.saved
+        return False
 #: why the sweep of this process failed outside its jobs (the launcher could not start): the parent's tag ``error``
 _SWEEP_ERROR: list = []
 

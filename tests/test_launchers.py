@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
@@ -157,3 +158,48 @@ def test_dask_launched_sweep_on_a_running_scheduler_and_mlflow_server(tmp_path, 
         stop_cli_cluster(procs)
         if server.poll() is None:
             _stop(server)
+
+
+@pytest.mark.slow   # two sweeps of 2 short jobs and a fresh store each: 40-60 s
+@pytest.mark.needs_data
+def test_dask_launcher_runs_one_job_per_worker_thread(tmp_path):
+    """One Dask worker process with 2 threads runs a sweep's 2 in-process jobs at once (their MLflow runs overlap in
+    time, the same sweep_worker), each with its own config, job directory and main.log (the other job's records
+    are not in it), and the same iterates, to the bit, as the basic launcher's run of the same jobs."""
+    jobs = ["engine=inprocess", "data=a1a", "workers.n=2,4", "max_iter=1500", "tol=0", "report.auto=false"]
+    out = {}
+    for launcher, extra in (("dask", ["hydra/launcher=dask", "hydra.launcher.n_workers=1",
+                                      "hydra.launcher.threads_per_worker=2"]), ("basic", [])):
+        (tmp_path / launcher).mkdir()
+        rc, text, runs, client = _sweep(tmp_path / launcher, *extra, *jobs, f"hydra.sweep.dir={tmp_path}/{launcher}/sw")
+        assert rc == 0, text[-4000:]
+        parent, children = _parent_and_children(runs)
+        assert sorted(children) == [0, 1]
+        out[launcher] = children
+    threaded = out["dask"]
+    (a, b) = (threaded[0].info, threaded[1].info)
+    assert max(a.start_time, b.start_time) < min(a.end_time, b.end_time), (a, b)      # ran at once
+    workers = {r.data.tags["sweep_worker"] for r in threaded.values()}
+    assert len(workers) == 1 and re.fullmatch(r"tcp://127\.0\.0\.1:\d+", workers.pop())
+    for num, r in threaded.items():
+        job_dir = tmp_path / "dask" / "sw" / str(num)
+        n = r.data.params["workers.n"]
+        assert f"workers.n={n}" in (job_dir / ".hydra" / "overrides.yaml").read_text().replace("- ", "")
+        own, other = r.info.run_id, threaded[1 - num].info.run_id
+        text = (job_dir / "main.log").read_text()
+        assert own in text and other not in text, text
+        assert f"n{n}-" in text
+        x_thread = np.load(job_dir / "x_final.npy")
+        x_basic = np.load(tmp_path / "basic" / "sw" / str(num) / "x_final.npy")
+        assert out["basic"][num].data.params["workers.n"] == n
+        np.testing.assert_array_equal(x_thread, x_basic)
+
+
+@pytest.mark.slow   # one isparse-run: 10-30 s
+def test_dask_launcher_refuses_chdir(tmp_path):
+    """hydra.job.chdir=true would move the working directory of every job in the worker process: one line, exit 2."""
+    rc, out, _, _ = _sweep(tmp_path, "hydra/launcher=dask", "hydra.launcher.n_workers=1", "hydra.job.chdir=true",
+                           "workers.n=2,4", timeout=120)
+    assert rc == 2, out[-3000:]
+    lines = [line for line in out.splitlines() if "hydra.job.chdir" in line]
+    assert len(lines) == 1 and lines[0].startswith("isparse-run: error: ") and "Traceback" not in out, out

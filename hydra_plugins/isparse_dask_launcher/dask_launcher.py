@@ -5,13 +5,17 @@ the task composes the job's config from the sweep's config and the job's overrid
 ``run_job``, in the Dask worker process. ``hydra.launcher.address`` names a running scheduler; null starts a
 LocalCluster (``n_workers`` processes, ``threads_per_worker`` threads, bound to ``host``) closed at the end.
 
-A Dask worker process runs one job at a time: Hydra keeps a job's config (``HydraConfig``) and its logging per
-process, and a job reads them while it runs, so two jobs in two threads of one process would write into each
-other's job directory. For k jobs at once on a host, run k worker processes (``n_workers``, or k ``dask worker``
-processes with ``--nthreads 1``). A job with ``engine=dask`` starts its own LocalCluster from inside the Dask
-worker: the worker process must be allowed to start processes, which Dask's default (``distributed.worker.daemon:
-true``, a daemonic process) forbids; the LocalCluster this launcher starts sets it false, and ``dask worker``
-processes started by hand need ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` in their environment (README).
+A job with ``engine=inprocess`` runs in a thread of the Dask worker, one job per worker thread (``--nthreads``,
+``threads_per_worker``): several jobs, of one sweep or of several, run at once in one worker process. Hydra keeps a
+job's config in a process-wide singleton and sets a job's log up by reconfiguring the root logger; here
+(:mod:`.jobthreads`) each thread has its own ``HydraConfig`` and each job's log file (``main.log``) gets its own
+thread's records. The jobs of one process share its GIL: for sweeps of CPU-bound jobs, one thread per worker process
+and one process per core (``n_workers``, the default) is what keeps the cores busy. ``hydra.job.chdir=true`` changes
+the process's working directory and is refused here. A job with ``engine=dask`` starts its own LocalCluster from
+inside the Dask worker: the worker process must be allowed to start processes, which Dask's default
+(``distributed.worker.daemon: true``, a daemonic process) forbids; the LocalCluster this launcher starts sets it
+false, and ``dask worker`` processes started by hand need ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` in their
+environment (README).
 
 Each job's MLflow run gets the tag ``sweep_worker``: the address of the Dask worker that ran it.
 """
@@ -41,8 +45,6 @@ log = logging.getLogger(__name__)
 PASSED_ENV = (PARENT_ENV,)
 #: set, while a job runs, to the address of the Dask worker running it (pipeline.main tags the run with it)
 WORKER_ENV = SWEEP_WORKER_ENV
-#: one Hydra job at a time per worker process (see the module's docstring)
-_JOB_LOCK = threading.Lock()
 
 
 class LauncherConfigError(ConfigError, CompactHydraException):
@@ -76,20 +78,25 @@ def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext,
 
 
 def _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env, address) -> JobReturn:
-    from pipeline.cluster import environ
+    from pipeline.tracking import job_env_set
 
-    with _JOB_LOCK, environ({**env, WORKER_ENV: address}):
-        setup_globals()
-        Singleton.set_state(singleton_state)
-        import pipeline  # noqa: F401 - registers ${isparse.uid:} in this process
+    from .jobthreads import job_log, prepare_process
 
+    prepare_process(singleton_state)
+    import pipeline  # noqa: F401 - registers ${isparse.uid:} in this process
+
+    def task(cfg):   # called by run_job once the job's output directory is known
+        with job_log():
+            return task_function(cfg)
+
+    with job_env_set({**env, WORKER_ENV: address}):   # this thread's: pipeline.tracking.job_env
         sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
             sweep_config.hydra.job.num = idx
-        HydraConfig.instance().set_config(sweep_config)
-        return run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
-                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+        HydraConfig.instance().set_config(sweep_config)   # this thread's (jobthreads.ThreadHydraConfig)
+        return run_job(hydra_context=hydra_context, config=sweep_config, task_function=task,
+                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir", configure_logging=False)
 
 
 class DaskLauncher(Launcher):
@@ -97,9 +104,10 @@ class DaskLauncher(Launcher):
 
     def __init__(self, address: Optional[str] = None, n_workers: Optional[int] = None, threads_per_worker: int = 1,
                  host: str = "127.0.0.1", timeout: float = 10.0,
-                 malloc_trim_threshold: Optional[int] = 268435456) -> None:
+                 malloc_trim_threshold: Optional[int] = 268435456,
+                 malloc_mmap_threshold: Optional[int] = 33554432) -> None:
         self.address, self.n_workers, self.threads_per_worker = address, n_workers, threads_per_worker
-        self.malloc_trim_threshold = malloc_trim_threshold
+        self.malloc_trim_threshold, self.malloc_mmap_threshold = malloc_trim_threshold, malloc_mmap_threshold
         self.host, self.timeout = host, float(timeout)
         self.config: Optional[DictConfig] = None
         self.task_function: Optional[TaskFunction] = None
@@ -108,6 +116,10 @@ class DaskLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
         self._check()
+        if config.hydra.job.get("chdir"):   # the process's working directory: shared by the jobs of its threads
+            self._failed("hydra.job.chdir", "The 'hydra.job.chdir' parameter must be false with hydra/launcher=dask "
+                         "(a Dask worker runs several jobs at once, one per thread, in one working directory); got "
+                         "true.")
         if self.address:   # before any job: an unreachable scheduler is one line
             with self._client():
                 pass
@@ -123,8 +135,9 @@ class DaskLauncher(Launcher):
             check_range("hydra.launcher.n_workers", self.n_workers, 1, None, integer=True)
         check_range("hydra.launcher.threads_per_worker", self.threads_per_worker, 1, None, integer=True)
         check_range("hydra.launcher.timeout", self.timeout, 0, None, low_open=True)
-        if self.malloc_trim_threshold is not None:
-            check_range("hydra.launcher.malloc_trim_threshold", self.malloc_trim_threshold, 0, None, integer=True)
+        for key in ("malloc_trim_threshold", "malloc_mmap_threshold"):
+            if getattr(self, key) is not None:
+                check_range(f"hydra.launcher.{key}", getattr(self, key), 0, None, integer=True)
 
     def _client(self):
         """A ``distributed.Client`` of the scheduler at ``address``, or of a new LocalCluster (closed with it)."""
@@ -140,9 +153,9 @@ class DaskLauncher(Launcher):
             try:
                 client = Client(self.address, timeout=self.timeout)
             except (OSError, TimeoutError) as exc:
-                self._failed(f"The 'hydra.launcher.address' parameter must be the address of a running Dask "
-                             f"scheduler; {self.address!r} did not answer within {self.timeout:g} s "
-                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}).")
+                self._failed("hydra.launcher.address", f"The 'hydra.launcher.address' parameter must be the "
+                             f"address of a running Dask scheduler; {self.address!r} did not answer within "
+                             f"{self.timeout:g} s ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}).")
             stack.callback(client.close)
         else:
             # the worker processes may start processes (a job with engine=dask starts its own LocalCluster);
@@ -152,6 +165,7 @@ class DaskLauncher(Launcher):
             # pipeline.cluster.local_cluster: the workers' MALLOC_TRIM_THRESHOLD_ as for cluster=local, and SIGINT
             # left to this process (which closes the cluster)
             cluster = stack.enter_context(local_cluster(malloc_trim_threshold=self.malloc_trim_threshold,
+                                                        malloc_mmap_threshold=self.malloc_mmap_threshold,
                                                         n_workers=n, threads_per_worker=self.threads_per_worker,
                                                         host=self.host, dashboard_address=f"{self.host}:0",
                                                         silence_logs=logging.WARNING))
@@ -161,11 +175,12 @@ class DaskLauncher(Launcher):
         stack.client = client
         return stack
 
-    def _failed(self, message: str):
+    def _failed(self, field: str, message: str):
+        """The sweep's parent run FAILED with ``message``; raises the one-line error naming ``field``."""
         from pipeline.tracking import mark_sweep_failed
 
         mark_sweep_failed(f"LauncherConfigError: {message}")
-        raise LauncherConfigError("hydra.launcher.address", f"isparse-run: error: {message}") from None
+        raise LauncherConfigError(field, f"isparse-run: error: {message}") from None
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from distributed import as_completed
