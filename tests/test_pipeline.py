@@ -60,6 +60,7 @@ def test_default_run_on_local_dask_cluster(tmp_path):
     assert float(p["gamma_max"]) == pytest.approx(float(p["gamma_theory"]))   # Theorem 3's rule is its limit
 
 
+@pytest.mark.slow   # a 4-job sweep through the console script: 25-47 s (the default run keeps under 10 min)
 def test_multirun_makes_children_of_one_parent(tmp_path):
     cli(tmp_path, "-m", "algorithm=isega,ibcd", "workers.n=2,4", "max_iter=300")  # engine=dask: a LocalCluster per job
     client, runs = store(tmp_path)

@@ -184,6 +184,7 @@ def test_paper_step_rule_gives_the_papers_gammas():
         build(algorithm="isega", step_rule="fast", **kw)
 
 
+@pytest.mark.slow   # a tau sweep on mushrooms: about 30 s (the default run keeps under 10 min)
 @pytest.mark.needs_data
 def test_tau_sweep_on_mushrooms_has_the_knee_at_one_over_n(tmp_path):
     """+experiment=tau_sweep_quick (ISEGA, mushrooms, n = 10): measured and predicted iterations to eps against tau.
