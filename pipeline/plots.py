@@ -7,7 +7,6 @@ import math
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402,F401 - pipeline.main and the report import it from here
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
