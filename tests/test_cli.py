@@ -60,6 +60,7 @@ def test_config_error_is_one_line_and_status_2(tmp_path, override, message, full
     assert lines(full.stderr)[-1] == message
 
 
+@pytest.mark.slow   # a 2-job sweep: 14 s (the default run keeps under 10 min)
 def test_config_error_in_a_sweep_fails_its_job_and_the_sweep_goes_on(tmp_path):
     proc = cli(tmp_path, "-m", *TINY, "tol=-1,1e-4", "max_iter=20")
     assert proc.returncode == 2, proc.stderr[-3000:]

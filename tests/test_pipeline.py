@@ -78,6 +78,7 @@ def test_multirun_makes_children_of_one_parent(tmp_path):
     assert all(c.data.tags["bound_derivation"].startswith("isparse/theory/theorem1.py") for c in ibcd)
 
 
+@pytest.mark.slow   # a sweep with a failing job: 17 s (the launcher tests cover it for every launcher, also slow)
 def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     """A diverging job (huge stepsize) is FAILED with its reason and keeps its logged metrics; the other finishes."""
     proc = cli(tmp_path, "-m", "step.multiplier=1,400", "engine=inprocess", "max_iter=3000", check=False)

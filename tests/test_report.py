@@ -267,6 +267,7 @@ def blocks_sweep(tmp_path_factory):
     return out, client, parent, children, proc
 
 
+@pytest.mark.slow   # the block-size sweep fixture: 20-30 s (the default run keeps under 10 min)
 def test_sweep_closes_every_figure(blocks_sweep):
     """Four jobs' convergence.png and the report's figures, drawn in one process: none left open."""
     *_, children, proc = blocks_sweep
@@ -274,6 +275,7 @@ def test_sweep_closes_every_figure(blocks_sweep):
     assert "open figures: 0" in proc.stdout
 
 
+@pytest.mark.slow   # the block-size sweep fixture: 20-30 s (the default run keeps under 10 min)
 def test_block_sizes_are_two_series_with_a_slope_each(blocks_sweep):
     _, client, parent, children, _ = blocks_sweep
     rows = list(csv.DictReader(io.StringIO(_artifact_text(client, parent.info.run_id, "report/iterations_vs_tau.csv"))))
@@ -293,6 +295,7 @@ def test_block_sizes_are_two_series_with_a_slope_each(blocks_sweep):
         assert sorted(float(r["median"]) for r in mine) == sorted([i1, i2])
 
 
+@pytest.mark.slow   # the block-size sweep fixture: 20-30 s (the default run keeps under 10 min)
 def test_block_sizes_have_their_own_legend_entries_and_readable_ticks(blocks_sweep):
     from pipeline.report import assign_series, load_children, tau_figure
 
@@ -315,6 +318,7 @@ def test_block_sizes_have_their_own_legend_entries_and_readable_ticks(blocks_swe
         plt.close(fig)
 
 
+@pytest.mark.slow   # the block-size sweep fixture: 20-30 s (the default run keeps under 10 min)
 def test_report_says_what_it_could_not_build(blocks_sweep, tmp_path):
     out, client, parent, _, _ = blocks_sweep
     names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
