@@ -70,15 +70,21 @@ def _released_together(tmp_path, script, k=3):
     return cache, outs
 
 
+def _assert_made_once(cache, outs, k, made_line, read_line, pattern):
+    """Of k processes' outputs: one made the entry (``made_line``), k - 1 read it (``read_line``); one file of
+    ``pattern`` in the cache and no temporary left."""
+    made = sum(o.count(made_line) for o in outs)
+    reads = sum(o.count(read_line) for o in outs)
+    assert (made, reads) == (1, k - 1), outs
+    assert len(list(cache.glob(pattern))) == 1 and not list(cache.glob("*.tmp.npz"))
+
+
 @pytest.mark.slow   # three processes importing isparse and loading a1a: 10-15 s
 @pytest.mark.needs_data
 def test_parallel_processes_solve_a_key_once(tmp_path):
     k = 3
     cache, outs = _released_together(tmp_path, WORKER, k)
-    solves = sum(o.count("cache: solving the reference problem") for o in outs)
-    reads = sum(o.count("cache: reference of key") for o in outs)
-    assert (solves, reads) == (1, k - 1), outs
-    assert len(list(cache.glob("*.npz"))) == 1 and not list(cache.glob("*.tmp.npz"))
+    _assert_made_once(cache, outs, k, "cache: solving the reference problem", "cache: reference of key", "*.npz")
     results = [np.load(tmp_path / f"out{i}.npy") for i in range(k)]
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])     # the waiters read the same x* and L_i
@@ -93,10 +99,7 @@ def test_parallel_jobs_parse_a_data_file_once(tmp_path):
 
     k = 3
     cache, outs = _released_together(tmp_path, DATA_WORKER, k)
-    parses = sum(o.count("cache: reading the data set of key") for o in outs)
-    reads = sum(o.count("cache: data set of key") for o in outs)
-    assert (parses, reads) == (1, k - 1), outs
-    assert len(list(cache.glob("data-*.npz"))) == 1 and not list(cache.glob("*.tmp.npz"))
+    _assert_made_once(cache, outs, k, "cache: reading the data set of key", "cache: data set of key", "data-*.npz")
     from isparse.data import resolve_data_dir, NAMED_FILES
 
     X, y = load_svmlight_file(str(resolve_data_dir(None) / NAMED_FILES["a1a"]), n_features=123)
