@@ -6,9 +6,12 @@ the m parameter blocks, sampled independently of the other workers; the master a
 
 The public surface::
 
-    from isparse import load_dataset, build
-    setup = build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=1)
-    result = setup.run(max_iter=10_000, tol=1e-8)          # in-process
+    from isparse import RunSpec, build
+    spec = RunSpec.from_dict({"algorithm": "isega", "data": "breast_cancer", "workers.n": 4, "blocks.size": 1})
+    setup = build(spec)                                     # data, problem, x*, method, stepsize, bound
+    result = setup.run(max_iter=spec.max_iter, tol=spec.tol)   # in-process
+
+The spec is the same one ``isparse-run``'s config is made of (the same keys, the same checks and errors).
 
 ``setup.run(isparse.engines.dask.DaskPool(client, *setup.pool_args()), ...)`` runs the same steps on Dask.
 """
@@ -21,11 +24,14 @@ from .messages import Messages
 from .methods import IBCD, ISEGA, METHODS, method_class
 from .problems import LogisticProblem, Reference, reference_solve
 from .sampling import Sampler
-from .setup import RunSetup, build, check_static
+from .problems.base import Problem
+from .setup import RunSetup, build
+from .sources import DataSource, source
+from .spec import RunSpec
 
 __all__ = [
-    "BlockPartition", "ConfigError", "DataError", "Dataset", "DivergenceError", "IBCD", "ISEGA",
-    "InProcessPool", "LogisticProblem", "METHODS", "Messages", "Reference", "RunResult", "RunSetup", "Sampler",
-    "build", "check_static", "load_dataset", "load_libsvm", "method_class", "reference_solve",
-    "resolve_tau", "run", "split_rows",
+    "BlockPartition", "ConfigError", "DataError", "DataSource", "Dataset", "DivergenceError", "IBCD", "ISEGA",
+    "InProcessPool", "LogisticProblem", "METHODS", "Messages", "Problem", "Reference", "RunResult", "RunSetup",
+    "RunSpec", "Sampler", "build", "load_dataset", "load_libsvm", "method_class", "reference_solve",
+    "resolve_tau", "run", "source", "split_rows",
 ]

@@ -81,7 +81,26 @@ class BlockPartition:
         return out
 
 
-def tau_per_n(tau) -> float | None:
+class TauSetting:
+    """The constraint of the ``tau`` key (``isparse.params``): ``auto``, ``"<c>/n"`` with c > 0, or a number in
+    (0, 1]; whether tau*m is an integer in [1, m] is checked once m is known (:func:`resolve_tau`)."""
+
+    text = "auto, '<c>/n' (c > 0) or a number in [1/m, 1] with tau*m an integer"
+
+    def __call__(self, key, value):
+        if value == "auto" or tau_per_n(value, key) is not None:   # tau_per_n raises for a malformed '<c>/n'
+            return value
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                raise ConfigError(key, f"The '{key}' parameter must be {self.text}; got {value!r}.") from None
+        check_range(key, number, 0.0, 1.0, low_open=True)
+        return float(number)
+
+
+def tau_per_n(tau, key: str = "tau") -> float | None:
     """c of a tau written ``"<c>/n"`` (e.g. ``"0.5/n"``); None for any other form.
 
     Raises
@@ -96,7 +115,7 @@ def tau_per_n(tau) -> float | None:
     except ValueError:
         c = float("nan")
     if not c > 0:
-        raise ConfigError("tau", f"The 'tau' parameter written as '<c>/n' needs a number c > 0; got {tau!r}.")
+        raise ConfigError(key, f"The '{key}' parameter written as '<c>/n' needs a number c > 0; got {tau!r}.")
     return c
 
 

@@ -59,6 +59,50 @@ def data_key(file, options: dict) -> str:
     return "data-" + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
+#: the last data sets read in this process (Hydra's basic launcher runs every job of a sweep in one process)
+_MEMORY: dict = {}
+_MEMORY_SIZE = 2
+
+
+def cached_dataset(source, cache_dir=None):
+    """The data set of ``source`` (an ``isparse.sources.DataSource`` whose ``read()`` reads it), read once: kept in
+    this process for the later jobs of a sweep (the last two), and with ``cache_dir`` also on disk
+    (:func:`load_or_read`), so the parallel jobs of a sweep in other processes read each file once and a later
+    run reads the parsed arrays (no parser, no scikit-learn import). The key is the source's options and, for a
+    file, its path, size and modification time (:func:`data_key`).
+
+    Raises
+    ------
+    ConfigError
+        A missing directory or file (from ``source.file()``).
+    DataError
+        A file that cannot be used (from ``source.read()``).
+    """
+    file = source.file()
+    options = source.cache_options()
+    try:
+        key = data_key(file, options) if file is not None else _options_key(options)
+    except OSError:
+        key = None
+    if key is not None and key in _MEMORY:
+        log.info("data: %s as read earlier in this process", source.name)
+        return _MEMORY[key]
+    if cache_dir is not None and key is not None:
+        data, _ = load_or_read(source.read, cache_dir, key)
+    else:
+        data = source.read()
+    if key is not None:
+        while len(_MEMORY) >= _MEMORY_SIZE:
+            _MEMORY.pop(next(iter(_MEMORY)))
+        _MEMORY[key] = data
+    return data
+
+
+def _options_key(options: dict) -> str:
+    """The key of a data set that is not read from a file (the bundled set): its options."""
+    return "data-" + hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
 def load_or_read(load, cache_dir, key: str):
     """(dataset, hit): the :class:`isparse.data.Dataset` cached under ``cache_dir/<key>.npz`` (its CSR arrays,
     labels, name and source, as ``load()`` returned them), or ``load()``'s, stored there. Processes asking for a
@@ -68,7 +112,7 @@ def load_or_read(load, cache_dir, key: str):
     def write(tmp, ds):
         A = ds.A.tocsr()
         np.savez(tmp, data=A.data, indices=A.indices, indptr=A.indptr, shape=np.asarray(A.shape), b=ds.b,
-                 name=np.asarray(ds.name), source=np.asarray(ds.source))
+                 name=np.asarray(ds.name), source=np.asarray(ds.source), labels=np.asarray(ds.labels))
 
     def read(path):
         import scipy.sparse as sp
@@ -76,7 +120,8 @@ def load_or_read(load, cache_dir, key: str):
         log.info("cache: data set of key %s read from %s", key, path)
         with np.load(path) as z:
             A = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"]))
-            return Dataset(A=A, b=z["b"], name=str(z["name"]), source=str(z["source"]))
+            return Dataset(A=A, b=z["b"], name=str(z["name"]), source=str(z["source"]),
+                           labels=str(z["labels"]) if "labels" in z.files else "")
 
     return _once(Path(cache_dir) / f"{key}.npz", load, write, read, f"reading the data set of key {key} from its file")
 

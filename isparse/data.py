@@ -8,7 +8,6 @@ to ±1, the smaller label to -1.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -49,12 +48,15 @@ class Dataset:
         Short name for logs.
     source : str
         Where it came from (a file path or a package).
+    labels : str
+        How the labels of the source were mapped to -1/+1 (``"1 -> -1, 2 -> +1"``; logged as ``data.labels``).
     """
 
     A: sp.csr_matrix
     b: np.ndarray
     name: str
     source: str
+    labels: str = ""
 
     @property
     def N(self) -> int:
@@ -65,8 +67,15 @@ class Dataset:
         return self.A.shape[1]
 
 
+def label_mapping(y) -> str:
+    """How :func:`to_pm1` maps the two labels of ``y``: ``"0 -> -1, 1 -> +1"``."""
+    lo, hi = np.unique(np.asarray(y, dtype=float))[:2]
+    return f"{lo:g} -> -1, {hi:g} -> +1"
+
+
 def to_pm1(y, source: str = "labels", line_of=None) -> np.ndarray:
-    """Map labels of any binary convention to {-1, +1} (the smaller label becomes -1).
+    """Map labels of any binary convention to {-1, +1} (the smaller label becomes -1; :func:`label_mapping` says
+    how).
 
     Parameters
     ----------
@@ -152,6 +161,20 @@ def validate_arrays(A: sp.csr_matrix, source: str, line_of=None) -> None:
                         f"(rescale the data).")
 
 
+def open_binary(path):
+    """``path`` opened for reading bytes, decompressed as scikit-learn's reader does for ``.gz`` and ``.bz2``."""
+    path = str(path)
+    if path.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    if path.endswith(".bz2"):
+        import bz2
+
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
 def _content(raw: bytes) -> list[bytes]:
     """The tokens of a LIBSVM line before any '#', as scikit-learn's reader splits them."""
     h = raw.find(b"#")
@@ -164,7 +187,7 @@ def data_lines(path) -> np.ndarray:
     A line is a row when it has a token before any '#' (scikit-learn's rule): comment and blank lines are
     not rows, so row j is not line j in general.
     """
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         return np.array([k for k, raw in enumerate(fh, start=1) if _content(raw)], dtype=np.int64)
 
 
@@ -214,7 +237,7 @@ def _line_problem(tokens: list[bytes], n_features: int | None) -> str | None:
 
 def _first_malformed_line(path: Path, n_features: int | None = None):
     """(physical line number, text, why) of the first line that cannot be read as LIBSVM, or None."""
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         for k, raw in enumerate(fh, start=1):
             tokens = _content(raw)
             if tokens:
@@ -222,13 +245,6 @@ def _first_malformed_line(path: Path, n_features: int | None = None):
                 if why:
                     return k, raw.decode("utf-8", errors="replace").rstrip("\r\n")[:80], why
     return None
-
-
-def _check_n_features(n_features):
-    from .errors import check_range
-
-    if n_features is not None:
-        check_range("data.n_features", n_features, 1, None, integer=True)
 
 
 def load_libsvm(path, n_features: int | None = None, name: str | None = None, empty_rows: str = "keep") -> Dataset:
@@ -240,7 +256,7 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
     Parameters
     ----------
     path : str or Path
-        The file.
+        The file (``.gz`` and ``.bz2`` are decompressed, with the same checks).
     n_features : int, optional
         The dimension d (>= the largest index of the file; columns past it are zero); pass it so that files with
         unused trailing features line up. Default: the largest index.
@@ -268,10 +284,11 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
     """
     from sklearn.datasets import load_svmlight_file
 
-    from .errors import check_choice
+    from .errors import check_choice, check_range
 
     check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
-    _check_n_features(n_features)
+    if n_features is not None:
+        check_range("data.n_features", n_features, 1, None, integer=True)
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
@@ -295,6 +312,7 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
     A = sp.csr_matrix(A, dtype=np.float64)
     validate_arrays(A, str(path), line_of)
     b = to_pm1(y, str(path), line_of)
+    labels = label_mapping(y)
     empty = np.flatnonzero(np.diff(A.indptr) == 0)
     if empty.size:
         text = f"{path}: {empty.size} rows have no features (the first at line {line_of(empty[0])})"
@@ -305,7 +323,7 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
             A, b = A[keep], b[keep]
         else:
             warnings.warn(text + "; kept (data.empty_rows=drop or error to change that).", stacklevel=2)
-    return Dataset(A=A, b=b, name=name or path.name, source=str(path.resolve()))
+    return Dataset(A=A, b=b, name=name or path.name, source=str(path.resolve()), labels=labels)
 
 
 def load_breast_cancer() -> Dataset:
@@ -319,79 +337,40 @@ def load_breast_cancer() -> Dataset:
     X, y = _load(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     return Dataset(A=sp.csr_matrix(X), b=to_pm1(y, "breast_cancer"), name="breast_cancer",
-                   source="sklearn.datasets.load_breast_cancer (standardized)")
+                   source="sklearn.datasets.load_breast_cancer (standardized)",
+                   labels=f"{label_mapping(y)} (0 malignant, 1 benign)")
 
 
-def resolve_data_dir(data_dir: str | None) -> Path:
-    """The directory of named sets: ``data_dir`` if given, else ``$ISPARSE_DATA_DIR``.
-
-    Raises
-    ------
-    ConfigError
-        If neither is set, or the directory does not exist.
-    """
-    chosen = data_dir or os.environ.get(DATA_DIR_ENV)
-    if not chosen:
-        raise ConfigError("data.dir", f"The 'data.dir' parameter must name the directory holding the "
-                          f"LIBSVM files (or set ${DATA_DIR_ENV}); got nothing.")
-    p = Path(chosen).expanduser().resolve()
-    if not p.is_dir():
-        raise ConfigError("data.dir", f"The 'data.dir' parameter must be an existing directory; got {str(p)!r}.")
-    return p
-
-
-def load_dataset(name: str, data_dir: str | None = None, path: str | None = None, empty_rows: str = "keep",
+def load_dataset(name: str, data_dir: str | None = None, path: str | None = None, empty_rows: str | None = None,
                  n_features: int | None = None) -> Dataset:
-    """Load a data set by name.
+    """Read a data set by name: the data source ``name`` of :mod:`isparse.sources` with these options (as
+    ``data=<name> data.dir=... data.path=... data.empty_rows=... data.n_features=...``), no cache.
 
     Parameters
     ----------
     name : str
-        ``breast_cancer`` (bundled), one of :data:`NAMED_FILES`, or ``libsvm`` (then ``path`` is required).
+        ``breast_cancer`` (bundled), a named LIBSVM set (:data:`NAMED_FILES`) or ``libsvm`` (then ``path``).
     data_dir : str, optional
-        Directory of the named files; falls back to ``$ISPARSE_DATA_DIR``.
+        ``data.dir`` of a named set (default ``$ISPARSE_DATA_DIR``).
     path : str, optional
-        The file, for ``name="libsvm"``.
-    empty_rows : {"keep", "drop", "error"}
-        What to do with rows without features (see :func:`load_libsvm`).
+        ``data.path`` of ``libsvm``.
+    empty_rows : {"keep", "drop", "error"}, optional
+        ``data.empty_rows`` (see :func:`load_libsvm`).
     n_features : int, optional
-        The dimension d of a LIBSVM file, ``libsvm`` or named (default: the largest index of a ``libsvm`` file,
-        the published dimension of a named set, :data:`NAMED_FEATURES`). An index past it is an error; columns
-        past the file's largest index are zero. Not accepted for ``breast_cancer``.
+        ``data.n_features``: the dimension d of a LIBSVM file (default: the published one of a named set,
+        :data:`NAMED_FEATURES`; the largest index of a ``libsvm`` file).
 
     Raises
     ------
     ConfigError
-        Unknown name, missing directory or missing ``data.path``, ``n_features`` not an integer >= 1 or given for
-        ``breast_cancer``, ``empty_rows`` not keep, drop or error (all before reading).
+        Unknown name, an option this source does not take, a missing directory or file (all before reading).
     DataError
-        Missing or malformed file (see :func:`load_libsvm`).
+        A file that cannot be used (see :func:`load_libsvm`).
     """
-    from .errors import check_choice
+    from .sources import source
 
-    allowed = ["breast_cancer", *NAMED_FILES, "libsvm"]
-    if name not in allowed:
-        raise ConfigError("data", f"The 'data' parameter must be one of {', '.join(allowed)}; got {name!r}.")
-    check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
-    _check_n_features(n_features)
-    if name == "breast_cancer":
-        if n_features is not None:
-            raise ConfigError("data.n_features", f"The 'data.n_features' parameter must be null for data=breast_cancer "
-                                                 f"(30 features, not read from a LIBSVM file); got {n_features!r}.")
-        return load_breast_cancer()
-    if name == "libsvm":
-        if not path:
-            raise ConfigError("data.path", "The 'data.path' parameter must name a LIBSVM file for data=libsvm; got nothing.")
-        p = Path(path).expanduser()
-        if not p.is_file():
-            raise ConfigError("data.path", f"The 'data.path' parameter must be an existing file; got {str(p.resolve())!r}.")
-        return load_libsvm(p, n_features=n_features, empty_rows=empty_rows)
-    file = resolve_data_dir(data_dir) / NAMED_FILES[name]
-    if not file.is_file():
-        raise ConfigError("data.dir", f"The data set {name!r} was not found: no file {str(file)!r} "
-                          f"(set 'data.dir' or ${DATA_DIR_ENV} to the directory holding {NAMED_FILES[name]!r}).")
-    d = NAMED_FEATURES[name] if n_features is None else n_features
-    return load_libsvm(file, n_features=d, name=name, empty_rows=empty_rows)
+    given = {"dir": data_dir, "path": path, "empty_rows": empty_rows, "n_features": n_features}
+    return source(name, **{k: v for k, v in given.items() if v is not None}).read()
 
 
 def split_rows(N: int, n: int, how: str = "shuffle", seed: int = 0) -> list[np.ndarray]:

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import plain
-from isparse import InProcessPool, Sampler, build, load_dataset
+from isparse import InProcessPool, Sampler, load_dataset
+from specs import make
 from isparse.problems import QuadraticProblem
 
 pytestmark = pytest.mark.needs_data
@@ -36,14 +37,14 @@ def parts_of(a1a, n):
 
 
 def test_ibgd_equals_plain_loop(a1a):
-    s = build(algorithm="ibgd", data=a1a, lam=1e-2, n=5, block_size=1, split="contiguous", tau=25 / 123, seed=4)
+    s = make(algorithm="ibgd", data=a1a, lam=1e-2, n=5, block_size=1, split="contiguous", tau=25 / 123, seed=4)
     want = plain.ibgd(a1a.A.toarray(), a1a.b, parts_of(a1a, 5), 1e-2, s.method.tau, s.method.gamma, 30,
                       Sampler(4))
     np.testing.assert_allclose(np.array(_run(s, 30, keep=True).iterates), want, rtol=0, atol=1e-12)
 
 
 def test_isaga_equals_plain_loop(a1a):
-    s = build(algorithm="isaga", data=a1a, lam=1e-2, n=4, block_size=3, split="contiguous", seed=2)
+    s = make(algorithm="isaga", data=a1a, lam=1e-2, n=4, block_size=3, split="contiguous", seed=2)
     want = plain.isaga(a1a.A.toarray(), a1a.b, parts_of(a1a, 4), 1e-2, 3, s.method.tau_m, s.method.gamma, 40,
                        Sampler(2))
     np.testing.assert_allclose(np.array(_run(s, 40, keep=True).iterates), want, rtol=0, atol=1e-12)
@@ -52,7 +53,7 @@ def test_isaga_equals_plain_loop(a1a):
 @pytest.mark.parametrize("algorithm, tau", [("isgd", "auto"), ("sgd", "auto")])
 def test_isgd_and_sgd_equal_plain_loop(a1a, algorithm, tau):
     """sgd is ISGD with tau = 1: the same minibatches give plain distributed SGD."""
-    s = build(algorithm=algorithm, data=a1a, lam=1e-2, n=4, block_size=2, split="contiguous", seed=9,
+    s = make(algorithm=algorithm, data=a1a, lam=1e-2, n=4, block_size=2, split="contiguous", seed=9,
               options={"batch": 3})
     want = plain.isgd(a1a.A.toarray(), a1a.b, parts_of(a1a, 4), 1e-2, 2, s.method.tau_m, s.method.gamma, 30,
                       Sampler(9), batch=3)
@@ -61,14 +62,14 @@ def test_isgd_and_sgd_equal_plain_loop(a1a, algorithm, tau):
 
 
 def test_saga_with_one_worker_is_single_node_saga(a1a):
-    s = build(algorithm="saga", data=a1a, lam=1e-2, n=1, block_size=1, seed=1)
+    s = make(algorithm="saga", data=a1a, lam=1e-2, n=1, block_size=1, seed=1)
     want = plain.saga_single_node(a1a.A.toarray(), a1a.b, 1e-2, s.method.gamma, 300, Sampler(1))
     np.testing.assert_allclose(np.array(_run(s, 300, keep=True).iterates), want, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("algorithm", ["isega", "diana", "ef21"])
 def test_methods_learning_local_gradients_converge_on_heterogeneous_data(hetero, algorithm):
-    s = build(algorithm=algorithm, **hetero)
+    s = make(algorithm=algorithm, **hetero)
     assert s.reference.sum_sq_local_grads > 1e-3   # Assumption 2 fails clearly
     res = _run(s, 60000, tol=1e-8, log_every=1000)
     assert res.converged, res.records[-1]
@@ -76,7 +77,7 @@ def test_methods_learning_local_gradients_converge_on_heterogeneous_data(hetero,
 
 @pytest.mark.parametrize("algorithm, options", [("ibcd", {}), ("ibgd", {}), ("isaga", {}), ("isgd", {"batch": 4})])
 def test_methods_needing_assumption2_stall_on_heterogeneous_data(hetero, algorithm, options):
-    s = build(algorithm=algorithm, options=options, **hetero)
+    s = make(algorithm=algorithm, options=options, **hetero)
     res = _run(s, 6000, log_every=500)
     r0, last = res.records[0]["dist_sq"], res.records[-1]["dist_sq"]
     assert last > 1e-5 * r0            # no convergence to x*
@@ -93,7 +94,7 @@ def quadratic():
 
 @pytest.mark.parametrize("algorithm", ["ibcd", "ibgd", "isaga"])
 def test_linear_convergence_on_interpolating_quadratic(quadratic, algorithm):
-    s = build(algorithm=algorithm, problem=quadratic, n=10, block_size=1)
+    s = make(algorithm=algorithm, problem=quadratic, n=10, block_size=1)
     assert s.bound.applicable and s.bound.neighbourhood == 0
     res = _run(s, 5000, tol=1e-10, log_every=50)
     assert res.converged
@@ -122,14 +123,14 @@ def _mean_under_bound(s, T, seeds=20, log_every=None, key=None):
     ("saga", {}, 2000),                         # Theorem 5 at tau = 1
 ])
 def test_mean_over_seeds_stays_under_bound_on_real_data(hetero, algorithm, options, T):
-    s = build(algorithm=algorithm, options=options, **hetero)
+    s = make(algorithm=algorithm, options=options, **hetero)
     assert s.bound.applicable
     _mean_under_bound(s, T)
 
 
 @pytest.mark.parametrize("algorithm", ["isaga", "ibcd", "ibgd"])
 def test_mean_over_seeds_stays_under_bound_on_quadratic(quadratic, algorithm):
-    s = build(algorithm=algorithm, problem=quadratic, n=10, block_size=1)
+    s = make(algorithm=algorithm, problem=quadratic, n=10, block_size=1)
     mean, bound = _mean_under_bound(s, 1000, log_every=50)
     if algorithm == "isaga":   # Theorem 5 bounds the Lyapunov function r_t + c gamma^2 Psi^t itself
         _mean_under_bound(s, 1000, log_every=50, key="lyapunov")
@@ -143,14 +144,14 @@ def test_mean_over_seeds_stays_under_bound_on_quadratic(quadratic, algorithm):
 def test_baselines_force_full_communication(a1a):
     from isparse import ConfigError
 
-    assert build(algorithm="gd", data=a1a, lam=0.1, n=4, block_size=1).method.tau == 1.0
+    assert make(algorithm="gd", data=a1a, lam=0.1, n=4, block_size=1).method.tau == 1.0
     with pytest.raises(ConfigError, match="'tau' parameter must be auto or 1 for algorithm=saga"):
-        build(algorithm="saga", data=a1a, lam=0.1, n=4, block_size=1, tau=0.5)
+        make(algorithm="saga", data=a1a, lam=0.1, n=4, block_size=1, tau=0.5)
 
 
 def test_asgd_is_nesterov_on_the_quadratic(quadratic):
     """tau = 1 and rho_hat = 1 (exact local gradients): the accelerated method of Vaswani et al. with rho = 1."""
-    s = build(algorithm="asgd", problem=quadratic, n=10, block_size=1)
+    s = make(algorithm="asgd", problem=quadratic, n=10, block_size=1)
     assert s.method.rho == 1.0
     L, mu, M = quadratic.L, quadratic.mu, quadratic.M
     sq = np.sqrt(mu / L)
@@ -168,13 +169,13 @@ def test_asgd_is_nesterov_on_the_quadratic(quadratic):
 def test_iasgd_beats_isgd_on_interpolating_quadratic(quadratic):
     iters = {}
     for algorithm in ("iasgd", "isgd"):
-        s = build(algorithm=algorithm, problem=quadratic, n=10, block_size=1)   # tau = auto = 1/n
+        s = make(algorithm=algorithm, problem=quadratic, n=10, block_size=1)   # tau = auto = 1/n
         iters[algorithm] = np.median([_run(s, 20000, seed=k, tol=1e-8, log_every=1000).iterations for k in range(5)])
     assert iters["iasgd"] < iters["isgd"], iters
 
 
 def test_iasgd_mean_subopt_under_bound(quadratic):
-    s = build(algorithm="iasgd", problem=quadratic, n=10, block_size=1)
+    s = make(algorithm="iasgd", problem=quadratic, n=10, block_size=1)
     assert s.bound.applicable and s.bound.quantity == "subopt"
     _mean_under_bound(s, 400)
 
@@ -182,7 +183,7 @@ def test_iasgd_mean_subopt_under_bound(quadratic):
 @pytest.mark.slow   # 40 s: in the slow run (keeps the default run under 10 minutes)
 def test_shared_data_isaga_converges_on_heterogeneous_data_under_theorem2(hetero):
     """Alg. 4 learns every grad psi_j(x*): it reaches x* without Assumption 2; mean over 20 seeds <= Theorem 2."""
-    s = build(algorithm="isaga_shared", **hetero)
+    s = make(algorithm="isaga_shared", **hetero)
     assert s.bound.applicable and len({id(sh) for sh in s.shards}) == 1 and s.shards[0].l == hetero["data"].N
     _mean_under_bound(s, 1500, log_every=100)
     _mean_under_bound(s, 1500, log_every=100, key="lyapunov")   # Theorem 2 bounds r_t + c gamma^2 Psi^t itself
@@ -191,7 +192,7 @@ def test_shared_data_isaga_converges_on_heterogeneous_data_under_theorem2(hetero
 
 def test_shared_data_isaga_equals_plain_saga_with_distinct_indices(a1a):
     """n workers, tau = 1: n distinct examples per iteration from the shared stream, one SAGA table."""
-    s = build(algorithm="isaga_shared", data=a1a, lam=1e-2, n=3, block_size=1, tau=1.0, seed=6)
+    s = make(algorithm="isaga_shared", data=a1a, lam=1e-2, n=3, block_size=1, tau=1.0, seed=6)
     A, b, N, gamma = a1a.A.toarray(), a1a.b, a1a.N, s.method.gamma
     from isparse.sampling import SHARED_EXAMPLES
 
@@ -214,9 +215,9 @@ def test_shared_data_isaga_equals_plain_saga_with_distinct_indices(a1a):
                                                 ("isega", "quadratic")])
 def test_baselines_stay_under_their_bounds(request, algorithm, problem):
     if problem == "hetero":
-        s = build(algorithm=algorithm, **request.getfixturevalue("hetero"))
+        s = make(algorithm=algorithm, **request.getfixturevalue("hetero"))
     else:
-        s = build(algorithm=algorithm, problem=request.getfixturevalue("quadratic"), n=10, block_size=1)
+        s = make(algorithm=algorithm, problem=request.getfixturevalue("quadratic"), n=10, block_size=1)
     assert s.bound.applicable
     _mean_under_bound(s, 400, seeds=20 if algorithm in ("sgd", "isega") else 2)
 
@@ -225,17 +226,17 @@ def test_theorem5_applies_up_to_its_own_stepsize_limit(quadratic):
     """ISAGA at 0.95 x 1/(L(3/n + tau)), above the rule's 1/(L(tau + 4/n)): Theorem 5 still applies (the theorem's
     own limit), and the mean over 20 seeds of dist_sq and of the Lyapunov function stays under it."""
     n = 10
-    rule = build(algorithm="isaga", problem=quadratic, n=n, block_size=1)
+    rule = make(algorithm="isaga", problem=quadratic, n=n, block_size=1)
     tau = rule.method.tau
     L = 1.0 / (rule.bound.gamma_theory * (tau + 4.0 / n))     # the f_ij's L, from the rule 1/(L(tau + 4/n))
     limit = 1.0 / (L * (3.0 / n + tau))
     assert rule.bound.gamma_max == pytest.approx(limit, rel=1e-12)
-    s = build(algorithm="isaga", problem=quadratic, n=n, block_size=1, step_multiplier=0.95 * limit / rule.method.gamma)
+    s = make(algorithm="isaga", problem=quadratic, n=n, block_size=1, step_multiplier=0.95 * limit / rule.method.gamma)
     assert s.method.gamma == pytest.approx(0.95 * limit, rel=1e-12) and s.method.gamma > rule.method.gamma
     assert s.bound.applicable and s.bound.source == "paper"
     _mean_under_bound(s, 1000, log_every=50)
     _mean_under_bound(s, 1000, log_every=50, key="lyapunov")
-    over = build(algorithm="isaga", problem=quadratic, n=n, block_size=1, step_multiplier=1.01 * limit / rule.method.gamma)
+    over = make(algorithm="isaga", problem=quadratic, n=n, block_size=1, step_multiplier=1.01 * limit / rule.method.gamma)
     assert not over.bound.applicable     # past the theorem's limit no bound is claimed
 
 
@@ -255,7 +256,7 @@ def test_every_bound_says_whether_the_paper_states_it(hetero, quadratic, algorit
     kw = dict(hetero) if where == "hetero" else dict(problem=quadratic, n=10, block_size=1)
     if where == "quadratic_small_tau":
         kw["tau"] = "0.5/n"
-    s = build(algorithm=algorithm, options=options, **kw)
+    s = make(algorithm=algorithm, options=options, **kw)
     assert s.bound.source == source, s.bound
     assert bool(s.bound.derivation) == (source == "derived")
     if source != "none":

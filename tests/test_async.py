@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from isparse import build
+from specs import make
 from isparse.engines.dask import DaskPool
 from isparse.problems import QuadraticProblem
 
@@ -14,7 +14,7 @@ def quadratic():
 
 
 def test_simulated_async_is_reproducible_and_converges_on_quadratic(quadratic):
-    s = build(algorithm="async_isgd", problem=quadratic, n=6, block_size=1, step_multiplier=0.5)
+    s = make(algorithm="async_isgd", problem=quadratic, n=6, block_size=1, step_multiplier=0.5)
     a = s.run(max_iter=30000, tol=1e-8, log_every=500, keep_iterates=True)
     b = s.run(max_iter=30000, tol=1e-8, log_every=500, keep_iterates=True)
     assert a.converged and a.iterations == b.iterations
@@ -28,7 +28,7 @@ def test_simulated_async_is_reproducible_and_converges_on_quadratic(quadratic):
 
 @pytest.mark.slow   # 25 s: in the slow run; the default run keeps the simulated asynchronous one
 def test_dask_async_converges_and_logs_delays(dask_client, quadratic):
-    s = build(algorithm="async_isgd", problem=quadratic, n=6, block_size=1, step_multiplier=0.5)
+    s = make(algorithm="async_isgd", problem=quadratic, n=6, block_size=1, step_multiplier=0.5)
     res = s.run(DaskPool(dask_client, *s.pool_args()), max_iter=30000, tol=1e-8, log_every=500)
     assert res.converged
     assert res.records[-1]["delay_mean"] > 0

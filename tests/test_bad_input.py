@@ -15,7 +15,8 @@ import pytest
 import scipy.sparse as sp
 from mlflow.tracking import MlflowClient
 
-from isparse import ConfigError, DataError, build, load_dataset, load_libsvm
+from isparse import ConfigError, DataError, load_dataset, load_libsvm
+from specs import make
 from isparse.data import Dataset
 from pipeline.main import run_job
 
@@ -86,11 +87,11 @@ def test_kappa_overflow_through_lam_names_the_file_and_row(tmp_path):
     path.write_text("1 1:1 2:1\n# c\n-1 1:1e150\n1 2:1\n-1 1:1 2:2\n")
     data = load_libsvm(path)   # the values themselves are fine
     with pytest.raises(DataError) as err:
-        build(algorithm="isega", data=data, lam=1e-10, n=2, block_size=1)
+        make(algorithm="isega", data=data, lam=1e-10, n=2, block_size=1)
     msg = str(err.value)
     assert str(path) in msg and "row 2 (line 3)" in msg and "kappa = L/mu" in msg and "\n" not in msg
     # and with a lambda that keeps kappa finite (1e300/4 / 1e-3 < 1e308) the same data build
-    assert build(algorithm="isega", data=data, lam=1e-3, n=2, block_size=1).problem.L > 1e299
+    assert make(algorithm="isega", data=data, lam=1e-3, n=2, block_size=1).problem.L > 1e299
 
 
 def test_in_memory_data_with_overflowing_squares_is_refused_before_the_solve():
@@ -98,7 +99,7 @@ def test_in_memory_data_with_overflowing_squares_is_refused_before_the_solve():
     A = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1e200], [1.0, 1.0]]))
     data = Dataset(A=A, b=np.array([1.0, -1.0, 1.0]), name="mem", source="memory")
     with pytest.raises(DataError, match=r"memory: .*row 2 has the squared norm inf"):
-        build(algorithm="isega", data=data, lam=1e-3, n=1, block_size=1)
+        make(algorithm="isega", data=data, lam=1e-3, n=1, block_size=1)
 
 
 # -- 4. data.n_features on the named sets ---------------------------------------------------------------------
@@ -127,7 +128,7 @@ def test_n_features_of_a_named_set_larger_pads_zero_columns(compose, tmp_path):
     plain = load_dataset("a1a")
     assert padded.A.shape == (1605, 130) and padded.A[:, 123:].nnz == 0
     assert (padded.A[:, :123] != plain.A).nnz == 0
-    s = build(algorithm="isega", data=padded, lam=cfg.problem.lam, n=cfg.workers.n, block_size=cfg.blocks.size)
+    s = make(algorithm="isega", data=padded, lam=cfg.problem.lam, n=cfg.workers.n, block_size=cfg.blocks.size)
     assert s.derived["d"] == 130 and s.derived["m"] == 130 and np.all(s.reference.x_star[123:] == 0)
     assert runs_in(tmp_path) == []
 

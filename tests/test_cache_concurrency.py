@@ -19,13 +19,13 @@ import logging, os, sys, time
 from pathlib import Path
 import numpy as np
 logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(name)s %(message)s")
-from isparse import build, load_dataset
+from isparse import RunSpec, build, load_dataset
 ds = load_dataset("a1a")
 go = Path(sys.argv[2])
 Path(sys.argv[3]).touch()                      # ready
 while not go.exists():
     time.sleep(0.005)
-s = build(algorithm="isega", data=ds, lam=1e-2, n=4, block_size=1, cache_dir=sys.argv[1])
+s = build(RunSpec.from_dict({"problem.lam": 1e-2, "workers.n": 4}), data=ds, cache_dir=sys.argv[1])
 np.save(sys.argv[4], np.concatenate([s.reference.x_star, s.problem.L_i]))
 """
 
@@ -35,12 +35,13 @@ import logging, os, sys, time
 from pathlib import Path
 import numpy as np
 logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(name)s %(message)s")
-from pipeline.main import _load_data
+from isparse import source
+import isparse.cache
 go = Path(sys.argv[2])
 Path(sys.argv[3]).touch()                      # ready
 while not go.exists():
     time.sleep(0.005)
-ds = _load_data("a1a", os.environ["ISPARSE_DATA_DIR"], None, "keep", None, cache_dir=sys.argv[1])
+ds = source("a1a").dataset(cache_dir=sys.argv[1])
 A = ds.A.tocsr()
 np.savez(sys.argv[4], data=A.data, indices=A.indices, indptr=A.indptr, b=ds.b, shape=A.shape)
 """
@@ -93,16 +94,16 @@ def test_parallel_processes_solve_a_key_once(tmp_path):
 @pytest.mark.slow   # three processes importing pipeline: 10-15 s
 @pytest.mark.needs_data
 def test_parallel_jobs_parse_a_data_file_once(tmp_path):
-    """isparse-run's data load with a cache (pipeline.main._load_data, as each job of a joblib or Dask-launched
-    sweep calls it): one process parses a1a, the others read its arrays, equal to a parse of the file by scikit-learn."""
+    """isparse-run's data load with a cache (``DataSource.dataset(cache_dir)``, as each job of a joblib or
+    Dask-launched sweep calls it): one process parses a1a, the others read its arrays, equal to a parse of the file by scikit-learn."""
     from sklearn.datasets import load_svmlight_file
 
     k = 3
     cache, outs = _released_together(tmp_path, DATA_WORKER, k)
     _assert_made_once(cache, outs, k, "cache: reading the data set of key", "cache: data set of key", "data-*.npz")
-    from isparse.data import resolve_data_dir, NAMED_FILES
+    from isparse import source
 
-    X, y = load_svmlight_file(str(resolve_data_dir(None) / NAMED_FILES["a1a"]), n_features=123)
+    X, y = load_svmlight_file(str(source("a1a").file()), n_features=123)
     for i in range(k):
         with np.load(tmp_path / f"out{i}.npy.npz") as z:
             assert tuple(z["shape"]) == X.shape

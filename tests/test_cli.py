@@ -151,12 +151,12 @@ def test_plus_keys_reach_the_config(tmp_path):
 
 def test_tol_zero_runs_all_of_max_iter():
     """The library: tol = 0 is accepted and never stops early (the same run with tol = 1e-8 stops well before)."""
-    from isparse import build
+    from specs import make
     from isparse.problems import QuadraticProblem
     from isparse.setup import check_static
 
     check_static(algorithm="ibgd", n=4, block_size=1, tau=1.0, step_multiplier=1.0, max_iter=10, tol=0)
-    s = build(problem=QuadraticProblem(d=10, o=10, n=4, seed=0), algorithm="ibgd", n=4, block_size=1, tau=1.0)
+    s = make(problem=QuadraticProblem(d=10, o=10, n=4, seed=0), algorithm="ibgd", n=4, block_size=1, tau=1.0)
     early = s.run(max_iter=5000, tol=1e-8)
     assert early.converged and early.iterations < 5000
     full = s.run(max_iter=5000, tol=0)

@@ -4,7 +4,8 @@ and the message format (values only vs ids sent) giving the same iterates."""
 import numpy as np
 import pytest
 
-from isparse import ConfigError, InProcessPool, METHODS, build, load_dataset
+from isparse import ConfigError, InProcessPool, METHODS, load_dataset
+from specs import make
 from isparse.engines.dask import DaskPool
 from isparse.problems import QuadraticProblem
 from isparse.problems.quadratic import QuadraticShard
@@ -25,8 +26,8 @@ def quadratic():
 
 def _setup(algorithm, breast_cancer, quadratic, **kw):
     if algorithm in ON_QUADRATIC:
-        return build(algorithm=algorithm, problem=quadratic, n=5, block_size=2, seed=4, **kw)
-    return build(algorithm=algorithm, data=breast_cancer, lam=0.1, n=5, block_size=2, seed=4, **kw)
+        return make(algorithm=algorithm, problem=quadratic, n=5, block_size=2, seed=4, **kw)
+    return make(algorithm=algorithm, data=breast_cancer, lam=0.1, n=5, block_size=2, seed=4, **kw)
 
 
 def test_the_table_covers_every_algorithm():
@@ -92,15 +93,16 @@ class _GradientsOnlyProblem(QuadraticProblem):
                                                 ("isega", "grads_at"), ("ibcd", "grads_at")])
 def test_a_problem_lacking_what_a_method_needs_is_refused_before_work(algorithm, missing):
     p = _GradientsOnlyProblem(d=8, o=4, n=3, seed=0)
-    with pytest.raises(ConfigError, match=f"_GradientsOnlyProblem is not compatible with {algorithm}: its shards must "
-                                          f"provide {missing}"):
-        build(algorithm=algorithm, problem=p, n=3, block_size=1)
-    build(algorithm="ibgd", problem=p, n=3, block_size=1).run(max_iter=5, tol=1e-300)   # needs only grads
+    with pytest.raises(ConfigError, match=f"_GradientsOnlyProblem is not compatible with algorithm={algorithm}: it "
+                                          f"must provide {missing} \\(it provides exact_reference, grads, "
+                                          f"strong_growth\\)"):
+        make(algorithm=algorithm, problem=p, n=3, block_size=1)
+    make(algorithm="ibgd", problem=p, n=3, block_size=1).run(max_iter=5, tol=1e-300)   # needs only grads
 
 
 def test_shared_data_method_needs_a_data_set(quadratic):
     with pytest.raises(ConfigError, match="'data' parameter must be a data set for algorithm=isaga_shared"):
-        build(algorithm="isaga_shared", problem=quadratic, n=5, block_size=1)
+        make(algorithm="isaga_shared", problem=quadratic, n=5, block_size=1)
 
 
 @pytest.mark.parametrize("algorithm", ["isega", "isaga", "isaga_shared", "ef21"])
@@ -149,6 +151,6 @@ def test_a_state_that_cannot_fit_in_memory_is_refused_before_work():
     A = sp.csr_matrix((np.ones(N), (np.arange(N), rng.integers(0, d, N))), shape=(N, d))
     data = Dataset(A=A, b=np.where(rng.random(N) < 0.5, -1.0, 1.0), name="wide", source="test")
     with pytest.raises(ConfigError, match=r"algorithm=isaga needs about 1.49e\+03 GiB for its state \(the SAGA tables"):
-        build(algorithm="isaga", data=data, lam=1e-3, n=4, block_size=1)
+        make(algorithm="isaga", data=data, lam=1e-3, n=4, block_size=1)
     with pytest.raises(ConfigError, match=r"algorithm=isaga_shared needs about 2.98e\+03 GiB"):
-        build(algorithm="isaga_shared", data=data, lam=1e-3, n=4, block_size=1)
+        make(algorithm="isaga_shared", data=data, lam=1e-3, n=4, block_size=1)

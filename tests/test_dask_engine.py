@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from isparse import InProcessPool, build, load_dataset
+from isparse import InProcessPool, load_dataset
+from specs import make
 from isparse.engines.dask import DaskPool, place_workers
 
 
@@ -15,7 +16,7 @@ def test_placement_is_even_and_deterministic():
 
 @pytest.mark.parametrize("algorithm", ["isega", "ibcd", "ibgd", "isaga", "isaga_shared", "isgd", "ef21"])
 def test_dask_and_inprocess_iterates_agree(dask_client, algorithm):
-    s = build(algorithm=algorithm, data=load_dataset("breast_cancer"), lam=0.1, n=5, block_size=2, seed=3)
+    s = make(algorithm=algorithm, data=load_dataset("breast_cancer"), lam=0.1, n=5, block_size=2, seed=3)
 
     def iterates(pool):
         res = s.run(pool, max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)

@@ -7,13 +7,14 @@ import signal
 import numpy as np
 import pytest
 
-from isparse import InProcessPool, build, load_dataset
+from isparse import InProcessPool, load_dataset
+from specs import make
 from isparse.engines.dask import REPLY_OVERHEAD_BYTES, WORKER_OVERHEAD_BYTES, DaskPool
 
 
 @pytest.fixture(scope="module")
 def setup():
-    return build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
+    return make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
 
 
 @pytest.mark.parametrize("sig,timeout", [
@@ -52,7 +53,7 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
 @pytest.mark.parametrize("send_ids", [False, True])
 def test_serialized_bytes_match_analytic_plus_overhead_and_time_is_split(dask_client, setup, send_ids):
     """Values-only batches (the default) and id-carrying ones: serialized = analytic + the stated overhead (10%)."""
-    s = build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
+    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
               send_ids=send_ids)
     pool = DaskPool(dask_client, *s.pool_args(), measure_every=1)
     res = s.run(pool, max_iter=100, tol=1e-300, log_every=50)

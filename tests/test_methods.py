@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import plain
-from isparse import InProcessPool, Sampler, build, load_dataset
+from isparse import InProcessPool, Sampler, load_dataset
+from specs import make
 
 pytestmark = pytest.mark.needs_data
 
@@ -22,7 +23,7 @@ def a1a():
 @pytest.mark.parametrize("algorithm, size, tau", [("ibcd", 1, "auto"), ("ibcd", 5, 0.4), ("isega", 1, "auto"),
                                                   ("isega", 7, 1.0), ("isega", 3, 21 / 41)])
 def test_iterates_equal_plain_loop(a1a, algorithm, size, tau):
-    s = build(algorithm=algorithm, data=a1a, lam=1e-2, n=5, block_size=size, tau=tau, step_multiplier=2.0,
+    s = make(algorithm=algorithm, data=a1a, lam=1e-2, n=5, block_size=size, tau=tau, step_multiplier=2.0,
               seed=11, split="contiguous")
     T = 30
     got = np.array(_run(s, T).iterates)
@@ -33,7 +34,7 @@ def test_iterates_equal_plain_loop(a1a, algorithm, size, tau):
 
 
 def test_isega_with_l1_prox_equals_plain_loop(a1a):
-    s = build(algorithm="isega", data=a1a, lam=1e-2, n=4, block_size=2, seed=5, reg="l1", reg_strength=1e-2,
+    s = make(algorithm="isega", data=a1a, lam=1e-2, n=4, block_size=2, seed=5, reg="l1", reg_strength=1e-2,
               split="contiguous")
     got = np.array(_run(s, 25).iterates)
     soft = lambda v, step: np.sign(v) * np.maximum(np.abs(v) - step * 1e-2, 0)
@@ -44,7 +45,7 @@ def test_isega_with_l1_prox_equals_plain_loop(a1a):
 
 @pytest.mark.parametrize("algorithm", ["ibcd", "isega"])
 def test_tau_one_is_distributed_gradient_descent(a1a, algorithm):
-    s = build(algorithm=algorithm, data=a1a, lam=1e-2, n=6, block_size=4, tau=1.0, seed=0)
+    s = make(algorithm=algorithm, data=a1a, lam=1e-2, n=6, block_size=4, tau=1.0, seed=0)
     T, gamma = 40, s.method.gamma
     got = np.array(_run(s, T).iterates)
     A, b, N = a1a.A.toarray(), a1a.b, a1a.N
@@ -57,7 +58,7 @@ def test_tau_one_is_distributed_gradient_descent(a1a, algorithm):
 
 def test_isega_converges_linearly_and_stays_under_theorem3(a1a):
     """n = 10, tau = 1/n, theory stepsize: mean dist_sq over 20 seeds <= the Theorem 3 bound at every logged step."""
-    s = build(algorithm="isega", data=a1a, lam=0.1, n=10, block_size=1, seed=0)
+    s = make(algorithm="isega", data=a1a, lam=0.1, n=10, block_size=1, seed=0)
     assert s.bound.applicable and s.reference.sum_sq_local_grads > 0   # no Assumption 2 needed
     T = 1500
     curves, lyap = [], []
@@ -87,7 +88,7 @@ def test_isega_converges_linearly_and_stays_under_theorem3(a1a):
 
 def test_ibcd_stalls_inside_theorem1_neighbourhood(a1a):
     """Without Assumption 2 (contiguous shards), IBCD reaches only a neighbourhood; it stays under the logged bound."""
-    s = build(algorithm="ibcd", data=a1a, lam=0.1, n=10, block_size=1, seed=0, split="contiguous")
+    s = make(algorithm="ibcd", data=a1a, lam=0.1, n=10, block_size=1, seed=0, split="contiguous")
     assert s.bound.neighbourhood > 0
     curves = np.array([[r["dist_sq"] for r in _run(s, 1200, seed=seed, log_every=50).records] for seed in range(20)])
     steps = np.arange(0, 1201, 50)
@@ -99,7 +100,7 @@ def test_ibcd_stalls_inside_theorem1_neighbourhood(a1a):
 
 
 def test_isega_converges_with_box_constraint(a1a):
-    s = build(algorithm="isega", data=a1a, lam=0.1, n=4, block_size=1, seed=0, reg="box", box=(-0.05, 0.05))
+    s = make(algorithm="isega", data=a1a, lam=0.1, n=4, block_size=1, seed=0, reg="box", box=(-0.05, 0.05))
     res = _run(s, 20000, tol=1e-10, log_every=1000)
     assert res.converged
     assert np.all(np.abs(res.x) <= 0.05 + 1e-15)

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from isparse import ConfigError, build, load_dataset
+from isparse import ConfigError, load_dataset
+from specs import make
 from pipeline.plan import render
 from isparse.plan import (Probe, PlanRow, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes,
                           resolve_tau_grid, uplink_bytes_per_round)
@@ -231,12 +232,12 @@ def test_rows_use_the_bound_and_skip_without_one():
 
     data = load_dataset("a1a", data_dir=str(DATA_DIR))
     cost = fit_round_cost([Probe(0.1, 100.0, 1e-3, 0, 10), Probe(1.0, 4000.0, 3e-3, 0, 10)])
-    isega = build(algorithm="isega", data=data, lam=0.3, n=4, block_size=1, tau=1.0)
+    isega = make(algorithm="isega", data=data, lam=0.3, n=4, block_size=1, tau=1.0)
     row = plan_row(isega, 1e-4, cost, 1)
     r0 = float(np.sum((isega.x0 - isega.reference.x_star) ** 2))
     assert isinstance(row, PlanRow) and row.predicted_iterations == isega.bound.iterations_to(1e-4 * r0)
     assert row.predicted_round_s == pytest.approx(cost.round_s(4 * 123 * 8))
-    isaga = build(algorithm="isaga", data=data, lam=0.3, n=4, block_size=1, tau="auto", reference=isega.reference)
+    isaga = make(algorithm="isaga", data=data, lam=0.3, n=4, block_size=1, tau="auto", reference=isega.reference)
     skip = plan_row(isaga, 1e-4, cost, 1)
     assert isinstance(skip, SkippedRow) and "Assumption 2" in skip.reason
     rows = [PlanRow(t, 1, 2, 1, i, s, i * s, 0.0, 0.0, "", "paper") for t, i, s in ((0.5, 100, 2.0), (1.0, 60, 3.0))]

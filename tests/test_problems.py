@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Ridge
 
-from isparse import InProcessPool, build, load_dataset
+from isparse import InProcessPool, load_dataset
+from specs import make
 
 pytestmark = pytest.mark.needs_data
 
@@ -16,7 +17,7 @@ def a1a():
 
 def test_ridge_reference_matches_scikit_learn_and_isega_reaches_it(a1a):
     lam = 0.05
-    s = build(algorithm="isega", data=a1a, lam=lam, n=5, block_size=3, loss="squared", split="contiguous")
+    s = make(algorithm="isega", data=a1a, lam=lam, n=5, block_size=3, loss="squared", split="contiguous")
     # scikit-learn's Ridge minimizes ||b - A x||^2 + alpha ||x||^2 = 2 N f(x) when alpha = lam N
     x_sk = Ridge(alpha=lam * a1a.N, fit_intercept=False, solver="cholesky").fit(a1a.A.toarray(), a1a.b).coef_
     assert np.linalg.norm(s.reference.x_star - x_sk) <= 1e-8 * np.linalg.norm(x_sk)
@@ -27,7 +28,7 @@ def test_ridge_reference_matches_scikit_learn_and_isega_reaches_it(a1a):
 
 
 def test_nonconvex_penalty_theorem7_bound_holds_on_average(a1a):
-    s = build(algorithm="isgd", data=a1a, lam=0.05, n=10, block_size=1, penalty="nonconvex", options={"batch": 4})
+    s = make(algorithm="isgd", data=a1a, lam=0.05, n=10, block_size=1, penalty="nonconvex", options={"batch": 4})
     assert s.problem.mu == 0 and s.bound.quantity == "grad_norm_sq_avg" and s.bound.applicable
     # the reference is a stationary point of the non-convex f
     assert np.linalg.norm(s.problem.grad(s.reference.x_star)) <= 1e-10
@@ -42,5 +43,5 @@ def test_nonconvex_penalty_theorem7_bound_holds_on_average(a1a):
 
 
 def test_theorems_needing_strong_convexity_are_not_applied_to_the_nonconvex_problem(a1a):
-    s = build(algorithm="ibcd", data=a1a, lam=0.05, n=4, block_size=1, penalty="nonconvex")
+    s = make(algorithm="ibcd", data=a1a, lam=0.05, n=4, block_size=1, penalty="nonconvex")
     assert not s.bound.applicable and "strongly convex" in s.bound.theorem

@@ -58,10 +58,10 @@ def test_l1_and_box_solutions_satisfy_optimality_conditions():
                                          ("elastic_net", dict(reg_strength=3e-3, reg_l2=0.05))])
 def test_isega_prox_l2_and_elastic_net_converge_to_reference(reg, kwargs):
     """ISEGA's prox iterates reach the reference x*, whose optimality is checked here by hand."""
-    from isparse import build
+    from specs import make
 
     ds = load_dataset("a1a")
-    s = build(algorithm="isega", data=ds, lam=1e-2, n=4, block_size=2, reg=reg, **kwargs)
+    s = make(algorithm="isega", data=ds, lam=1e-2, n=4, block_size=2, reg=reg, **kwargs)
     x = s.reference.x_star
     l1, l2 = kwargs.get("reg_strength") if reg == "elastic_net" else 0.0, kwargs.get("reg_l2", kwargs["reg_strength"])
     g = s.problem.grad(x) + l2 * x
@@ -74,18 +74,18 @@ def test_isega_prox_l2_and_elastic_net_converge_to_reference(reg, kwargs):
 
 @pytest.mark.needs_data
 def test_reference_cache_solves_once_per_key(tmp_path):
-    from isparse import build
+    from specs import make
     from isparse.cache import load_or_solve, problem_key
 
     ds = load_dataset("a1a")
-    a = build(algorithm="isega", data=ds, lam=1e-2, n=4, block_size=1, cache_dir=tmp_path)
+    a = make(algorithm="isega", data=ds, lam=1e-2, n=4, block_size=1, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("*.npz"))) == 1
     calls = []
-    b = build(algorithm="ibcd", data=ds, lam=1e-2, n=4, block_size=3, cache_dir=tmp_path)   # same problem
+    b = make(algorithm="ibcd", data=ds, lam=1e-2, n=4, block_size=3, cache_dir=tmp_path)   # same problem
     ref, hit = load_or_solve(b.problem, lambda p: calls.append(p), tmp_path, problem_key(b.problem, "shuffle", 0))
     assert hit and not calls
     np.testing.assert_array_equal(b.reference.x_star, a.reference.x_star)
     np.testing.assert_array_equal(b.problem.L_i, a.problem.L_i)
-    build(algorithm="isega", data=ds, lam=2e-2, n=4, block_size=1, cache_dir=tmp_path)        # another lambda
-    build(algorithm="isega", data=ds, lam=1e-2, n=5, block_size=1, cache_dir=tmp_path)        # another n
+    make(algorithm="isega", data=ds, lam=2e-2, n=4, block_size=1, cache_dir=tmp_path)        # another lambda
+    make(algorithm="isega", data=ds, lam=1e-2, n=5, block_size=1, cache_dir=tmp_path)        # another n
     assert len(list(tmp_path.glob("*.npz"))) == 3

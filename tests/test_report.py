@@ -167,21 +167,21 @@ def test_paper_step_rule_gives_the_papers_gammas():
     """step.rule=paper: ISEGA 4x Theorem 3's gamma, ISGD 1/(5L), shared ISAGA 1/(L_example(3/n + tau)); GD unchanged."""
     from isparse import ConfigError
     from isparse.data import load_dataset
-    from isparse.setup import build
+    from specs import make
 
     kw = dict(data=load_dataset("breast_cancer"), lam=1e-3, n=4, block_size=1)
-    isega = [build(algorithm="isega", step_rule=r, **kw) for r in ("theory", "paper")]
+    isega = [make(algorithm="isega", step_rule=r, **kw) for r in ("theory", "paper")]
     assert isega[1].method.gamma == pytest.approx(4 * isega[0].method.gamma, rel=1e-14)
     assert not isega[1].bound.applicable and isega[0].bound.applicable
     L = isega[0].problem.L
-    assert build(algorithm="isgd", step_rule="paper", **kw).method.gamma == pytest.approx(1 / (5 * L), rel=1e-14)
-    gd = [build(algorithm="gd", step_rule=r, **kw).method.gamma for r in ("theory", "paper")]
+    assert make(algorithm="isgd", step_rule="paper", **kw).method.gamma == pytest.approx(1 / (5 * L), rel=1e-14)
+    gd = [make(algorithm="gd", step_rule=r, **kw).method.gamma for r in ("theory", "paper")]
     assert gd[0] == gd[1] == pytest.approx(1 / (2 * L), rel=1e-14)
-    shared = build(algorithm="isaga_shared", step_rule="paper", **kw)
+    shared = make(algorithm="isaga_shared", step_rule="paper", **kw)
     tau = shared.method.tau_m / shared.method.blocks.m       # Theorem 2's gamma is 1/(L_example (tau + 4/n))
     assert shared.method.gamma / shared.bound.gamma_theory == pytest.approx((tau + 1) / (tau + 3 / 4), rel=1e-12)
     with pytest.raises(ConfigError, match="'step.rule'"):
-        build(algorithm="isega", step_rule="fast", **kw)
+        make(algorithm="isega", step_rule="fast", **kw)
 
 
 @pytest.mark.slow   # a tau sweep on mushrooms: about 30 s (the default run keeps under 10 min)
@@ -336,10 +336,10 @@ def test_report_says_what_it_could_not_build(blocks_sweep, tmp_path):
 def test_convergence_figure_has_a_bytes_axis_in_si_units_and_the_stopping_line():
     """The run's convergence.png: the uplink-bytes ticks are 'kB'/'MB' labels that keep apart, tol * r0 is drawn."""
     from isparse.data import load_dataset
-    from isparse.setup import build
+    from specs import make
     from pipeline.plots import convergence_figure
 
-    s = build(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=1)
+    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=1)
     res = s.run(max_iter=3000, tol=1e-6)
     r0 = s.derived["r0"]
     open_before = set(plt.get_fignums())

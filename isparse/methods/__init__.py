@@ -10,15 +10,17 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..errors import ConfigError, check_choice
+from ..errors import check_choice
 from ..theory import isgd_schedule
-from .base import Context, Method, check_needs
+from .base import AlgorithmOptions, Context, Method, check_needs
 
 
-def _collect() -> dict:
-    for info in pkgutil.iter_modules(__path__):
-        if info.name != "base":
-            importlib.import_module(f"{__name__}.{info.name}")
+def _collect(imported: bool = False) -> dict:
+    """{name: class} of every Method subclass with a ``name`` (this package's modules imported first)."""
+    if not imported:
+        for info in pkgutil.iter_modules(__path__):
+            if info.name != "base":
+                importlib.import_module(f"{__name__}.{info.name}")
     out, todo = {}, list(Method.__subclasses__())
     while todo:
         cls = todo.pop()
@@ -35,26 +37,28 @@ METHODS = _collect()
 globals().update({cls.__name__: cls for cls in METHODS.values()})
 
 
-def method_class(name: str):
-    """The class of ``algorithm=name``.
+def method_class(name: str, module: str | None = None, key: str = "algorithm"):
+    """The class of ``algorithm=name``; ``module`` (``algorithm.module``) is imported first, so a method defined
+    outside this package registers itself.
 
     Raises
     ------
     ConfigError
-        Unknown algorithm (the message lists the known ones).
+        ``module`` cannot be imported (naming ``algorithm.module``), or no method has that name (the message lists
+        the known ones).
     """
-    check_choice("algorithm", name, METHODS)
+    if module is not None:
+        try:
+            importlib.import_module(str(module))
+        except Exception as exc:  # noqa: BLE001 - any import failure is the user's module's
+            raise ConfigError(f"{key}.module", f"The '{key}.module' parameter must name an importable Python module "
+                                               f"(on sys.path / PYTHONPATH); importing {module!r} failed: "
+                                               f"{type(exc).__name__}: {exc}") from None
+    if name not in METHODS:   # a subclass defined since the registry was collected (an imported module's)
+        METHODS.update(_collect(imported=True))
+    check_choice(key, name, METHODS)
     return METHODS[name]
 
 
-def check_regularizer(name: str, reg) -> None:
-    """Raise ConfigError for an unknown algorithm, or a regularizer it cannot take (no proximal step)."""
-    cls = method_class(name)
-    if reg is not None and reg.name != "none" and not cls.prox:
-        allowed = ", ".join(k for k, c in METHODS.items() if c.prox)
-        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={name} "
-                                         f"(only {allowed} take a proximal step); got {reg.name!r}.")
-
-
-__all__ = ["METHODS", "Context", "Method", "check_needs", "check_regularizer", "isgd_schedule", "method_class",
+__all__ = ["METHODS", "AlgorithmOptions", "Context", "Method", "check_needs", "isgd_schedule", "method_class",
            *sorted(cls.__name__ for cls in METHODS.values())]

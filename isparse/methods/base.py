@@ -16,25 +16,65 @@ of the state it was given only when the caller passes ``donate=True`` (the calle
 reference, as JAX's buffer donation), so a checkpoint or snapshot is the state object itself,
 never a deep copy.
 
-Building: each method class owns its whole box. ``name`` is its ``algorithm=<id>``; ``needs`` the
-capabilities its worker step reads from the stacked data (checked before any work);
-:meth:`Method.configure` computes its stepsize and bound (from ``isparse.theory``) from a
-:class:`Context`. The registry (``isparse.methods.METHODS``) collects every subclass that sets a
-``name``: adding a method is one file here and one ``conf/algorithm/<id>.yaml``.
+Building: each method class owns its whole box. ``name`` is its ``algorithm=<id>``; ``options`` the
+dataclass of its own config keys (``algorithm.<key>``: :class:`AlgorithmOptions` and its subclasses, each key
+with its constraint, checked by ``isparse.params``); ``needs`` the capabilities it reads from the problem
+(``isparse.problems.base.Problem.capabilities``, checked before any work); :meth:`Method.check_spec` its rules
+on the rest of the run (no data needed); :meth:`Method.configure` computes its stepsize and bound (from
+``isparse.theory``) from a :class:`Context`. The registry (``isparse.methods.METHODS``) collects every subclass
+that sets a ``name``: adding a method is one module (here, or anywhere importable, named by
+``algorithm.module``) and, for the command line, one ``conf/algorithm/<id>.yaml`` if it lives outside
+``isparse.methods``.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import ClassVar, Optional
 
 import numpy as np
 
 from ..blocks import BlockPartition
 from ..errors import ConfigError
 from ..messages import BLOCK_ID_DTYPE, Messages
+from ..params import Nullable, Section, Text, param
 from ..sampling import BLOCKS, Sampler
 from ..theory import NoBound
+
+
+@dataclass
+class AlgorithmOptions(Section):
+    """The ``algorithm`` section: which method, and (in subclasses, one per family of methods) its own options.
+
+    ``algorithm.name`` picks the method class (``isparse.methods.METHODS``; ``algorithm.module`` is imported
+    first, for a method defined outside ``isparse.methods``), and that class's ``options`` dataclass is the
+    schema of the other keys: a key it does not have is refused.
+    """
+
+    name: str = param("isega", Text(), "the method (algorithm=<name>)")
+    module: Optional[str] = param(None, Nullable(Text()), "the Python module that defines the method, imported "
+                                                          "first; null: a method of isparse.methods")
+
+    @classmethod
+    def choose(cls, values, key):
+        from . import method_class
+
+        options = method_class(values.get("name", AlgorithmOptions.name), values.get("module"), key or "algorithm").options
+        if not issubclass(options, cls):
+            raise TypeError(f"{options.__name__} (the options of algorithm={values.get('name')}) must subclass "
+                            f"AlgorithmOptions")
+        return options
+
+    @classmethod
+    def label(cls, values, key):
+        return f"{key or 'algorithm'}={values.get('name', AlgorithmOptions.name)}"
+
+    def method_class(self):
+        """The method class of ``name`` (and ``module``)."""
+        from . import method_class
+
+        return method_class(self.name, self.module)
 
 
 @dataclass
@@ -53,8 +93,8 @@ class Context:
     step_rule : {"theory", "paper"}
     seed : int
     send_ids : bool
-    options : dict
-        The algorithm config's keys (``batch``, ``schedule``, ``alpha``, ``rho``, ...).
+    options : AlgorithmOptions
+        The method's own options (``batch``, ``schedule``, ``alpha``, ``rho``, ...), checked.
     regularizer : Regularizer
     data : Dataset or None
     x0 : ndarray of shape (d,)
@@ -71,7 +111,7 @@ class Context:
     step_rule: str = "theory"
     seed: int = 0
     send_ids: bool = False
-    options: dict = field(default_factory=dict)
+    options: AlgorithmOptions = field(default_factory=AlgorithmOptions)
     regularizer: object = None
     data: object = None
     x0: np.ndarray | None = None
@@ -123,6 +163,8 @@ class Method:
     """
 
     name: str = ""
+    #: the dataclass of this method's config keys (``algorithm.<key>``); a subclass adds its own
+    options: ClassVar[type] = AlgorithmOptions
     needs: tuple = ("grads_at",)
     full = False
     prox = False
@@ -248,6 +290,26 @@ class Method:
     paper_stepsize = None     # (L, mu, n, tau) -> gamma of the paper's plots (``step.rule=paper``), or None
 
     @classmethod
+    def check_spec(cls, spec) -> None:
+        """The method's rules on the rest of the run (``spec``, a :class:`~isparse.spec.RunSpec`), before any data is
+        read: a full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer.
+
+        Raises
+        ------
+        ConfigError
+            Naming the key that does not fit (``tau``, ``problem.reg``).
+        """
+        if cls.full and spec.tau not in ("auto", 1, 1.0):
+            raise ConfigError("tau", f"The 'tau' parameter must be auto or 1 for algorithm={cls.name} "
+                                     f"(a full-communication baseline); got {spec.tau!r}.")
+        if spec.problem.reg != "none" and not cls.prox:
+            from . import METHODS
+
+            allowed = ", ".join(k for k, c in METHODS.items() if c.prox)
+            raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={cls.name} "
+                                             f"(only {allowed} take a proximal step); got {spec.problem.reg!r}.")
+
+    @classmethod
     def check(cls, ctx: Context) -> None:
         """Checks of the method against the problem before any work: what it needs from the problem (a ConfigError
         naming what is missing), and that its states fit in memory (a ConfigError naming GiB)."""
@@ -286,11 +348,11 @@ class Method:
     @classmethod
     def shards(cls, ctx: Context) -> tuple[list, list | None]:
         """(what each of the n workers holds, its data rows): the problem's shards by default."""
-        return ctx.problem.shards, getattr(ctx.problem, "parts", None)
+        return ctx.problem.shards, ctx.problem.parts
 
     @classmethod
     def options_of(cls, ctx: Context) -> dict:
-        """Keyword arguments of the constructor beyond the common ones, from ``ctx.options``."""
+        """Keyword arguments of the constructor beyond the common ones (from ``ctx.options`` and the problem)."""
         return {}
 
     @classmethod
@@ -301,12 +363,14 @@ class Method:
 
 
 def check_needs(cls, problem) -> None:
-    """Raise ConfigError if the stacked data of ``problem`` lack a capability ``cls.needs`` names (before any work)."""
-    caps = getattr(type(problem.shards[0]), "capabilities", ()) if getattr(problem, "shards", None) else ()
-    missing = [c for c in cls.needs if c not in caps]
+    """Raise ConfigError if ``problem`` lacks a capability ``cls.needs`` names (before any work): the capabilities
+    are declared by the problem (``isparse.problems.base.Problem.capabilities``: what its stacked shards compute,
+    and what the problem itself offers, e.g. ``strong_growth``)."""
+    missing = [c for c in cls.needs if c not in problem.capabilities]
     if missing:
-        raise ConfigError("algorithm", f"{type(problem).__name__} is not compatible with {cls.name}: its shards must "
-                                       f"provide {', '.join(missing)}.")
+        raise ConfigError("algorithm", f"{type(problem).__name__} is not compatible with algorithm={cls.name}: it "
+                                       f"must provide {', '.join(missing)} (it provides "
+                                       f"{', '.join(sorted(problem.capabilities)) or 'nothing'}).")
 
 
 def strongly_convex_or_none(ctx: Context, method: Method, build_bound):

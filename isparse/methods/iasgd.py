@@ -18,13 +18,26 @@ iterate is w_k; with rho = 1 and tau = 1 this is Nesterov's method with step 1/L
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ..errors import ConfigError, check_range
+from ..errors import ConfigError
+from ..params import Interval, Nullable, param
 from ..theory import iasgd_bound, strong_growth_rho
+from .base import AlgorithmOptions
 from .isgd import ISGD
+
+
+@dataclass
+class IasgdOptions(AlgorithmOptions):
+    """``algorithm.*`` of iasgd and asgd."""
+
+    batch: int = param(1, Interval(int, 1, None), "minibatch size per worker")
+    rho: Optional[float] = param(None, Nullable(Interval(float, 1.0, None)),
+                                 "the strong-growth constant; null: the computed rho_hat (needs Assumption 2 and "
+                                 "exact local gradients, e.g. data=quadratic)")
 
 
 class IasgdMasterState(NamedTuple):
@@ -48,6 +61,7 @@ class IASGD(ISGD):
     """
 
     name = "iasgd"
+    options = IasgdOptions
 
     def __init__(self, n, blocks, tau_m, gamma=None, *, L, mu, rho, batch=1, l_min=1, **common):
         eta = 1.0 / (rho * L)
@@ -83,10 +97,10 @@ class IASGD(ISGD):
         """(rho, computed): the configured rho, or rho_hat of ``isparse.theory.iasgd`` where it can be computed;
         scaled by 1/step.multiplier (a larger multiplier means a larger step 1/(rho L))."""
         p, batch = ctx.problem, cls.batch_of(ctx)
-        if ctx.options.get("rho") is not None:
-            rho, computed = float(check_range("algorithm.rho", ctx.options["rho"], 1.0, None)), False
+        if ctx.options.rho is not None:
+            rho, computed = ctx.options.rho, False
         else:
-            rho_tilde = p.strong_growth_constant() if hasattr(p, "strong_growth_constant") else None
+            rho_tilde = p.strong_growth_constant()
             if rho_tilde is None or not all(s.l <= batch for s in p.shards):   # rho_bar = 0 needs exact gradients
                 raise ConfigError("algorithm.rho", f"The 'algorithm.rho' parameter must be set (a number >= 1) for "
                                                    f"{type(p).__name__}: its strong-growth constant cannot be computed "

@@ -14,16 +14,27 @@ For a non-convex f (mu = 0) the stepsize and bound are Theorem 7's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import check_choice, check_range
+from ..params import Interval, OneOf, param
 from ..sampling import EXAMPLES
 from ..theory import isgd_bound, isgd_schedule, theorem1_stepsize
 from ..theory.isgd import theorem7_stepsize
 from ..theory.paper import sgd_paper_stepsize
-from .base import Method
+from .base import AlgorithmOptions, Method
+
+
+@dataclass
+class IsgdOptions(AlgorithmOptions):
+    """``algorithm.*`` of isgd, sgd and async_isgd."""
+
+    batch: int = param(1, Interval(int, 1, None), "minibatch size per worker (capped at the smallest shard)")
+    schedule: str = param("constant", OneOf("constant", "decreasing"),
+                          "constant gamma (the derived neighbourhood bound) or decreasing gamma_t = 1/(a + c t) "
+                          "(Theorem 6, bound on f(x_hat) - f*)")
 
 
 class IsgdMasterState(NamedTuple):
@@ -48,6 +59,7 @@ class ISGD(Method):
     """
 
     name = "isgd"
+    options = IsgdOptions
     needs = ("minibatch_grads_at",)
     stepsize = staticmethod(theorem1_stepsize)
     paper_stepsize = staticmethod(sgd_paper_stepsize)
@@ -90,12 +102,11 @@ class ISGD(Method):
     # -- building ---------------------------------------------------------------------------
     @classmethod
     def batch_of(cls, ctx) -> int:
-        return check_range("algorithm.batch", ctx.options.get("batch", 1), 1, None, integer=True)
+        return ctx.options.batch
 
     @classmethod
     def decreasing(cls, ctx) -> bool:
-        return check_choice("algorithm.schedule", ctx.options.get("schedule", "constant"),
-                            ["constant", "decreasing"]) == "decreasing"
+        return ctx.options.schedule == "decreasing"
 
     @classmethod
     def configure(cls, ctx):

@@ -17,14 +17,24 @@ No bound is logged for the peers.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from ..errors import check_range
+from ..params import Interval, Nullable, param
 from ..sampling import SHARED_BLOCKS
-from .base import Method
+from .base import AlgorithmOptions, Method
 from .isega import ISEGA, IsegaMasterState, IsegaWorkerState
+
+
+@dataclass
+class DianaOptions(AlgorithmOptions):
+    """``algorithm.*`` of diana."""
+
+    alpha: Optional[float] = param(None, Nullable(Interval(float, 0.0, 1.0, low_open=True)),
+                                   "the shift rate, at most 1/(omega + 1) = tau (checked once tau is known); null: tau")
 
 
 def shared_bcd_stepsize(L, mu, n, tau):
@@ -70,18 +80,25 @@ class DIANA(ISEGA):
     """DIANA with Rand-K (tau*m blocks, scaled by 1/tau), shift rate alpha (default 1/(omega+1) = tau)."""
 
     name = "diana"
+    options = DianaOptions
     stepsize = staticmethod(diana_stepsize)
     paper_stepsize = None
 
     def __init__(self, n, blocks, tau_m, gamma, *, reg=None, alpha=None, **common):
         super().__init__(n, blocks, tau_m, gamma, reg=reg, **common)
-        # DIANA's theory needs alpha <= 1/(omega + 1) = tau
-        self.alpha = self.tau if alpha is None else float(check_range("algorithm.alpha", alpha, 0.0, self.tau,
-                                                                      high_text="1/(omega+1) = tau", low_open=True))
+        self.alpha = self.tau if alpha is None else float(alpha)
+
+    @classmethod
+    def check(cls, ctx):
+        """DIANA's theory needs alpha <= 1/(omega + 1) = tau: checked once tau is known (before any work)."""
+        if ctx.options.alpha is not None:
+            check_range("algorithm.alpha", ctx.options.alpha, 0.0, ctx.tau, high_text="1/(omega+1) = tau",
+                        low_open=True)
+        super().check(ctx)
 
     @classmethod
     def options_of(cls, ctx):
-        return {"reg": ctx.regularizer, "alpha": ctx.options.get("alpha")}
+        return {"reg": ctx.regularizer, "alpha": ctx.options.alpha}
 
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)

@@ -1,4 +1,4 @@
-"""Linear-model problems split across n workers (ALGORITHMS.md section 4): logistic regression,
+"""Linear-model problems split across n workers (docs/algorithms.md section 4): logistic regression,
 least squares (ridge), and logistic regression with a non-convex penalty (for Theorem 7).
 
 With N rows split into shards of l_i rows, worker i owns
@@ -25,6 +25,7 @@ from scipy.special import expit
 from ..data import Dataset
 from ..errors import check_range
 from ..regularizers import Zero
+from .base import Problem
 
 
 # -- losses phi(z; b) and penalties P(x) ----------------------------------------------------
@@ -211,8 +212,10 @@ class GLMShard:
         return one * (self.l - batch) / (batch * (self.l - 1))
 
 
-class GLMProblem:
+class GLMProblem(Problem):
     """F(x) = f(x) + R(x), f a linear-model loss of a data set plus a penalty, split over n workers.
+
+    Capabilities (``isparse.problems.base``): ``rows`` and every shard computation.
 
     Parameters
     ----------
@@ -228,6 +231,8 @@ class GLMProblem:
     penalty : {"l2", "nonconvex"}
     """
 
+    provides = frozenset({"rows"})
+
     def __init__(self, data: Dataset, parts, lam: float, reg=None, loss: str = "logistic", penalty: str = "l2"):
         check_range("problem.lam", lam, 0.0, None, low_open=True)
         self.data = data
@@ -239,6 +244,8 @@ class GLMProblem:
         self.loss = LOSSES[loss]
         self.penalty = L2Penalty(self.lam) if penalty == "l2" else NonconvexPenalty(self.lam)
         self.name = loss if penalty == "l2" else f"{loss}+nonconvex"
+        self.nnz = int(data.A.nnz)
+        self.convex = penalty == "l2"
         scale = self.n / self.N
         self.parts = [np.asarray(p) for p in parts]   # row indices of each worker (data.load=on_worker rebuilds from them)
         self.shards = [GLMShard(A=data.A[p], b=data.b[p], scale=scale, loss=self.loss, penalty=self.penalty)
@@ -327,7 +334,7 @@ class GLMProblem:
             total += float(np.sum(r ** 2 * s.row_sq() + 2 * r * (s.A @ p)) + s.l * (p @ p))
         return total
 
-    # -- constants (ALGORITHMS.md section 4) ----------------------------------------------
+    # -- constants (docs/algorithms.md section 4) -----------------------------------------
     @property
     def L_i(self) -> np.ndarray:
         """Smoothness of each f_i: (n/N) c lambda_max(A_i^T A_i) + smoothness of P (c = 1/4 logistic, 1 squared)."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, check_range
 from ..regularizers import Zero
+from .base import Problem
 from .reference import Reference
 
 
@@ -103,8 +104,8 @@ class StackedQuadratic:
         return self.grads(x)
 
 
-class QuadraticProblem:
-    """Problem (17) for n workers.
+class QuadraticProblem(Problem):
+    """Problem (17) for n workers. Capabilities: ``exact_reference``, ``strong_growth`` and every shard computation.
 
     Parameters
     ----------
@@ -124,6 +125,7 @@ class QuadraticProblem:
     """
 
     name = "quadratic"
+    provides = frozenset({"exact_reference", "strong_growth"})
 
     def __init__(self, d: int, o: int, n: int, seed: int = 0):
         d = check_range("data.d", d, 2, None, integer=True)

@@ -71,25 +71,12 @@ class Reference:
 
 
 # -- memory ------------------------------------------------------------------------------------
-def _is_glm(problem) -> bool:
-    """The problem exposes what the matrix-free Hessian needs (A, b, N, loss.second, penalty.hess_diag)."""
-    return all(hasattr(problem, k) for k in ("A", "b", "N", "loss", "penalty")) and \
-        hasattr(problem.loss, "second") and hasattr(problem.penalty, "hess_diag")
-
-
-def _nonconvex(problem) -> bool:
-    """f is not convex (the non-convex penalty), without touching GLMProblem.mu (may be heavy)."""
-    penalty = getattr(problem, "penalty", None)
-    if penalty is not None and hasattr(penalty, "name"):
-        return penalty.name == "nonconvex"
-    return getattr(problem, "mu", 1.0) <= 0
-
-
 def _uses_dense(problem, dense_max_d) -> bool:
-    """Exact dense Newton steps: small d (and a ``hess`` method), or no matrix-free Hessian for this problem."""
-    if not _is_glm(problem):
+    """Exact dense Newton steps (``problem.hess``): small d, or a problem without rows of a data set (capability
+    ``rows``: A, b, loss.second and penalty.hess_diag give the matrix-free Hessian)."""
+    if "rows" not in problem.capabilities:
         return True
-    return hasattr(problem, "hess") and problem.d <= (DENSE_MAX_D if dense_max_d is None else dense_max_d)
+    return problem.d <= (DENSE_MAX_D if dense_max_d is None else dense_max_d)
 
 
 def reference_memory_bytes(problem, *, dense_max_d: int | None = None) -> int:
@@ -108,7 +95,8 @@ def reference_memory_bytes(problem, *, dense_max_d: int | None = None) -> int:
 
     Parameters
     ----------
-    problem : GLMProblem or a problem with ``d``, ``reg`` (and ``A``, ``N``, ``n`` when it has them)
+    problem : Problem
+        Its ``d``, ``N``, ``n``, ``nnz`` and ``reg`` (``isparse.problems.base``).
     dense_max_d : int, optional
         As in :func:`reference_solve`.
 
@@ -120,15 +108,12 @@ def reference_memory_bytes(problem, *, dense_max_d: int | None = None) -> int:
         it (l2, l1, box, non-convex penalty).
     """
     d, reg = int(problem.d), problem.reg
-    A = getattr(problem, "A", None)
-    N = int(A.shape[0]) if A is not None else int(getattr(problem, "N", 0))
-    nnz = int(getattr(A, "nnz", 0)) if A is not None else 0
-    n = int(getattr(problem, "n", 1))
+    N, nnz, n = int(problem.N), int(problem.nnz), int(problem.n)
     newton = 8 * (12 * N + 16 * d) + 8 * nnz
     if _uses_dense(problem, dense_max_d):
         newton += 5 * 8 * d * d + 12 * nnz
     lbfgs = 0
-    if reg.l1 or reg.has_box or _nonconvex(problem):
+    if reg.l1 or reg.has_box or not problem.convex:
         m = 2 * d if reg.l1 else d
         lbfgs = m * (35 * 8 + (150 if (reg.l1 or reg.has_box) else 0)) + 8 * (12 * N + 8 * d)
     local = 8 * (2 * n * d + 4 * d)
@@ -176,11 +161,8 @@ def _check_memory(problem, dense_max_d, available_bytes):
     need = reference_memory_bytes(problem, dense_max_d=dense_max_d)
     avail = available_memory_bytes() if available_bytes is None else int(available_bytes)
     if need > avail:
-        A = getattr(problem, "A", None)
-        N = A.shape[0] if A is not None else getattr(problem, "N", "?")
-        nnz = getattr(A, "nnz", "?")
         raise ConfigError("data", f"The reference solve of this problem needs about {need / _GIB:.3g} GiB "
-                                  f"(N = {N}, d = {problem.d}, nnz = {nnz}, n = {getattr(problem, 'n', '?')}"
+                                  f"(N = {problem.N}, d = {problem.d}, nnz = {problem.nnz}, n = {problem.n}"
                                   f"{', dense Hessian' if _uses_dense(problem, dense_max_d) else ''}); "
                                   f"only {avail / _GIB:.3g} GiB are available.")
 
@@ -197,10 +179,8 @@ class _GLMCurvature:
     def __init__(self, problem):
         A = problem.A
         self.problem, self.A, self.AT = problem, A, A.T     # A.T of a CSR matrix is a CSC view: no copy
-        if getattr(A, "format", None) in ("csr", "csc"):    # squared entries, sharing A's index arrays
-            A2 = type(A)((A.data ** 2, A.indices, A.indptr), shape=A.shape)
-        else:
-            A2 = A.multiply(A) if hasattr(A, "multiply") else np.asarray(A) ** 2
+        A = A.tocsr()                                       # squared entries, sharing A's index arrays
+        A2 = type(A)((A.data ** 2, A.indices, A.indptr), shape=A.shape)
         self.A2T = A2.T
 
     def at(self, x):
@@ -334,9 +314,9 @@ def reference_solve(problem, *, dense_max_d: int | None = None, available_bytes:
 
     Parameters
     ----------
-    problem : GLMProblem
-        Or any problem with ``f, F, grad, local_grads, reg, d`` and ``hess`` (dense, shape (d, d)); only
-        a GLM problem (``A`` of shape (N, d), ``b``, ``N``, ``loss.second``, ``penalty.hess_diag``) gets
+    problem : Problem
+        With ``f, F, grad, local_grads, reg, d`` and ``hess`` (dense, shape (d, d)); a problem with the
+        capability ``rows`` (``A`` of shape (N, d), ``b``, ``N``, ``loss.second``, ``penalty.hess_diag``) gets
         the matrix-free path.
     dense_max_d : int, optional
         Largest d solved with the dense Hessian; default :data:`DENSE_MAX_D` (2000). ``0`` forces
@@ -375,7 +355,7 @@ def reference_solve(problem, *, dense_max_d: int | None = None, available_bytes:
                        np.clip(np.zeros(d), reg.lower, reg.upper), jac=lambda x: problem.grad(x) + reg.l2 * x,
                        method="L-BFGS-B", bounds=Bounds(reg.lower, reg.upper), options=opts)
         x = res.x
-    elif _nonconvex(problem):   # non-convex f: a local minimizer by L-BFGS, then Newton
+    elif not problem.convex:   # non-convex f: a local minimizer by L-BFGS, then Newton
         res = minimize(lambda x: problem.f(x) + 0.5 * reg.l2 * float(x @ x), np.zeros(d),
                        jac=lambda x: problem.grad(x) + reg.l2 * x, method="L-BFGS-B", options=opts)
         x = res.x

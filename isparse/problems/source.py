@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data import load_dataset
 from ..errors import DataError
 from .glm import GLMShard
 
@@ -23,8 +22,8 @@ class ShardSource:
     Attributes
     ----------
     dataset : dict
-        Keyword arguments of :func:`isparse.data.load_dataset` (absolute paths: they must mean the same file on
-        every Dask worker).
+        The data source's keys (``isparse.sources.DataSource.loader``: absolute paths, which must mean the same file
+        on every Dask worker).
     ids : tuple of int
         The logical workers.
     rows : tuple of ndarray of int
@@ -59,7 +58,9 @@ class ShardSource:
         DataError
             A rebuilt shard's rows or non-zeros differ from the client's (the file is not the same here).
         """
-        data = load_dataset(**self.dataset)
+        from ..sources import DataSource
+
+        data = DataSource.from_dict(self.dataset).read()
         out = []
         for i, rows, (scale, loss, penalty, l_i, nnz) in zip(self.ids, self.rows, self.shards):
             A = data.A[rows]

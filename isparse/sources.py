@@ -1,0 +1,274 @@
+"""Data sources: where a run's problem comes from, as typed options of the ``data`` section.
+
+Each option is a :class:`~isparse.params.Section` named by ``data.name`` and owns everything about its source:
+its keys and their constraints, its checks against the rest of the run, how it is read and what problem it
+makes. Nothing else tests a data set's name.
+
+- :class:`Bundled`: scikit-learn's breast-cancer set (569 x 30, standardized), no download;
+- :class:`NamedLibsvm`: a LIBSVM file of the shared data directory (a1a, a9a, w1a, w8a, mushrooms, phishing,
+  german; ``data.dir`` or ``$ISPARSE_DATA_DIR``);
+- :class:`LibsvmFile`: any LIBSVM file (``data.path``; ``.gz`` and ``.bz2`` are read too);
+- :class:`Quadratic`: the paper's synthetic quadratic with interpolation, problem (17) of arXiv:1901.09437.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Optional
+
+from .data import DATA_DIR_ENV, NAMED_FILES
+from .errors import ConfigError
+from .params import Interval, Nullable, OneOf, Section, Text, param, required
+
+EMPTY_ROWS = ("keep", "drop", "error")
+
+
+@dataclass
+class DataSource(Section):
+    """The base of the data options. ``data.name`` picks the option (:data:`SOURCES`)."""
+
+    name: str = param("breast_cancer", Text(), "the data set (an option of the data group)")
+    lam: float = param(0.1, Interval(float, 0.0, None), "the lambda this data set is run with by default: "
+                                                         "problem.lam's value when that is null")
+    load: str = param("client", OneOf("client", "on_worker"),
+                      "where a Dask worker gets its shard: client (sent once from the client) or on_worker (read by "
+                      "the worker from the same absolute path: the client and the Dask workers must share a "
+                      "filesystem; engine=dask and a data file only)")
+
+    #: whether the rows come from a file a Dask worker can read itself (``data.load=on_worker``)
+    from_file: ClassVar[bool] = False
+
+    @classmethod
+    def choose(cls, values: Mapping, key: str) -> type:
+        if cls is not DataSource:
+            return cls
+        name = values.get("name", DataSource.name)
+        if name not in SOURCES:
+            raise ConfigError(key or "data", f"The '{key or 'data'}' parameter must be one of "
+                                             f"{', '.join(SOURCES)}; got {name!r}.")
+        return type(SOURCES[name])
+
+    @classmethod
+    def label(cls, values, key: str) -> str:
+        return f"{key or 'data'}={values.get('name', cls.name)}"
+
+    @classmethod
+    def from_dict(cls, values, key: str = "data"):
+        values = dict(values or {})
+        chosen = cls.choose(values, key)
+        if chosen is not cls:
+            return chosen.from_dict(values, key)
+        if "name" in values and values["name"] in SOURCES:   # the option's own defaults (a named set's lam)
+            values = {**SOURCES[values["name"]].to_dict(), **values}
+        return super().from_dict(values, key)
+
+    # -- the run -----------------------------------------------------------------------------------------
+    def check_run(self, spec, key: str = "data") -> None:
+        """Checks of this source against the rest of the run ``spec`` (a :class:`~isparse.spec.RunSpec`)."""
+
+    def dataset(self, cache_dir=None):
+        """The :class:`~isparse.data.Dataset` of this source (None for a source that makes its problem directly).
+
+        Raises
+        ------
+        ConfigError
+            A missing directory or file (naming ``data.dir`` or ``data.path``).
+        DataError
+            A file that cannot be used (naming the file and the physical line).
+        """
+        from .cache import cached_dataset
+
+        return cached_dataset(self, cache_dir)
+
+    def read(self):
+        """Read the data set now (no cache)."""
+        raise NotImplementedError
+
+    def file(self) -> Path | None:
+        """The file the rows are read from, if any (the cache key stats it)."""
+        return None
+
+    def problem(self, spec, dataset, parts):
+        """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts``."""
+        from .problems import GLMProblem
+        from .regularizers import make_regularizer
+
+        p = spec.problem
+        reg = make_regularizer(p.reg, p.reg_strength, *p.box, l2_strength=p.reg_l2)
+        return GLMProblem(dataset, parts, spec.lam, reg, p.loss, p.penalty)
+
+    def describe(self, problem) -> str:
+        """Where the rows came from (the run's param ``data.source``)."""
+        return problem.data.source
+
+    def loader(self) -> dict:
+        """This source as plain values with absolute paths: a Dask worker rebuilds it (``data.load=on_worker``)."""
+        return self.to_dict()
+
+
+@dataclass
+class Bundled(DataSource):
+    """scikit-learn's bundled Wisconsin breast-cancer set, 569 x 30, standardized; needs no download."""
+
+    name: str = param("breast_cancer", OneOf("breast_cancer"), "the data set")
+    lam: float = param(0.1, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
+
+    def read(self):
+        from .data import load_breast_cancer
+
+        return load_breast_cancer()
+
+    def cache_options(self) -> dict:
+        from importlib.metadata import version
+
+        return {"bundled": self.name, "scikit-learn": version("scikit-learn")}
+
+
+def _libsvm_fields(doc_d: str):
+    return dict(
+        n_features=param(None, Nullable(Interval(int, 1, None)), doc_d),
+        empty_rows=param("keep", OneOf(*EMPTY_ROWS), "rows without features: keep (with a warning), drop or error"))
+
+
+@dataclass
+class NamedLibsvm(DataSource):
+    """A LIBSVM data set of the shared directory (``data.dir``, else ``$ISPARSE_DATA_DIR``), by its name."""
+
+    name: str = param("a1a", OneOf(*NAMED_FILES), "the data set")
+    dir: Optional[str] = param(None, Nullable(Text()), "the directory holding the LIBSVM files; null: "
+                                                       "$ISPARSE_DATA_DIR (relative paths: the command's directory)")
+    lam: float = param(0.001, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
+    n_features: Optional[int] = _libsvm_fields("")["n_features"]
+    empty_rows: str = _libsvm_fields("")["empty_rows"]
+    from_file: ClassVar[bool] = True
+
+    def directory(self) -> Path:
+        """The data directory: ``data.dir``, else ``$ISPARSE_DATA_DIR``.
+
+        Raises
+        ------
+        ConfigError
+            Neither is set, or the directory does not exist.
+        """
+        chosen = self.dir or os.environ.get(DATA_DIR_ENV)
+        if not chosen:
+            raise ConfigError("data.dir", f"The 'data.dir' parameter must name the directory holding the LIBSVM "
+                                          f"files (or set ${DATA_DIR_ENV}); got nothing.")
+        p = Path(chosen).expanduser().resolve()
+        if not p.is_dir():
+            raise ConfigError("data.dir", f"The 'data.dir' parameter must be an existing directory; got {str(p)!r}.")
+        return p
+
+    def file(self) -> Path:
+        file = self.directory() / NAMED_FILES[self.name]
+        if not file.is_file():
+            raise ConfigError("data.dir", f"The data set {self.name!r} was not found: no file {str(file)!r} (set "
+                                          f"'data.dir' or ${DATA_DIR_ENV} to the directory holding "
+                                          f"{NAMED_FILES[self.name]!r}).")
+        return file
+
+    def read(self):
+        from .data import NAMED_FEATURES, load_libsvm
+
+        d = NAMED_FEATURES[self.name] if self.n_features is None else self.n_features
+        return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
+
+    def cache_options(self) -> dict:
+        return {"name": self.name, "empty_rows": self.empty_rows, "n_features": self.n_features}
+
+    def loader(self) -> dict:
+        return {**self.to_dict(), "dir": str(self.directory())}
+
+
+@dataclass
+class LibsvmFile(DataSource):
+    """Any LIBSVM file, ``data.path`` (``.gz`` and ``.bz2`` are decompressed as scikit-learn does)."""
+
+    name: str = param("libsvm", OneOf("libsvm"), "the data set")
+    path: Optional[str] = param(None, Nullable(Text()), "the LIBSVM file (relative paths: the command's directory)")
+    lam: float = param(0.001, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
+    n_features: Optional[int] = _libsvm_fields("")["n_features"]
+    empty_rows: str = _libsvm_fields("")["empty_rows"]
+    from_file: ClassVar[bool] = True
+
+    def check_run(self, spec, key="data"):
+        if self.path is None:
+            raise required(f"{key}.path", "a LIBSVM file for data=libsvm")
+
+    def file(self) -> Path:
+        p = Path(self.path).expanduser().resolve()
+        if not p.is_file():
+            raise ConfigError("data.path", f"The 'data.path' parameter must be an existing file (relative paths are "
+                                           f"read from the directory the command ran in); got {str(p)!r}.")
+        return p
+
+    def read(self):
+        from .data import load_libsvm
+
+        return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
+
+    def cache_options(self) -> dict:
+        return {"name": self.name, "empty_rows": self.empty_rows, "n_features": self.n_features}
+
+    def loader(self) -> dict:
+        return {**self.to_dict(), "path": str(self.file())}
+
+
+@dataclass
+class Quadratic(DataSource):
+    """The paper's synthetic quadratic with interpolation, problem (17) of arXiv:1901.09437:
+    f_i(x) = x^T M_i x / 2 for each of the workers.n workers; x* = 0, grad f_i(x*) = 0 (Assumption 2),
+    L = 1, mu = lambda_min(mean M_i) (> 0 needs o * workers.n >= d - 1). x^0 is standard normal."""
+
+    name: str = param("quadratic", OneOf("quadratic"), "the data set")
+    d: int = param(50, Interval(int, 2, None), "the dimension d")
+    o: int = param(20, Interval(int, 1, None), "columns of each A_i (mu > 0 needs o * workers.n >= d - 1)")
+    seed: int = param(0, Interval(int, 0, None), "the seed of v', the A_i and x^0")
+    lam: float = param(0.0, Interval(float, 0.0, 0.0), "unused: problem (17) has no penalty (0)")
+
+    def check_run(self, spec, key="data"):
+        """Problem (17) has no penalty, loss, rows or regularizer of the linear models: a value other than their
+        defaults would be ignored, so it is refused."""
+        p, w = spec.problem, spec.workers
+        if p.lam not in (None, 0, 0.0):
+            raise ConfigError("problem.lam", f"The 'problem.lam' parameter must be 0 or null for data=quadratic "
+                                             f"(problem (17) has no penalty: a lambda would be ignored); got {p.lam!r}.")
+        why = "problem (17) is given per worker: it would be ignored"
+        for k, value, default in (("problem.loss", p.loss, "logistic"), ("problem.penalty", p.penalty, "l2"),
+                                  ("workers.split", w.split, "shuffle"), ("problem.reg", p.reg, "none")):
+            if value != default:
+                raise ConfigError(k, f"The '{k}' parameter must be {default} for data=quadratic ({why}); got {value!r}.")
+        if w.split_seed != 0:
+            raise ConfigError("workers.split_seed", f"The 'workers.split_seed' parameter must be 0 for data=quadratic "
+                                                    f"(no rows are split: it would be ignored); got {w.split_seed!r}.")
+        if self.load != "client":
+            raise ConfigError("data.load", "The 'data.load' parameter must be client for data=quadratic (no file to "
+                                           "read on the workers); got 'on_worker'.")
+
+    def dataset(self, cache_dir=None):
+        return None
+
+    def problem(self, spec, dataset, parts):
+        from .problems import QuadraticProblem
+
+        return QuadraticProblem(d=self.d, o=self.o, n=spec.workers.n, seed=self.seed)
+
+    def describe(self, problem) -> str:
+        return f"problem (17) of arXiv:1901.09437, d={self.d}, o={self.o}, seed={self.seed}"
+
+
+def _sources() -> dict:
+    return {"breast_cancer": Bundled(), **{name: NamedLibsvm(name=name) for name in NAMED_FILES},
+            "libsvm": LibsvmFile(), "quadratic": Quadratic()}
+
+
+#: data.name -> the option with its defaults (each named LIBSVM set is a NamedLibsvm of that name)
+SOURCES: dict = _sources()
+
+
+def source(name: str, **values) -> DataSource:
+    """The data option ``name`` with ``values`` for its keys, checked (as ``data=<name> data.<key>=<value>``)."""
+    return DataSource.from_dict({"name": name, **values}, "data")

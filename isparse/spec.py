@@ -1,0 +1,159 @@
+"""The specification of one run, declared once: every key with its type, default, constraint and meaning.
+
+A :class:`RunSpec` is what ``isparse.build`` takes, and what ``isparse-run``'s config is made of (``pipeline``
+registers these dataclasses with Hydra's ConfigStore and adds its own sections: engine, cluster, tracking, ...).
+A Python user builds the same spec and gets the same errors as the command line::
+
+    from isparse import RunSpec, build
+    spec = RunSpec.from_dict({"algorithm": "isgd", "data": "a1a", "workers.n": 10, "algorithm.batch": 4})
+    setup = build(spec)                       # reads a1a, solves for x*, builds ISGD's stepsize and bound
+    result = setup.run(max_iter=spec.max_iter, tol=spec.tol)
+
+Keys follow the config's layout (``workers.n``, ``blocks.size``, ``problem.lam``, ...): ``algorithm`` and
+``data`` are typed options (a method's own options, :class:`~isparse.methods.base.AlgorithmOptions`; a data
+source, :mod:`isparse.sources`), picked by their ``name``; a plain string is taken as that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .blocks import TauSetting
+from .errors import ConfigError
+from .methods.base import AlgorithmOptions
+from .params import Boolean, Interval, Nullable, OneOf, Pair, Section, param, section
+from .regularizers import NAMES as REGULARIZERS
+from .sources import Bundled, DataSource
+
+
+def _reg_weights_used(p: "ProblemSpec", key: str) -> None:
+    """reg_strength is used by l1, l2 and elastic_net, reg_l2 by elastic_net only: another non-zero would be
+    ignored."""
+    uses = {"none": (), "l1": ("reg_strength",), "l2": ("reg_strength",),
+            "elastic_net": ("reg_strength", "reg_l2"), "box": ()}[p.reg]
+    for name, used_by in (("reg_strength", "l1, l2 and elastic_net"), ("reg_l2", "elastic_net")):
+        value = getattr(p, name)
+        if name not in uses and value != 0:
+            full = f"{key}.{name}" if key else name
+            raise ConfigError(full, f"The '{full}' parameter must be 0 with {key or 'problem'}.reg={p.reg} (it is "
+                                    f"used by {used_by} only: it would be ignored); got {value!r}.")
+
+
+@dataclass
+class ProblemSpec(Section):
+    """F = f + R: the loss and penalty of the linear models, lambda, and R of the proximal methods."""
+
+    loss: str = param("logistic", OneOf("logistic", "squared"),
+                      "logistic, or squared (least squares; with penalty l2 this is ridge regression)")
+    penalty: str = param("l2", OneOf("l2", "nonconvex"),
+                         "l2: (lam/2)||x||^2; nonconvex: lam sum x_k^2/(1 + x_k^2) (Theorem 7, isgd/sgd)")
+    lam: float | None = param(None, Nullable(Interval(float, 0.0, None, low_open=True)),
+                              "lambda of the penalty (mu = lambda for the logistic loss); null: the data set's "
+                              "data.lam")
+    reg: str = param("none", OneOf(*REGULARIZERS), "R of the proximal step of isega and diana")
+    reg_strength: float = param(0.0, Interval(float, 0.0, None), "the l1 weight (l1, elastic_net) or the l2 weight "
+                                                                 "(l2)")
+    reg_l2: float = param(0.0, Interval(float, 0.0, None), "elastic_net's l2 weight")
+    box: list = param(constraint=Pair(), factory=lambda: [-1.0, 1.0], doc="the box [lower, upper] of reg=box")
+
+    rules = (_reg_weights_used,)
+
+
+@dataclass
+class WorkersSpec(Section):
+    """The n logical workers and how the data rows are split among them."""
+
+    n: int = param(4, Interval(int, 1, None), "logical workers n (at most N, the rows of the data set)")
+    split: str = param("shuffle", OneOf("shuffle", "contiguous"),
+                       "rows -> contiguous shards: shuffle (seeded) or contiguous (file order)")
+    split_seed: int = param(0, Interval(int, 0, None), "the seed of the shuffle")
+
+
+@dataclass
+class BlocksSpec(Section):
+    """The m = ceil(d / b) blocks of coordinates."""
+
+    size: int = param(1, Interval(int, 1, None), "block size b (at most d); m = ceil(d / b)")
+
+
+@dataclass
+class MessagesSpec(Section):
+    """What a worker's message carries besides its values."""
+
+    send_ids: bool = param(False, Boolean(), "false: values only, the master recomputes the block ids from "
+                                             "(seed, i, t); true: the ids travel too (4 B each). EF21's Top-K ids "
+                                             "always travel")
+
+
+@dataclass
+class StepSpec(Section):
+    """The stepsize gamma."""
+
+    rule: str = param("theory", OneOf("theory", "paper"),
+                      "theory: each theorem's gamma; paper: the gamma of the paper's plots where it differs (ISEGA "
+                      "4x, ISGD 1/(5L), ISAGA 1/(L(3/n+tau)))")
+    multiplier: float = param(1.0, Interval(float, 0.0, None, low_open=True), "gamma = multiplier x the rule's gamma")
+
+
+def _data_fits_run(spec: "RunSpec", key: str) -> None:
+    spec.data.check_run(spec, "data")
+
+
+def _method_fits_run(spec: "RunSpec", key: str) -> None:
+    spec.algorithm.method_class().check_spec(spec)
+
+
+@dataclass
+class RunSpec(Section):
+    """One run: method, data, problem, workers, blocks, tau, stepsize, seed and the stopping rule.
+
+    ``algorithm`` and ``data`` accept a plain name in :meth:`from_dict` (``"isega"``, ``"a1a"``).
+    """
+
+    algorithm: AlgorithmOptions = section(AlgorithmOptions, "the method: name and its own options",
+                                          factory=lambda: AlgorithmOptions(name="isega"))
+    data: DataSource = section(DataSource, "the data source: name and its own keys", factory=Bundled)
+    problem: ProblemSpec = section(ProblemSpec)
+    workers: WorkersSpec = section(WorkersSpec)
+    blocks: BlocksSpec = section(BlocksSpec)
+    tau: Any = param("auto", TauSetting(), "fraction of blocks each worker sends: auto = ceil(m/n)/m (tau = 1/n "
+                                           "rounded up); '<c>/n' (e.g. 0.5/n, 2/n): tau*m = ceil(c*m/n); or a number "
+                                           "in [1/m, 1] with tau*m an integer")
+    messages: MessagesSpec = section(MessagesSpec)
+    step: StepSpec = section(StepSpec)
+    seed: int = param(0, Interval(int, 0, None), "seed of every random draw: worker i's draws at iteration t "
+                                                 "depend on (seed, i, t) only")
+    max_iter: int = param(20000, Interval(int, 1, None), "iterations at most")
+    tol: float = param(1e-8, Interval(float, 0.0, None), "stop when ||x - x*||^2 <= tol * r_0; 0: run all of "
+                                                         "max_iter")
+
+    rules = (_data_fits_run, _method_fits_run)
+
+    @classmethod
+    def from_dict(cls, values: Mapping | None, key: str = ""):
+        """The spec of ``values`` (nested or dotted keys; ``algorithm`` and ``data`` may be plain names)."""
+        values = dict(values or {})
+        for name in ("algorithm", "data"):
+            if isinstance(values.get(name), str):
+                values[name] = {"name": values[name]}
+        return super().from_dict(values, key)
+
+    @property
+    def lam(self) -> float:
+        """lambda of the penalty: ``problem.lam``, or the data set's ``data.lam`` when that is null."""
+        return self.data.lam if self.problem.lam is None else self.problem.lam
+
+    def method_class(self):
+        """The class of ``algorithm.name`` (``isparse.methods``)."""
+        return self.algorithm.method_class()
+
+    def with_(self, **changes) -> "RunSpec":
+        """A copy with top-level keys replaced (``tau=...``, ``blocks=BlocksSpec(size=4)``), checked again."""
+        import dataclasses
+
+        return dataclasses.replace(self, **changes).check()
+
+
+__all__ = ["BlocksSpec", "MessagesSpec", "ProblemSpec", "RunSpec", "StepSpec", "WorkersSpec"]
