@@ -1,12 +1,12 @@
-"""MLflow tracking: one run per job, a parent run per sweep, metrics logged in batches as they come.
+"""MLflow tracking: one run per job, metrics logged in batches as they come, kept through server outages.
 
-Uses ``MlflowClient`` with explicit run ids (no fluent global state), so a failed job never
-leaves a run active for the next job of a multirun.
+Uses ``MlflowClient`` with explicit run ids (no fluent global state), so a failed job never leaves a run active
+for the next job of a multirun; one client per store and process (:func:`client_for`). MLflow is imported only
+when a client is made. The sweep's parent run is ``pipeline.sweep``'s.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import math
@@ -18,55 +18,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
-
 from isparse.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-PARENT_ENV = "ISPARSE_PARENT_RUN_ID"
-#: set by hydra/launcher=dask, while a job runs, to the Dask worker's address: the job's run gets the tag sweep_worker
-SWEEP_WORKER_ENV = "ISPARSE_SWEEP_WORKER"
-#: values of PARENT_ENV and SWEEP_WORKER_ENV for the job running in this thread (hydra/launcher=dask runs several
-#: jobs, possibly of several sweeps, in the threads of one Dask worker: os.environ is the process's, shared by all)
-_JOB_ENV = threading.local()
-
-
-def job_env(key: str) -> str | None:
-    """``key`` (PARENT_ENV or SWEEP_WORKER_ENV) for the job running in this thread: the value set by
-    :func:`job_env_set` in this thread, else ``os.environ[key]`` (the basic and joblib launchers), else None."""
-    values = getattr(_JOB_ENV, "values", None) or {}
-    return values.get(key) or os.environ.get(key) or None
-
-
-class job_env_set:
-    """Within, :func:`job_env` of this thread returns ``values`` (a None value: os.environ's)."""
-
-    def __init__(self, values: dict):
-        self.values = {k: v for k, v in values.items() if v is not None}
-
-    def __enter__(self):
-        self.saved = getattr(_JOB_ENV, "values", None)
-        _JOB_ENV.values = self.values
-        return self
-
-    def __exit__(self, *exc):
-        _JOB_ENV.values = self.saved
-        return False
-#: why the sweep of this process failed outside its jobs (the launcher could not start): the parent's tag ``error``
-_SWEEP_ERROR: list = []
-
-
-def mark_sweep_failed(reason: str) -> None:
-    """Record that this process's sweep failed outside its jobs (e.g. ``hydra.launcher.address`` unreachable): the
-    parent run then ends FAILED with ``reason`` in its tag ``error``."""
-    _SWEEP_ERROR.append(reason)
-
-
-def launcher_config_error() -> bool:
-    """True if this process's sweep failed on a bad ``hydra.launcher.*`` value (exit status 2, as any bad input)."""
-    return bool(_SWEEP_ERROR) and _SWEEP_ERROR[0].startswith("LauncherConfigError")
 #: MLflow accepts at most 1000 metrics and 100 params/tags per log_batch call.
 MAX_METRICS, MAX_PARAMS = 1000, 100
 
@@ -96,15 +51,37 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
                                               f"cannot be created: {uri!r}: {exc}") from exc
 
 
+#: the MLflow clients of this process, one per tracking URI (making one opens the store: about 1 s for sqlite)
+_CLIENTS: dict = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
 def client_for(uri: str):
-    """An ``MlflowClient`` for ``uri``. For a ``sqlite:///`` store, the store's schema is made (or migrated) while an
-    exclusive lock on ``<db>.lock`` is held, so processes that open a fresh store at once (two sweeps started
-    together, the jobs of a parallel launcher) wait for the first instead of racing on MLflow's migration (which
-    failed the second with ``CommandError: Online migration expected to match one row`` and could leave the store
-    unreadable). Stores on one host only: for several hosts use an ``mlflow server``."""
+    """The ``MlflowClient`` of ``uri`` in this process (made once, then reused by every job of a sweep run here).
+
+    For a ``sqlite:///`` store, the store's schema is made (or migrated) while an exclusive lock on ``<db>.lock`` is
+    held, so processes that open a fresh store at once (two sweeps started together, the jobs of a parallel
+    launcher) wait for the first instead of racing on MLflow's migration (which failed the second with
+    ``CommandError: Online migration expected to match one row`` and could leave the store unreadable). Stores on
+    one host only: for several hosts use an ``mlflow server``. A store file deleted since its client was made (a
+    test's temporary directory) gets a new client.
+    """
+    with _CLIENTS_LOCK:
+        db = uri[len("sqlite:///"):].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
+        client = _CLIENTS.get(uri)
+        if client is not None and (db in ("", ":memory:") or Path(db).exists()):
+            return client
+        _CLIENTS[uri] = client = _new_client(uri, db)
+        return client
+
+
+def _new_client(uri: str, db: str):
+    import logging as _logging
+
     from mlflow.tracking import MlflowClient
 
-    db = uri[len("sqlite:///"):].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
+    _logging.getLogger("mlflow.store.db.utils").setLevel(_logging.WARNING)   # "Creating initial MLflow database
+    _logging.getLogger("alembic").setLevel(_logging.WARNING)                  # tables...": not the run's business
     if db in ("", ":memory:"):
         return MlflowClient(tracking_uri=uri)
     import fcntl
@@ -410,118 +387,28 @@ def import_metrics(path, uri: str) -> int:
     return sum(len(p) for p in by_run.values())
 
 
-class SweepParentRun(Callback):
-    """Hydra callback: with ``-m``, one MLflow parent run per sweep; every job's run is its child.
-
-    ``on_multirun_start`` runs once in the launching process before any job: it creates the
-    parent run and exports its id in ``$ISPARSE_PARENT_RUN_ID`` for the jobs (not
-    ``MLFLOW_RUN_ID``, which would make every job reuse one run). ``on_multirun_end`` ends it:
-    FAILED if any child failed, else FINISHED. Hydra's basic sweeper re-raises a failed job's
-    exception after the batch and then skips ``on_multirun_end``; an ``atexit`` hook ends the
-    parent run in that case.
-
-    With a parallel launcher (``hydra/launcher=joblib``, ``hydra/launcher=dask``) ``on_job_start`` and
-    ``on_job_end`` run in the worker processes, on a pickled copy of this callback; ``on_multirun_*`` and the
-    ``atexit`` hook run in the launching process. So the parent counts and lists the failed jobs from the store
-    (its FAILED child runs: ``failed_jobs``, the artifact ``failed_jobs.txt``), which holds for every launcher.
-    """
-
-    def __init__(self):
-        self.logger = None
-        self.failed = 0
-        self.completed = False
-
-    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        from hydra.core.hydra_config import HydraConfig
-
-        # Hydra sets HydraConfig for each job, not yet here: set it so ${hydra:runtime.cwd} resolves
-        HydraConfig.instance().set_config(config)
-        uri, experiment = str(config.tracking.uri), str(config.tracking.experiment)
-        check_reachable(uri)
-        sweep_dir = HydraConfig.get().sweep.dir
-        self.logger = RunLogger(uri, experiment, run_name=f"sweep-{Path(sweep_dir).name}", spill_dir=sweep_dir,
-                                tags={"isparse.sweep": "true", "sweep_dir": str(Path(sweep_dir).resolve())})
-        overrides = list(HydraConfig.get().overrides.task)
-        self.logger.set_tags({"sweep_overrides": " ".join(overrides)})
-        os.environ[PARENT_ENV] = self.logger.run_id
-        log.info("MLflow sweep run %s; its runs: %s", self.logger.run_id, ui_link(uri, self.logger.experiment_id))
-        atexit.register(self._end)
-
-    def on_job_end(self, config: DictConfig, job_return, **kwargs) -> None:
-        from hydra.core.utils import JobStatus
-
-        if job_return.status == JobStatus.FAILED:
-            self.failed += 1
-
-    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        self.completed = True
-        if self.logger is not None and config.get("report", {}).get("auto", False):
-            from .report import build_report
-
-            self.logger.flush()
-            try:
-                result = build_report(str(config.tracking.uri), parent_id=self.logger.run_id,
-                                      outputs=config.paths.outputs)
-                log.info("report of sweep %s: %s", self.logger.run_id, result["dir"])
-            except Exception as exc:  # noqa: BLE001 - the sweep's runs are logged; the report can be rebuilt
-                log.error("report failed (%s: %s); rebuild it with: isparse-report --uri %s --parent %s",
-                          type(exc).__name__, exc, config.tracking.uri, self.logger.run_id)
-                self.logger.set_tags({"report_error": f"{type(exc).__name__}: {exc}"})
-        self._end()
-
-    def _failed_children(self, logger) -> list:
-        """The sweep's FAILED child runs in the store, by job number: [(job, overrides, error, run id)]. Read from
-        the store, not counted in ``on_job_end``: with a parallel launcher (joblib, dask) that callback runs in the
-        worker processes, on a copy of this object."""
-        try:
-            runs = logger.client.search_runs([logger.experiment_id],
-                                             filter_string=f"tags.mlflow.parentRunId = '{logger.run_id}'",
-                                             max_results=50_000)
-        except Exception as exc:  # noqa: BLE001 - the store is away: the count of on_job_end stands
-            log.warning("could not list the sweep's runs (%s)", exc)
-            return []
-        out = [(r.data.tags.get("sweep_job", "?"), r.data.tags.get("overrides", ""), r.data.tags.get("error", "?"),
-                r.info.run_id) for r in runs if r.info.status == "FAILED"]
-        return sorted(out, key=lambda f: (not str(f[0]).isdigit(), int(f[0]) if str(f[0]).isdigit() else 0))
-
-    def _end(self) -> None:
-        if self.logger is not None:
-            logger, self.logger = self.logger, None
-            failed = self._failed_children(logger)
-            self.failed = max(self.failed, len(failed))
-            tags = {"failed_jobs": self.failed, "completed": str(self.completed).lower()}
-            if failed:   # job number, overrides, error: a line each (the artifact failed_jobs.txt, and a tag)
-                text = "".join(f"#{job}\t{ovr}\t{err.splitlines()[0] if err else ''}\trun {rid}\n"
-                               for job, ovr, err, rid in failed)
-                logger.log_text(text, "failed_jobs.txt")
-                tags["failed_jobs_list"] = text
-                for job, ovr, err, rid in failed:
-                    log.error("sweep %s: job #%s (%s) FAILED: %s", logger.run_id, job, ovr,
-                              err.splitlines()[0] if err else "?")
-            if _SWEEP_ERROR:
-                tags["error"] = _SWEEP_ERROR[0]
-            logger.set_tags(tags)
-            if not self.completed:      # a job failed (Hydra then skips on_multirun_end) or the sweep was interrupted
-                log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
-                            logger.run_id, logger.run_id)
-            status = "FAILED" if self.failed or _SWEEP_ERROR else ("FINISHED" if self.completed else "KILLED")
-            logger.end(status)
-            log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
-            os.environ.pop(PARENT_ENV, None)
-
-
-def resolved_config(cfg: DictConfig) -> dict:
-    """The job's config, resolved, as plain containers (without the hydra node)."""
-    return {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v
-            for k, v in cfg.items_ex(resolve=True) if k != "hydra"}
-
-
-if __name__ == "__main__":   # python -m pipeline.tracking import FILE --uri URI
+def main(argv=None) -> None:
+    """``python -m pipeline.tracking import FILE --uri URI``: send the metric points a run could not send."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="Import metric points a run could not send (unsent_metrics.jsonl).")
+    from .errors import console
+
+    parser = argparse.ArgumentParser(prog="python -m pipeline.tracking",
+                                     description="Import metric points a run could not send (unsent_metrics.jsonl).")
     parser.add_argument("command", choices=["import"])
     parser.add_argument("file")
     parser.add_argument("--uri", required=True, help="the MLflow tracking URI")
-    args = parser.parse_args()
-    print(f"imported {import_metrics(args.file, args.uri)} metric points")
+    args = parser.parse_args(argv)
+
+    def body():
+        check_reachable(args.uri)
+        if not Path(args.file).is_file():
+            raise ConfigError("file", f"The 'file' parameter must be an existing unsent_metrics.jsonl file; got "
+                                      f"{args.file!r}.")
+        print(f"imported {import_metrics(args.file, args.uri)} metric points")
+
+    console("python -m pipeline.tracking", body)
+
+
+if __name__ == "__main__":
+    main()

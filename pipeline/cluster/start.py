@@ -1,4 +1,5 @@
-"""The Dask cluster of a run: a LocalCluster the run starts and closes, or a scheduler that is already running."""
+"""Starting and closing the Dask cluster of a run: a LocalCluster, a deployed cluster (SSH, SLURM, Kubernetes) or a
+scheduler that is already running (its options: ``pipeline.cluster.options``)."""
 
 from __future__ import annotations
 
@@ -10,161 +11,56 @@ from pathlib import Path
 
 from isparse.errors import ConfigError
 
+from .options import security_from
+
 log = logging.getLogger(__name__)
 
 
-TLS_FILES = ("tls_ca_file", "tls_client_cert", "tls_client_key")
-
-
-def security_from(cluster_cfg):
-    """The ``distributed.security.Security`` of ``cluster.security``, or None for plain tcp.
-
-    ``cluster.security.tls_ca_file``, ``tls_client_cert`` and ``tls_client_key`` are paths to PEM files
-    (the CA that signed the scheduler's and workers' certificates; this client's certificate and key);
-    ``require_encryption`` refuses unencrypted connections.
-
-    Raises
-    ------
-    ConfigError
-        Only some of the three files are given, a file does not exist, a ``tls://`` address has no
-        certificates, or certificates are given for a ``tcp://`` address.
-    """
-    sec = cluster_cfg.get("security") or {}
-    files = {k: sec.get(k) for k in TLS_FILES}
-    address = str(cluster_cfg.get("address") or "")
-    given = [k for k, v in files.items() if v]
-    if not given:
-        if address.startswith("tls://"):
-            raise ConfigError("cluster.security.tls_ca_file",
-                              f"The 'cluster.security.tls_ca_file', 'cluster.security.tls_client_cert' and "
-                              f"'cluster.security.tls_client_key' parameters must be set (PEM files) to connect to the "
-                              f"TLS scheduler cluster.address={address!r}; got none.")
-        if sec.get("require_encryption"):
-            raise ConfigError("cluster.security.require_encryption",
-                              "The 'cluster.security.require_encryption' parameter must be false without TLS "
-                              "certificates (cluster.security.tls_*); got true.")
-        return None
-    for key, path in files.items():
-        if not path:
-            raise ConfigError(f"cluster.security.{key}", f"The 'cluster.security.{key}' parameter must be set with "
-                                                         f"{', '.join('cluster.security.' + g for g in given)} "
-                                                         f"(a PEM file); got null.")
-        if not Path(str(path)).is_file():
-            raise ConfigError(f"cluster.security.{key}", f"The 'cluster.security.{key}' parameter must be an existing "
-                                                         f"PEM file; got {str(path)!r} (no such file).")
-    if address and not address.startswith("tls://"):
-        raise ConfigError("cluster.address", f"The 'cluster.address' parameter must be a tls://HOST:PORT address when "
-                                             f"cluster.security.tls_* are set; got {address!r}.")
-    from distributed.security import Security
-
-    cert, key = str(files["tls_client_cert"]), str(files["tls_client_key"])
-    roles = {} if address else {"tls_scheduler_cert": cert, "tls_scheduler_key": key,   # a LocalCluster: the same
-                                "tls_worker_cert": cert, "tls_worker_key": key}         # certificate for every role
-    return Security(tls_ca_file=str(files["tls_ca_file"]), tls_client_cert=cert, tls_client_key=key,
-                    require_encryption=sec.get("require_encryption") is not False, **roles)
-
-
-#: cluster.kind -> (module, class, the package to install, the pip extra) of the clusters started through an extra
-DEPLOYERS = {"ssh": ("distributed.deploy.ssh", "SSHCluster", "asyncssh", "ssh"),
-             "slurm": ("dask_jobqueue", "SLURMCluster", "dask_jobqueue", "slurm"),
-             "kubernetes": ("dask_kubernetes.operator", "KubeCluster", "dask_kubernetes", "kubernetes")}
-KINDS = ("local", "address", *DEPLOYERS)
-
-
-def check_cluster(cluster_cfg) -> str:
-    """Checks of ``cluster.*`` that need no cluster; returns ``cluster.kind``.
-
-    Raises
-    ------
-    ConfigError
-        An unknown kind, the extra of ssh/slurm/kubernetes not installed (naming ``pip install 'isparse[extra]'``),
-        bad recovery settings, or TLS settings that do not fit (:func:`security_from`).
-    """
-    import importlib.util
-
-    from isparse.errors import check_choice, check_range
-
-    kind = check_choice("cluster.kind", cluster_cfg.get("kind", "local"), KINDS)
-    if kind in DEPLOYERS:
-        _, cls, package, extra = DEPLOYERS[kind]
-        if importlib.util.find_spec(package) is None:
-            raise ConfigError("cluster.kind", f"The 'cluster.kind' parameter {kind} (cluster={kind}, {cls}) needs the "
-                                              f"package {package.replace('_', '-')}, which is not installed: "
-                                              f"pip install 'isparse[{extra}]'.")
-        if cluster_cfg.get("address"):
-            raise ConfigError("cluster.address", f"The 'cluster.address' parameter must be null for cluster={kind} "
-                                                 f"(the run starts the cluster); got {cluster_cfg.address!r}.")
-    if kind == "address" and not cluster_cfg.get("address"):
-        raise ConfigError("cluster.address", "The 'cluster.address' parameter must be set for cluster=address "
-                                             "(tcp://HOST:PORT or tls://HOST:PORT of a running scheduler); got nothing.")
-    if kind == "local" and not cluster_cfg.get("address"):
-        check_range("cluster.n_workers", cluster_cfg.n_workers, 1, None, integer=True)
-        check_range("cluster.threads_per_worker", cluster_cfg.threads_per_worker, 1, None, integer=True)
-        if cluster_cfg.get("malloc_trim_threshold") is not None:
-            check_range("cluster.malloc_trim_threshold", cluster_cfg.malloc_trim_threshold, 0, None, integer=True)
-    check_range("cluster.snapshot_every", cluster_cfg.snapshot_every, 0, None, integer=True)
-    check_range("cluster.worker_timeout", cluster_cfg.worker_timeout, 0.0, None, low_open=True)
-    check_range("cluster.measure_every", cluster_cfg.get("measure_every", 50), 1, None, integer=True)
-    if security_from(cluster_cfg) is not None and kind == "kubernetes":
-        raise ConfigError("cluster.security.tls_ca_file", "The 'cluster.security.tls_*' parameters must be null for "
-                                                          "cluster=kubernetes (KubeCluster takes no Security; configure "
-                                                          "TLS in the operator's cluster spec); got certificates.")
-    return kind
-
-
-def _deploy(kind, cluster_cfg, security):
-    """Start the ssh, slurm or kubernetes cluster of ``cluster_cfg`` (its extra is installed: :func:`check_cluster`)."""
+def _deploy(cluster, security, run_dir=None):
+    """Start the ssh, slurm or kubernetes cluster of the options ``cluster`` (its extra is installed:
+    ``ClusterOptions.check_run``). A SLURM job's output goes to ``options.log_directory``, by default
+    ``<run_dir>/slurm`` (dask-jobqueue's default is the current directory)."""
     import importlib
 
-    from omegaconf import OmegaConf
-
-    module, cls, _, _ = DEPLOYERS[kind]
+    module, cls, _, _ = cluster.deployer
     Cluster = getattr(importlib.import_module(module), cls)
-    plain = OmegaConf.to_container(cluster_cfg, resolve=True)
     sec = {} if security is None else {"security": security}
-    if kind == "ssh":
+    if cluster.kind == "ssh":
         try:
-            return Cluster(hosts=list(plain["hosts"]), connect_options=plain.get("connect_options") or {},
-                           worker_options=plain.get("worker_options") or {},
-                           scheduler_options=plain.get("scheduler_options") or {},
-                           remote_python=plain.get("remote_python"), **sec)
+            return Cluster(hosts=list(cluster.hosts), connect_options=dict(cluster.connect_options),
+                           worker_options=dict(cluster.worker_options),
+                           scheduler_options=dict(cluster.scheduler_options),
+                           remote_python=cluster.remote_python, **sec)
         except Exception as exc:   # noqa: BLE001 - asyncssh's and SSHCluster's errors: refused, no key, start-up
             raise ConfigError("cluster.hosts", f"The 'cluster.hosts' parameter must name hosts that accept SSH with "
                                                f"cluster.connect_options (port, username, client_keys, known_hosts) "
                                                f"and run cluster.remote_python with this package installed; "
-                                               f"SSHCluster({plain['hosts']}) failed to start: "
+                                               f"SSHCluster({list(cluster.hosts)}) failed to start: "
                                                f"{type(exc).__name__}: {exc} (the remote output: rerun with "
                                                f"hydra.verbose=distributed.deploy.ssh)") from exc
-    if kind == "slurm":
+    options = dict(cluster.options)
+    if cluster.kind == "slurm":
         import shutil
 
         if shutil.which("sbatch") is None:
             raise ConfigError("cluster.kind", "The 'cluster.kind' parameter slurm (cluster=slurm) needs SLURM's sbatch "
                                               "on PATH (run on a SLURM submit host); got no sbatch.")
-        cluster = Cluster(**(plain.get("options") or {}), **sec)
+        if run_dir is not None and not options.get("log_directory"):
+            options["log_directory"] = str(Path(run_dir) / "slurm")
+        slurm = Cluster(**options, **sec)
         try:
-            check_slurm_job(cluster.job_script())
+            check_slurm_job(slurm.job_script())
         except BaseException:
-            cluster.close()
+            slurm.close()
             raise
-        cluster.scale(jobs=int(plain["jobs"]))
-        return cluster
-    return Cluster(n_workers=int(plain["n_workers"]), **(plain.get("options") or {}))
+        slurm.scale(jobs=cluster.jobs)
+        return slurm
+    return Cluster(n_workers=cluster.n_workers, **options)
 
 
-def expected_workers(kind, cluster_cfg) -> int:
-    """How many Dask workers a cluster the run starts will have: ``cluster.jobs`` x ``options.processes`` SLURM jobs'
-    workers, one per host after the first (the scheduler's) for ssh, ``cluster.n_workers`` for kubernetes and local."""
-    if kind == "slurm":
-        return int(cluster_cfg.jobs) * int((cluster_cfg.get("options") or {}).get("processes", 1) or 1)
-    if kind == "ssh":
-        return max(len(cluster_cfg.hosts) - 1, 1)
-    return int(cluster_cfg.get("n_workers", 1) or 1)
-
-
-def wait_for_started_workers(client, kind, cluster_cfg, timeout: float) -> int:
-    """Wait up to ``timeout`` s for all :func:`expected_workers` of a started cluster, so that the logical workers
-    are spread over all of them (they are placed on the workers there when the run starts); go on with fewer
+def wait_for_started_workers(client, cluster, timeout: float) -> int:
+    """Wait up to ``timeout`` s for all ``cluster.expected_workers()`` of a started cluster, so that the logical
+    workers are spread over all of them (they are placed on the workers there when the run starts); go on with fewer
     (a warning) when some have not started by then (SLURM jobs still queued), as long as there is one.
 
     Raises
@@ -172,7 +68,7 @@ def wait_for_started_workers(client, kind, cluster_cfg, timeout: float) -> int:
     TimeoutError
         No worker at all within ``timeout`` seconds (naming ``cluster.timeout`` and, for SLURM, the queue).
     """
-    expected = expected_workers(kind, cluster_cfg)
+    expected, kind = cluster.expected_workers(), cluster.kind
     try:
         client.wait_for_workers(expected, timeout=timeout)
     except TimeoutError:
@@ -292,17 +188,19 @@ def environ(updates: dict):
 
 
 @contextlib.contextmanager
-def dask_client(cluster_cfg):
-    """Yield a connected ``distributed.Client``; close what was opened here on exit.
+def dask_client(cluster, run_dir=None):
+    """Yield a connected ``distributed.Client`` for the cluster options ``cluster`` (``pipeline.cluster.options``);
+    close what was opened here on exit.
 
-    ``cluster.address`` null starts a ``LocalCluster`` of ``cluster.n_workers`` processes bound to
-    ``cluster.host``; an address (``tcp://HOST:PORT`` or ``tls://``) connects to a running scheduler;
-    ``cluster.kind`` ssh, slurm or kubernetes starts that cluster (:data:`DEPLOYERS`) and closes it at the end.
+    ``cluster.address`` null starts a ``LocalCluster`` of ``cluster.n_workers`` processes bound to ``cluster.host``;
+    an address (``tcp://HOST:PORT`` or ``tls://``) connects to a running scheduler; ``cluster=ssh``, ``slurm`` or
+    ``kubernetes`` starts that cluster and closes it at the end (SLURM's job output under ``run_dir``).
 
     Raises
     ------
     ConfigError
-        The scheduler at ``cluster.address`` cannot be reached within ``cluster.timeout`` seconds.
+        The scheduler at ``cluster.address`` cannot be reached within ``cluster.timeout`` seconds, or the cluster's
+        options do not fit (``ClusterOptions.check_run``).
     """
     from distributed import Client
 
@@ -315,16 +213,15 @@ def dask_client(cluster_cfg):
     for name in ("asyncssh", "distributed.deploy.ssh"):
         if logging.getLogger(name).level == logging.NOTSET:
             logging.getLogger(name).setLevel(logging.WARNING)
-    timeout = float(cluster_cfg.get("timeout", 10))
-    direct = bool(cluster_cfg.get("direct_to_workers", True))
-    cluster = None
-    kind = check_cluster(cluster_cfg)
-    security = security_from(cluster_cfg)
-    if kind in DEPLOYERS:
-        cluster = _deploy(kind, cluster_cfg, security)
-        client = Client(cluster, direct_to_workers=direct, security=security)
-    elif cluster_cfg.get("address"):
-        address = str(cluster_cfg.address)
+    cluster.check_run()
+    timeout, direct = float(cluster.timeout), bool(cluster.direct_to_workers)
+    security = security_from(cluster)
+    started = None
+    if cluster.deployer is not None:
+        started = _deploy(cluster, security, run_dir)
+        client = Client(started, direct_to_workers=direct, security=security)
+    elif cluster.address:
+        address = str(cluster.address)
         try:
             client = Client(address, timeout=timeout, direct_to_workers=direct, security=security)
         except (OSError, TimeoutError) as exc:
@@ -335,17 +232,16 @@ def dask_client(cluster_cfg):
                                                  f"client; could not connect to {address!r} {tls} within {timeout:g} s: "
                                                  f"{type(exc).__name__}: {exc}") from exc
     else:
-        cluster = local_cluster(n_workers=int(cluster_cfg.n_workers), threads_per_worker=int(cluster_cfg.threads_per_worker),
-                                host=cluster_cfg.get("host", "127.0.0.1"),
-                                dashboard_address=cluster_cfg.get("dashboard_address", "127.0.0.1:0"),
-                                malloc_trim_threshold=cluster_cfg.get("malloc_trim_threshold"),
+        started = local_cluster(n_workers=cluster.n_workers, threads_per_worker=cluster.threads_per_worker,
+                                host=cluster.host, dashboard_address=cluster.dashboard_address,
+                                malloc_trim_threshold=cluster.malloc_trim_threshold,
                                 silence_logs=logging.WARNING, security=security,
                                 protocol="tls://" if security is not None else None)
-        client = Client(cluster, direct_to_workers=direct, security=security)
+        client = Client(started, direct_to_workers=direct, security=security)
     interrupted = False
     try:
-        if kind in DEPLOYERS:   # started for the run: wait for all its workers (SLURM jobs start one by one)
-            wait_for_started_workers(client, kind, cluster_cfg, timeout)
+        if cluster.deployer is not None:   # started for the run: wait for all its workers (SLURM jobs start one by one)
+            wait_for_started_workers(client, cluster, timeout)
         elif len(client.scheduler_info()["workers"]) == 0:
             client.wait_for_workers(1, timeout=timeout)
         log.info("Dask scheduler %s, %d workers, dashboard %s", client.scheduler.address,
@@ -357,8 +253,8 @@ def dask_client(cluster_cfg):
     finally:
         with quiet_teardown(restore=not interrupted):
             client.close()
-            if cluster is not None:
-                cluster.close()
+            if started is not None:
+                started.close()
 
 
 #: the loggers a cluster's teardown writes to: distributed's (workers and nannies closing, connections dropped),

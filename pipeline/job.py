@@ -1,0 +1,245 @@
+"""One ``isparse-run`` job: the composed config checked into a :class:`~pipeline.schema.JobConfig`, the run built by
+``isparse.build`` (data, problem, x*, method, stepsize, bound), run on the configured engine and logged to MLflow.
+
+Order, so that bad input fails before any work and nothing logged is lost: the config's checks (no data, no
+store), the tracking store reachable, the data read and the run built, the cluster started (an unreachable
+scheduler fails before any MLflow run), then the MLflow run, the iterations and what they produced. The run always
+ends FINISHED, FAILED (with the reason in the tag ``error``; the exception is re-raised) or KILLED, and the
+cluster the job started is closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+
+from isparse import build
+from isparse.engines import DivergenceError, InProcessPool
+
+from .errors import user_message
+from .lifecycle import (MetricsLog, checkpoint_saver, end_line, load_resume, logged_until, run_name, start_run,
+                        stop_on_signals, warn_if_predicted_beyond)
+from .schema import JobConfig, job_overrides, load_job
+from .sweep import FAILURE_TAG
+from .tracking import check_reachable, flatten
+
+log = logging.getLogger("isparse")
+
+
+def output_dir() -> Path:
+    """The job's directory (Hydra's ``runtime.output_dir``; the current directory outside a Hydra job)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
+
+
+def run_job(cfg, made: dict | None = None) -> dict:
+    """Run the job of the composed config ``cfg``; returns its summary (final metrics).
+
+    ``made`` (a dict) is filled with ``run_id`` once the MLflow run exists and ``job`` once the config is checked
+    (the caller's failure record uses them).
+
+    Raises
+    ------
+    ConfigError, DataError
+        Bad input, before any MLflow run is made (or, for the few checks that need the run's data, with the run
+        FAILED).
+    DivergenceError
+        The iterates diverged (the run FAILED, with its last finite iterate as the artifact x_last_finite.npy).
+    """
+    made = {} if made is None else made
+    overrides = job_overrides()
+    job = load_job(cfg)
+    checkpoint = None
+    if job.resume:   # the stored config and last checkpoint of an earlier run
+        check_reachable(job.tracking.uri)
+        job, checkpoint = load_resume(job, overrides, output_dir(), JobConfig)
+    made["job"] = job
+    check_reachable(job.tracking.uri)
+    setup = build(job, cache_dir=job.cache_dir)
+    name = run_name(job, setup)
+    end = {}   # the MLflow run's id and status: its last line, printed once the cluster is closed
+    with end_line(job, end, overrides, setup.method.asynchronous), stop_on_signals() as stop, \
+            _pool(job, setup, stop) as pool:
+        logger = start_run(job, setup, name, overrides, output_dir(), checkpoint)
+        made["run_id"] = logger.run_id
+        status = "FAILED"
+        end.update(run_id=logger.run_id, uri=job.tracking.uri, status=status, client=logger.client)
+        try:
+            summary = _run_and_log(job, setup, pool, logger, name, stop, checkpoint)
+            status = "FINISHED"
+            return summary
+        except BaseException as exc:
+            end["reason"] = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, KeyboardInterrupt):
+                with contextlib.suppress(Exception):   # for the task's exit status and its message
+                    exc.run_id, exc.signal = logger.run_id, stop.signal
+                if stop.signal:
+                    end["reason"] = f"{stop.signal}, {exc}" if str(exc).startswith("stopped at") else stop.signal
+                status = "KILLED"
+            with contextlib.suppress(Exception):   # failure: bad input or an error (a sweep's exit status reads it)
+                logger.set_tags({"error": f"{type(exc).__name__}: {exc}",
+                                 FAILURE_TAG: "input" if user_message(exc) is not None else "error"})
+            if isinstance(exc, DivergenceError):   # keep the last finite iterate and the stepsize that broke it
+                with contextlib.suppress(Exception):
+                    path = output_dir() / "x_last_finite.npy"
+                    np.save(path, exc.x_last)
+                    logger.log_artifact(path)
+                    logger.set_tags({"diverged_at_iteration": exc.t, "diverged_gamma": exc.gamma})
+            raise
+        finally:
+            end["status"] = status
+            logger.end(status)
+
+
+@contextlib.contextmanager
+def _pool(job, setup, stop):
+    """The engine's pool; on Dask the cluster and the hosts' actors, made with signals deferred (``stop``)."""
+    args = setup.pool_args()
+    if job.engine == "inprocess":
+        yield InProcessPool(*args)
+        return
+    from isparse.engines.dask import DaskPool
+
+    from .cluster import dask_client
+
+    with contextlib.ExitStack() as stack:
+        with stop.deferred():   # Ctrl-C while the cluster starts and the shards travel: taken once they are done
+            client = stack.enter_context(dask_client(job.cluster, run_dir=output_dir()))
+            print(f"Dask dashboard: {client.dashboard_link}", flush=True)
+            source = None
+            if job.data.load == "on_worker":   # each Dask worker reads its rows of the shared file
+                from isparse.problems.source import ShardSource
+
+                source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
+            pool = DaskPool(client, *args, snapshot_every=job.cluster.snapshot_every,
+                            worker_timeout=job.cluster.worker_timeout, measure_every=job.cluster.measure_every,
+                            source=source)
+            stack.callback(pool.close)
+        yield pool
+
+
+def _uplink_convention(method) -> str:
+    if method.sends_ids:
+        return "values x 8 B + block ids x 4 B (none when dense)"
+    if method.tau_m == method.blocks.m:
+        return "values x 8 B (all blocks: no ids)"
+    return "values x 8 B (block ids recomputed by the master)"
+
+
+def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
+    import yaml
+
+    derived, bound, method = setup.derived, setup.bound, setup.method
+    outdir = output_dir()
+    predicted = bound.iterations_to(job.tol * derived["r0"])
+    warn_if_predicted_beyond(job, bound, derived["r0"], predicted)
+    if checkpoint is None:   # a resumed run has these already
+        config = job.to_dict()
+        logger.log_params({**flatten(config), **derived, "data.source": job.data.describe(setup.problem),
+                           "data.labels": (setup.problem.data.labels if setup.problem.data is not None else "") or "none",
+                           "tau_setting": job.tau, "uplink_convention": _uplink_convention(method)})
+        logger.log_text(yaml.safe_dump(config, sort_keys=False), "config.yaml")
+        logger.set_tags({"predicted_iterations": predicted})
+        if job.compare.role is not None:     # also a param (compare.role); a tag for the MLflow UI's filters
+            logger.set_tags({"compare.role": job.compare.role, "compare.arm": str(job.compare.arm)})
+        logger.log_metrics({"predicted_iterations": predicted}, step=0)
+    logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
+    if pool.name == "dask":
+        logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none",
+                         "dask_scheduler": pool.client.scheduler.address})
+        pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
+    skip, wall = logged_until(logger) if checkpoint is not None else (-1, None)
+    observer = MetricsLog(logger, lambda rec: metrics(rec, method.n, derived["r0"], bound.quantity), skip, wall)
+    result = setup.run(pool, max_iter=job.max_iter, tol=job.tol, log_every=job.tracking.log_every, observer=observer,
+                       progress=job.progress, expected_iter=predicted, should_stop=stop, resume=checkpoint,
+                       checkpoint_every=job.checkpoint.every,
+                       on_checkpoint=checkpoint_saver(logger, outdir, observer.logs))
+    stop.done()
+    np.save(outdir / "x_final.npy", result.x)
+    logger.log_artifact(outdir / "x_final.npy")
+    last = result.records[-1]
+    summary = {"iterations": result.iterations, "converged": float(result.converged),
+               "final_dist_sq": last["dist_sq"], "final_bound": last["bound"],
+               "uplink_bytes_total": last["uplink_bytes"],
+               "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
+               "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
+               "wall_s_total": last["wall_s"] + observer.shift}
+    if pool.name == "dask":   # the Dask engine measured what it received
+        traffic = pool.traffic()
+        summary.update({k: traffic[k] for k in ("uplink_serialized_ratio", "uplink_overhead_per_reply")})
+        logger.log_params({"uplink_serialized_ratio": f"{traffic['uplink_serialized_ratio']:.6g}",
+                           "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(reply)) per host reply, "
+                                                        f"every {pool.measure_every} rounds"})
+    logger.log_metrics(summary, step=result.iterations)
+    logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
+    _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived, bound)
+    if not result.converged:
+        note = f"max_iter={job.max_iter} reached before tol={job.tol} (predicted iterations: {predicted})"
+        logger.set_tags({"stopped": note})
+        if job.tol > 0:   # tol = 0 asks for all of max_iter
+            log.warning("%s: %s; dist_sq/r0 = %.3e", name, note, last["dist_sq"] / max(derived["r0"], 1e-300))
+    log.info("%s: %d iterations, dist_sq %.3e (%s), converged=%s, uplink %d B, %.2f s",
+             name, result.iterations, last["dist_sq"], bound_text(bound, last["bound"]), result.converged,
+             last["uplink_bytes"], summary["wall_s_total"])
+    return summary
+
+
+def _log_figure(logger, outdir: Path, records, title, job, derived, bound) -> None:
+    """The run's convergence.png, drawn once (from t = 0, a resumed run too: the checkpoint carries the records),
+    saved beside the job and uploaded."""
+    from .plots import convergence_figure
+
+    fig = convergence_figure(records, title, tol=job.tol, r0=derived["r0"], bound_quantity=bound.quantity)
+    path = outdir / "convergence.png"
+    fig.savefig(path, dpi=100)
+    logger.log_artifact(path)
+
+
+def bound_text(bound, value: float) -> str:
+    """``bound 1.234e-08``, or why the run has no bound (its tag ``bound_applicable=false``): the reason the
+    method's ``bound`` gives (``NoBound.theorem``), or a stepsize above the theorem's."""
+    from isparse.theory.bound import NoBound
+
+    if math.isfinite(value) or bound.applicable:   # a bound on another quantity (IASGD: subopt) says which
+        return f"bound {value:.3e}" if bound.quantity == "dist_sq" else f"bound on {bound.quantity} {value:.3e}"
+    if isinstance(bound, NoBound):   # a peer, or a theorem whose assumptions fail: its theorem says why
+        return f"no bound: {bound.theorem}"
+    limit = bound.gamma_max if bound.gamma_max is not None else bound.gamma_theory
+    return f"no bound: the stepsize gamma = {bound.gamma:.4g} is above the gamma <= {limit:.4g} of {bound.theorem}"
+
+
+def _log_recovery(logger, pool, event):
+    """A lost Dask worker was recovered from: a tag per event and the metric ``worker_restarts``."""
+    log.warning("lost Dask worker(s) %s at round %d; logical workers %s moved to %s (%d rounds replayed, %.2f s)",
+                event["lost"], event["round"], event["workers"], list(event["moved_to"]), event["replayed_rounds"],
+                event["seconds"])
+    logger.set_tags({f"worker_restart_{len(pool.events)}": json.dumps(event, default=str)[:5000],
+                     "placement_after_recovery": json.dumps({str(i): a for i, a in pool.placement.items()})[:5000]})
+    logger.log_metrics({"worker_restarts": pool.restarts}, step=event["round"])
+
+
+def metrics(rec: dict, n: int, r0: float, quantity: str = "dist_sq") -> dict:
+    """The metrics logged for one record of the master loop.
+
+    Beside the record's values: ``uplink_bytes_per_worker``, and three that read on a linear axis (each only where
+    its arguments are finite and > 0): ``log10_dist_sq_rel`` = log10(dist_sq / r0), ``log10_bound_rel`` =
+    log10(bound / r0) and ``log10_bound_slack`` = log10(bound / rec[quantity]), the bound over the quantity it
+    bounds (``quantity`` = the bound's ``bound_quantity``: dist_sq, subopt, subopt_avg or grad_norm_sq_avg),
+    >= 0 where the measured value is within the bound. ``bound`` itself is left out where it is NaN.
+    """
+    out = {k: v for k, v in rec.items() if k != "step"}
+    out["uplink_bytes_per_worker"] = rec["uplink_bytes"] / n
+    bound, measured = rec["bound"], rec.get(quantity)
+    if not math.isfinite(bound):
+        out.pop("bound")
+    for key, num, den in (("log10_dist_sq_rel", rec["dist_sq"], r0), ("log10_bound_rel", bound, r0),
+                          ("log10_bound_slack", bound, measured)):
+        if num is not None and den is not None and 0 < num < math.inf and 0 < den < math.inf:
+            out[key] = math.log10(num) - math.log10(den)
+    return out

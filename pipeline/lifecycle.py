@@ -1,0 +1,410 @@
+"""The lifecycle of one MLflow run: its name, its start (or its resume from a checkpoint), its checkpoints, the
+signals that stop it, and the line it ends with.
+
+- start: :func:`start_run` makes the run (tags that place it in its sweep) or, with ``resume=<run id>``, attaches
+  to the interrupted one (:func:`load_resume`: its stored config and last checkpoint) and says from which
+  iteration it continues;
+- checkpoints: :func:`checkpoint_saver` pickles each checkpoint beside the job and uploads it;
+- metrics: :class:`MetricsLog` logs each record once per step (a resumed run replays the steps between its
+  checkpoint and the interruption: they were logged already), its ``wall_s`` continuing where it stopped;
+- signals: SIGINT and SIGTERM end the run KILLED (:func:`stop_on_signals`), at the end of an iteration;
+- the end: :func:`end_line` prints the run id, its status and the store, for a KILLED run the resume command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import pickle
+import shlex
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from isparse.errors import ConfigError
+
+from .sweep import FAILURE_TAG, PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
+from .tracking import RunLogger, client_for, ui_link
+
+log = logging.getLogger("isparse")
+
+
+# -- names ---------------------------------------------------------------------------------------------------------
+def run_name(job, setup, swept: list[str] | None = None) -> str:
+    """``tracking.run_name``, or the swept keys' values first (MLflow's runs table cuts long names), then
+    ``n<n>-b<b>-tau<tau>-g<multiplier>[<rule>]-s<seed>-<algorithm>-<data>``, e.g. ``n16-b8-tau0.0625-g1-s0-isega-a9a``
+    (the README's sweep ``algorithm=isega,ibcd workers.n=4,16 blocks.size=1,8`` gives ``isega-n4-b1-tau0.25-...``).
+
+    ``swept``: the keys the sweep varies (default: the sweep's, ``$ISPARSE_SWEPT_KEYS``)."""
+    if job.tracking.run_name:
+        return job.tracking.run_name
+    method = setup.method
+    rule = "" if job.step.rule == "theory" else job.step.rule
+    parts = {"workers.n": f"n{method.n}", "blocks.size": f"b{job.blocks.size}", "tau": f"tau{method.tau:.4g}",
+             "step.multiplier": f"g{job.step.multiplier:g}{rule}", "seed": f"s{job.seed}",
+             "algorithm": method.name, "data": job.data.name}
+    parts["step.rule"] = parts["step.multiplier"]
+    swept = (job_env(SWEPT_ENV) or "").split(",") if swept is None else swept
+    first = []
+    for key in (k for k in swept if k):
+        part = parts.get(key) or _part(job, key)
+        if part and part not in first:
+            first.append(part)
+    rest = [p for k, p in parts.items() if k != "step.rule" and p not in first]
+    return "-".join(first + rest)
+
+
+def _part(job, key: str) -> str | None:
+    """``<last part of key><value>`` of a swept key without a short form (``lam0.01``, ``rho16``, ``armisgd_n10``)."""
+    if key == "arm":
+        return f"arm{job.compare.arm}" if job.compare.arm else None
+    node = job
+    for part in key.split("."):
+        node = getattr(node, part, None)
+        if node is None:
+            return None
+    value = f"{node:g}" if isinstance(node, float) else str(node)
+    return f"{key.rsplit('.', 1)[-1]}{value}"
+
+
+def sweep_tags() -> dict:
+    """The tags that place a run in its sweep: ``sweep_job`` (Hydra's job number) and ``sweep_worker`` (the Dask
+    worker that ran it, with hydra/launcher=dask)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    tags = {}
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        with contextlib.suppress(Exception):
+            tags["sweep_job"] = str(int(HydraConfig.get().job.num))   # a tracking server takes strings only
+    if job_env(SWEEP_WORKER_ENV):
+        tags["sweep_worker"] = job_env(SWEEP_WORKER_ENV)
+    return tags
+
+
+# -- start and resume ----------------------------------------------------------------------------------------------
+def start_run(job, setup, name: str, overrides: list[str], outdir: Path, checkpoint=None) -> RunLogger:
+    """The job's MLflow run: a new one (a child of the sweep's parent run, if any), or the interrupted run
+    ``job.resume`` marked RUNNING again. Logs the run's start line (its id, name, store and UI link)."""
+    uri = job.tracking.uri
+    if checkpoint is not None:
+        logger = RunLogger.attach(uri, job.resume, spill_dir=outdir)
+        logger.set_tags({"resumed_from_iteration": checkpoint.t})
+        with contextlib.suppress(Exception):   # the interruption's reason no longer describes the run
+            logger.client.delete_tag(logger.run_id, "error")
+        log.info("resuming MLflow run %s (%s) from iteration %d, its last checkpoint; in the MLflow UI: %s",
+                 logger.run_id, logger.run.info.run_name, checkpoint.t,
+                 ui_link(uri, logger.experiment_id, logger.run_id))
+        return logger
+    bound = setup.bound
+    logger = RunLogger(uri, job.tracking.experiment, name, parent_run_id=job_env(PARENT_ENV),
+                       tags={"algorithm": setup.method.name, "data": job.data.name, "engine": job.engine,
+                             "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
+                             "bound_quantity": bound.quantity, "bound_source": bound.source,
+                             **({"bound_derivation": bound.derivation} if bound.derivation else {}),
+                             "overrides": " ".join(overrides), **sweep_tags()},
+                       spill_dir=outdir)
+    log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, name, uri,
+             ui_link(uri, logger.experiment_id, logger.run_id))
+    return logger
+
+
+#: what a resumed run takes from this invocation (the rest comes from the run's stored config)
+RESUME_KEYS = ("resume", "engine", "cluster", "tracking.uri", "progress", "paths", "hydra")
+
+
+def load_resume(job, overrides: list[str], outdir: Path, cls):
+    """The stored config of run ``job.resume`` (with this invocation's engine, cluster, progress, paths and
+    tracking URI) as a ``cls`` (the job's schema), and its last checkpoint.
+
+    Raises
+    ------
+    ConfigError
+        (key ``resume``) an override other than :data:`RESUME_KEYS` (it would be ignored), a run that does not exist
+        in ``tracking.uri``, has FINISHED or has no checkpoint.
+    """
+    import dataclasses
+
+    for override in overrides:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if not any(key == k or key.startswith(k + ".") for k in RESUME_KEYS):
+            raise ConfigError("resume", f"The 'resume' parameter continues a run with its stored config: only "
+                                        f"engine, cluster.*, tracking.uri, progress and paths.* may be given with it; "
+                                        f"got {override!r} (it would be ignored).")
+    run_id, uri = job.resume, job.tracking.uri
+    client = client_for(uri)
+    try:
+        status = client.get_run(run_id).info.status
+    except Exception as exc:
+        raise ConfigError("resume", f"The 'resume' parameter must be the id of a run in {uri}; got {run_id!r}: "
+                                    f"{type(exc).__name__}") from None
+    if status == "FINISHED":
+        raise ConfigError("resume", f"The 'resume' parameter must name a run that did not finish (KILLED, FAILED or "
+                                    f"RUNNING); run {run_id!r} is FINISHED: nothing to resume.")
+    import yaml
+
+    with _quiet_downloads():
+        try:
+            stored = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", str(outdir))).read_text())
+            with open(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir)), "rb") as fh:
+                checkpoint = pickle.load(fh)
+        except Exception as exc:
+            raise ConfigError("resume", f"The 'resume' parameter must name a run with a checkpoint (checkpoint.every "
+                                        f"> 0 and at least that many iterations); {run_id!r} has none: "
+                                        f"{type(exc).__name__}") from None
+    here = {"engine": job.engine, "cluster": job.cluster, "progress": job.progress, "resume": job.resume,
+            "paths": job.paths, "tracking": dataclasses.replace(cls.from_dict(stored).tracking, uri=uri)}
+    return dataclasses.replace(cls.from_dict(stored), **here), checkpoint
+
+
+@contextlib.contextmanager
+def _quiet_downloads():
+    """No MLflow progress bars while a resumed run's config and checkpoint download."""
+    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    saved = os.environ.get(key)
+    os.environ[key] = "false"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = saved
+
+
+def logged_until(logger) -> tuple[int, float | None]:
+    """(the last step logged of ``dist_sq``, the ``wall_s`` logged at it): what a resumed run has logged already
+    ((-1, None) for a new run)."""
+    with contextlib.suppress(Exception):
+        dist = logger.client.get_metric_history(logger.run_id, "dist_sq")
+        if dist:
+            last = max(m.step for m in dist)
+            wall = [m.value for m in logger.client.get_metric_history(logger.run_id, "wall_s") if m.step == last]
+            return last, (wall[-1] if wall else None)
+    return -1, None
+
+
+class MetricsLog:
+    """The master loop's observer: each record's metrics (``metrics(rec)``) to MLflow, once per step.
+
+    A resumed run computes again the steps between its checkpoint and the interruption; those up to
+    ``skip_until`` were logged already and are not logged again, and the later ``wall_s`` continue from the one
+    logged at ``skip_until`` (``wall_at``), so the curve neither repeats nor goes back."""
+
+    def __init__(self, logger, metrics, skip_until: int = -1, wall_at: float | None = None):
+        self.logger, self.metrics, self.skip_until, self.wall_at = logger, metrics, skip_until, wall_at
+        self.shift = 0.0
+
+    def __call__(self, rec: dict) -> None:
+        if rec["step"] <= self.skip_until:
+            if rec["step"] == self.skip_until and self.wall_at is not None:
+                self.shift = self.wall_at - rec["wall_s"]
+            return
+        out = self.metrics(rec)
+        if self.shift:
+            out["wall_s"] = out["wall_s"] + self.shift
+        self.logger.log_metrics(out, rec["step"])
+
+    def logs(self, step: int) -> bool:
+        """Whether a value at ``step`` is new (not logged before the resume)."""
+        return step > self.skip_until
+
+
+def checkpoint_saver(logger, outdir: Path, fresh=lambda step: True):
+    """The loop's ``on_checkpoint``: pickle the checkpoint (it holds the states as values: the next steps do not
+    write into them) to ``outdir/checkpoint.pkl`` atomically, then upload it, metrics first so nothing logged lags
+    it; its ``checkpoint_iteration`` metric only where ``fresh(step)`` (not again for a replayed step)."""
+    def save(ck):
+        tmp, path = outdir / "checkpoint.pkl.tmp", outdir / "checkpoint.pkl"
+        with open(tmp, "wb") as fh:
+            pickle.dump(ck, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        logger.flush()
+        logger.log_artifact(path)
+        if fresh(ck.t):
+            logger.log_metrics({"checkpoint_iteration": ck.t}, step=ck.t)
+
+    return save
+
+
+# -- signals -------------------------------------------------------------------------------------------------------
+class Stop:
+    """The run's stop flag, set by SIGINT or SIGTERM; the master loop calls it every iteration.
+
+    Attributes
+    ----------
+    signal : str or None
+        The first signal received (``SIGINT``, ``SIGTERM``), None before.
+    polling : bool
+        True once the master loop has asked: from then on, until :meth:`done`, a first signal only sets the flag and
+        the loop ends the run at the end of its iteration, outside any Dask call (a second one interrupts at once).
+    """
+
+    def __init__(self):
+        self.signal, self.polling = None, False
+
+    def __call__(self) -> bool:
+        self.polling = True
+        return self.signal is not None
+
+    def done(self) -> None:
+        """The loop is over: a signal now interrupts at once."""
+        self.polling = False
+
+    @contextlib.contextmanager
+    def deferred(self):
+        """Inside, a signal only sets the flag (a Dask cluster starting: interrupted there, it was left half made,
+        and Dask's exit hook printed its failure); on a normal exit a signal received raises KeyboardInterrupt."""
+        before, self.polling = self.polling, True
+        try:
+            yield
+        finally:
+            self.polling = before
+        if self.signal is not None:
+            raise KeyboardInterrupt(f"signal {self.signal}")
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """SIGINT and SIGTERM end the run as KILLED. While the master loop runs, the first one sets the flag the loop
+    checks every iteration (an interrupt raised inside a blocking Dask call would leave Dask's futures half done and
+    its tornado callbacks failing); otherwise, or at the second one, the handler raises KeyboardInterrupt."""
+    stop = Stop()
+
+    def handler(signum, frame):
+        first = stop.signal is None
+        if first:
+            stop.signal = signal.Signals(signum).name
+        if first and stop.polling:
+            return
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    def unraisable(info, previous=sys.unraisablehook):
+        # the interrupt raised inside a callback that cannot raise (a gc callback of Dask's): the flag is set,
+        # the loop stops at its first check; no "Exception ignored in ..." traceback
+        if not (isinstance(info.exc_value, KeyboardInterrupt) and stop.signal):
+            previous(info)
+
+    installed = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            installed[sig] = signal.signal(sig, handler)
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
+    try:
+        yield stop
+    finally:
+        sys.unraisablehook = hook
+        for sig, previous in installed.items():
+            signal.signal(sig, previous)
+
+
+# -- the end -------------------------------------------------------------------------------------------------------
+#: the overrides a resumed run needs from the interrupted invocation: where the store is, engine and cluster
+_RESUME_COMMAND_KEYS = ("paths.", "tracking.uri", "engine", "cluster", "+cluster", "++cluster")
+
+
+def resume_command(run_id: str, overrides) -> str:
+    """``isparse-run resume=<run_id>`` with the overrides of ``overrides`` (the interrupted invocation's, as typed)
+    that say where the MLflow store is and which engine and cluster ran it, shell-quoted."""
+    keep = [o for o in overrides if o.startswith(_RESUME_COMMAND_KEYS) and not o.startswith("resume=")]
+    return " ".join(["isparse-run", f"resume={run_id}", *map(shlex.quote, keep)])
+
+
+def _checkpoint_iteration(client, run_id):
+    """The iteration of the run's last uploaded checkpoint (its metric ``checkpoint_iteration``), or None."""
+    with contextlib.suppress(Exception):
+        history = client.get_metric_history(run_id, "checkpoint_iteration")
+        if history:
+            return int(max(history, key=lambda m: m.step).value)
+    return None
+
+
+@contextlib.contextmanager
+def end_line(job, end: dict, overrides: list[str], asynchronous: bool):
+    """On exit (the cluster closed), one line: a FINISHED or KILLED run's id, status and store; for a KILLED run why,
+    and the ``isparse-run resume=<run id>`` command (or why it cannot be resumed). A FAILED run's line is its error's
+    (``pipeline.main``: the error and the run in one line). ``end`` is filled by the run: ``run_id``, ``uri``,
+    ``status``, ``client`` and, if it raised, ``reason``."""
+    try:
+        yield
+    finally:
+        if end.get("run_id"):
+            run_id, uri, status = end["run_id"], end["uri"], end.get("status", "FAILED")
+            if status == "FINISHED":
+                log.info("MLflow run %s FINISHED in %s", run_id, uri)
+            elif status == "KILLED":
+                ck = _checkpoint_iteration(end["client"], run_id)
+                if asynchronous:
+                    how = "an asynchronous run cannot be resumed"
+                elif ck is None:
+                    how = (f"it cannot be resumed: no checkpoint yet (checkpoint.every={job.checkpoint.every}); "
+                           f"what was logged is kept")
+                else:
+                    how = f"continue it from iteration {ck} with: {resume_command(run_id, overrides)}"
+                log.warning("MLflow run %s KILLED (%s) in %s; %s", run_id, end.get("reason", "interrupted"), uri, how)
+
+
+def warn_if_predicted_beyond(job, bound, r0: float, predicted: float) -> None:
+    """A warning at start when the theorem's iteration count to ``tol`` (``predicted_iterations``) exceeds
+    ``max_iter`` (not for ``tol=0``, which asks for all of ``max_iter``, nor when no bound applies: ``predicted``
+    NaN). The count is an upper estimate: the run may still converge sooner, and the warning says so."""
+    if not job.tol > 0 or not predicted > job.max_iter:
+        return
+    target, theorem = job.tol * r0, bound.theorem.split(";")[0].split(",")[0]
+    if math.isfinite(predicted):
+        why = f"predicted_iterations = {predicted:,.0f} ({theorem}) to reach tol={job.tol:g}"
+    elif bound.neighbourhood >= target:
+        why = (f"the bound ({theorem}) stays above tol * r_0 = {target:.3e} (its neighbourhood: "
+               f"{bound.neighbourhood:.3e}): predicted_iterations = inf to reach tol={job.tol:g}")
+    else:
+        why = f"the bound ({theorem}) does not contract: predicted_iterations = inf to reach tol={job.tol:g}"
+    log.warning("%s, more than max_iter=%d: the run may stop at max_iter without reaching tol (the theorem's count "
+                "is an upper estimate: many runs converge sooner); raise max_iter (or tol) to be sure", why,
+                job.max_iter)
+
+
+def failed_job_run(job_or_cfg, exc: BaseException, overrides: list[str], outdir, bad_input: bool) -> str | None:
+    """A FAILED child run for a sweep's job that failed before its run was made, so that every job of a sweep has
+    its run; returns its id. Best effort: if the store cannot be written either, a warning says so (the sweep's
+    end still counts the job)."""
+    from .tracking import flatten
+
+    error = f"{type(exc).__name__}: {exc}"
+    cfg = job_or_cfg
+    try:
+        try:
+            from omegaconf import OmegaConf
+
+            params = flatten(OmegaConf.to_container(cfg, resolve=True)) if OmegaConf.is_config(cfg) else {}
+        except Exception:  # noqa: BLE001 - an interpolation that cannot resolve: the overrides say what was asked
+            params = {}
+        params.pop("hydra", None)
+        uri = str(_select(cfg, "tracking.uri"))
+        name = str(_select(cfg, "tracking.run_name") or "-".join(
+            str(_select(cfg, k)) for k in ("workers.n", "blocks.size", "tau", "seed", "algorithm.name", "data.name")))
+        logger = RunLogger(uri, str(_select(cfg, "tracking.experiment")), name, parent_run_id=job_env(PARENT_ENV),
+                           tags={"algorithm": str(_select(cfg, "algorithm.name")), "data": str(_select(cfg, "data.name")),
+                                 "engine": str(_select(cfg, "engine")), "overrides": " ".join(overrides),
+                                 **sweep_tags(), "failed_before_run": "true"},
+                           spill_dir=outdir)
+        with contextlib.suppress(Exception):
+            logger.log_params({k: v for k, v in params.items() if not k.startswith("hydra.")})
+        logger.set_tags({"error": error, FAILURE_TAG: "input" if bad_input else "error"})
+        logger.end("FAILED")
+        return logger.run_id
+    except Exception as exc2:  # noqa: BLE001 - the job's own error is what the sweep reports
+        log.warning("the failed job could not be recorded in MLflow (%s: %s)", type(exc2).__name__, exc2)
+        return None
+
+
+def _select(cfg, key: str):
+    node = cfg
+    for part in key.split("."):
+        try:
+            node = node[part]
+        except Exception:  # noqa: BLE001 - a missing or unresolvable key
+            return None
+    return node

@@ -1,0 +1,374 @@
+"""The schema of ``isparse-run``'s config: the library's :class:`~isparse.spec.RunSpec` plus the pipeline's own
+sections (engine, cluster, checkpoint, resume, cache, progress, report, compare, paths, tracking), declared once,
+and registered with Hydra's ConfigStore.
+
+Who checks what:
+
+- Hydra composes the config from these nodes (:func:`register`): the primary node ``isparse_run`` and one node
+  per option of the ``algorithm`` (each method's options dataclass), ``data`` (each data source) and ``cluster``
+  (each kind) groups, so ``algorithm=isgd`` brings ISGD's keys with their defaults, ``--help`` lists the options,
+  and an override of a key the config does not have (``workers.N=16``) is refused at composition. Hydra checks the
+  keys; the leaves of the nodes it composes are untyped (``Any``), so no value is converted on the way;
+- :func:`load_job` turns the composed config into a :class:`JobConfig`: every value is checked by
+  ``isparse.params`` (types, ranges, the rules between keys), a key added with ``+`` that no section has is
+  refused, a string key gets the text as typed on the command line (Hydra reads ``run_name=1.10`` as the number
+  1.1), and relative paths are anchored to the directory the command ran in.
+
+A Python user's ``RunSpec.from_dict`` and the command line therefore refuse the same values with the same words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from isparse.errors import ConfigError
+from isparse.params import (Boolean, Interval, ListOf, Nullable, OneOf, Section, Text, is_text, leaf_constraints, param,
+                            section)
+from isparse.spec import RunSpec
+
+from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
+
+
+@dataclass
+class CheckpointSpec(Section):
+    """Checkpoints of a run (``resume=<run id>`` continues from the last)."""
+
+    every: int = param(1000, Interval(int, 0, None), "iterations between checkpoints (the MLflow artifact "
+                                                     "checkpoint.pkl); 0: none")
+
+
+@dataclass
+class ReportSpec(Section):
+    """The report of a sweep."""
+
+    auto: bool = param(False, Boolean(), "at the end of a sweep (-m), write isparse-report's figures and tables "
+                                         "(conf/experiment/* set true)")
+
+
+@dataclass
+class CompareSpec(Section):
+    """Method-vs-baseline comparisons (conf/arm/, the comparison experiments): which side this run is; the report
+    divides each method run's result by the baseline run's of the same data and seed."""
+
+    role: Optional[str] = param(None, Nullable(OneOf("method", "baseline")), "null (no comparison), method or baseline")
+    arm: Optional[str] = param(None, Nullable(Text()), "the arm's name (conf/arm/<arm>.yaml sets it)")
+    tune: Optional[str] = param(None, Nullable(Text()), "a tuned key (e.g. algorithm.rho): the report picks each "
+                                                        "arm's best grid value and shows the grid")
+
+
+@dataclass
+class PathsSpec(Section):
+    """Where a run writes: ``paths.outputs`` holds the MLflow store, the cache and the run directories."""
+
+    root: str = param("${hydra:runtime.cwd}", Text(), "the directory the command ran in")
+    outputs: str = param("${paths.root}/outputs", Text(), "the outputs directory (relative: to the command's "
+                                                          "directory)")
+
+
+@dataclass
+class TrackingSpec(Section):
+    """MLflow tracking."""
+
+    uri: str = param("sqlite:///${paths.outputs}/mlflow.db", Text(), "the MLflow store: a sqlite:/// file or an "
+                                                                     "http(s):// tracking server")
+    experiment: str = param("isparse", Text(), "the MLflow experiment")
+    log_every: int = param(10, Interval(int, 1, None), "record metrics every this many iterations")
+    run_name: Optional[str] = param(None, Nullable(Text()),
+                                    "null: the swept keys first, then n<workers.n>-b<blocks.size>-tau<tau_m/m>-"
+                                    "g<step.multiplier>[<step.rule> if not theory]-s<seed>-<algorithm>-<data>; a "
+                                    "string is used as given")
+
+
+def _data_load_fits(job: "JobConfig", key: str) -> None:
+    """``data.load=on_worker`` needs engine=dask and a data file the Dask workers can read."""
+    if job.data.load == "on_worker" and (job.engine != "dask" or not job.data.from_file):
+        raise ConfigError("data.load", f"The 'data.load' parameter must be client for engine={job.engine} and "
+                                       f"data={job.data.name} (on_worker needs engine=dask and a data file); got "
+                                       f"'on_worker'.")
+
+
+def _cluster_fits(job: "JobConfig", key: str) -> None:
+    """The cluster's own checks (extras, address, TLS), where a cluster is used (engine=dask)."""
+    if job.engine == "dask":
+        job.cluster.check_run()
+
+
+@dataclass
+class JobConfig(RunSpec):
+    """One ``isparse-run`` job: the run (:class:`~isparse.spec.RunSpec`) and how the pipeline runs and logs it."""
+
+    engine: str = param("dask", OneOf("dask", "inprocess"), "which engine runs the worker steps: dask (a Dask "
+                                                           "cluster, see cluster) or inprocess")
+    cluster: ClusterOptions = section(ClusterOptions, "the Dask cluster (cluster=<kind>)", factory=LocalClusterOptions)
+    checkpoint: CheckpointSpec = section(CheckpointSpec)
+    resume: Optional[str] = param(None, Nullable(Text()), "a run id: continue that run from its last checkpoint "
+                                                          "(its stored config is used)")
+    cache: bool = param(True, Boolean(), "keep x*, L_i and parsed data sets under paths.outputs/cache")
+    progress: bool = param(True, Boolean(), "a tqdm progress bar (shown only when stderr is a terminal)")
+    report: ReportSpec = section(ReportSpec)
+    compare: CompareSpec = section(CompareSpec)
+    paths: PathsSpec = section(PathsSpec)
+    tracking: TrackingSpec = section(TrackingSpec)
+
+    rules = RunSpec.rules + (_data_load_fits, _cluster_fits)
+
+    @property
+    def cache_dir(self) -> Path | None:
+        """``<paths.outputs>/cache``, or None with cache=false."""
+        return Path(self.paths.outputs) / "cache" if self.cache else None
+
+
+class _TauItem:
+    """An item of ``plan.taus``: a number, ``'<c>/n'`` or ``'1/m'`` (its range is checked once m is known)."""
+
+    text = "a number, '<c>/n' or '1/m'"
+
+    def __call__(self, key, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(key, f"The '{key}' parameter must be {self.text}; got {value!r}.")
+        return value
+
+
+@dataclass
+class PlanSpec(Section):
+    """isparse-plan's grid and probes (pipeline/plan.py)."""
+
+    taus: Optional[list] = param(None, Nullable(ListOf(_TauItem())),
+                                 "the tau grid: numbers in [1/m, 1], '<c>/n' or 1/m; null: tau*m in {1, 2, 4, ...} up "
+                                 "to m, plus ceil(m/n) and m")
+    block_sizes: Optional[list] = param(None, Nullable(ListOf(Interval(int, 1, None))),
+                                        "block sizes b in [1, d]; null: blocks.size alone")
+    rounds: int = param(20, Interval(int, 2, None), "rounds timed per probe (after a warm-up of tracking.log_every)")
+    repeats: int = param(3, Interval(int, 1, None), "runs per probe, interleaved; the median seconds per round is kept")
+    json: bool = param(False, Boolean(), "print one JSON object instead of the table (--json)")
+
+
+@dataclass
+class PlanConfig(JobConfig):
+    """isparse-plan's config: isparse-run's and ``plan``."""
+
+    plan: PlanSpec = section(PlanSpec)
+
+
+# -- Hydra ---------------------------------------------------------------------------------------------------------
+#: the sections whose option Hydra's defaults list picks (group name -> {option: its values})
+def group_options() -> dict[str, dict[str, dict]]:
+    """{group: {option: the option's values}} of the typed groups: algorithm (every registered method), data (every
+    data source), cluster (every kind)."""
+    from isparse.methods import METHODS
+    from isparse.sources import SOURCES
+
+    return {"algorithm": {name: cls.options(name=name).to_dict() for name, cls in METHODS.items()},
+            "data": {name: src.to_dict() for name, src in SOURCES.items()},
+            "cluster": {kind: cls().to_dict() for kind, cls in KINDS.items()}}
+
+
+GROUPS = ("algorithm", "data", "cluster")
+#: the option each group takes unless told otherwise (isparse-run: ISEGA on the bundled breast-cancer set, on a local
+#: Dask cluster)
+DEFAULT_OPTIONS = {"algorithm": "isega", "data": "breast_cancer", "cluster": "local"}
+
+
+def hydra_node(cls, values: dict | None = None, skip=(), defaults=None) -> type:
+    """A structured-config dataclass with the keys of the Section ``cls`` (nested sections nested; the ``skip``ped
+    keys, the groups the defaults list fills, untyped), every leaf typed ``Any`` (Hydra checks the keys; the values are
+    checked by :func:`load_job`), with the defaults ``values`` (default: ``cls()``'s). ``defaults``: the node's own
+    defaults list (Hydra's, e.g. the default option of each group)."""
+    values = values if values is not None else cls().to_dict()
+    fields = [] if defaults is None else [("defaults", list, dataclasses.field(default_factory=lambda: list(defaults)))]
+    for name, f in cls.fields().items():
+        if name in skip:   # a group the defaults list fills with one of its options
+            fields.append((name, Any, dataclasses.field(default=None)))
+            continue
+        sub = f.metadata.get("section")
+        default = values.get(name)
+        if sub is not None and name not in GROUPS:
+            node = hydra_node(sub, default)
+            fields.append((name, node, dataclasses.field(default_factory=node)))
+        elif isinstance(default, (list, dict)):
+            fields.append((name, Any, dataclasses.field(default_factory=lambda v=default: _copy(v))))
+        else:
+            fields.append((name, Any, dataclasses.field(default=default)))
+    return dataclasses.make_dataclass(f"{cls.__name__}Node", fields)
+
+
+def _copy(value):
+    import copy
+
+    return copy.deepcopy(value)
+
+
+_REGISTERED: list = []
+
+
+def register() -> None:
+    """Store the schema in Hydra's ConfigStore (once per process): ``isparse_run`` (conf/config.yaml's first default),
+    ``isparse_plan`` (conf/plan.yaml's; both with :data:`DEFAULT_OPTIONS` as their defaults list) and the options of
+    the algorithm, data and cluster groups."""
+    if _REGISTERED:
+        return
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    defaults = ["_self_"] + [{group: option} for group, option in DEFAULT_OPTIONS.items()]   # the groups after _self_
+    cs.store(name="isparse_run", node=hydra_node(JobConfig, skip=GROUPS, defaults=defaults))
+    cs.store(name="isparse_plan", node=hydra_node(PlanConfig, skip=GROUPS, defaults=defaults))
+    for group, options in group_options().items():
+        base = {"algorithm": _algorithm_class, "data": _data_class, "cluster": _cluster_class}[group]
+        for option, values in options.items():
+            cs.store(group=group, name=option, node=hydra_node(base(option), values))
+    _REGISTERED.append(True)
+
+
+def _algorithm_class(name):
+    from isparse.methods import METHODS
+
+    return METHODS[name].options
+
+
+def _data_class(name):
+    from isparse.sources import SOURCES
+
+    return type(SOURCES[name])
+
+
+def _cluster_class(kind):
+    return KINDS[kind]
+
+
+# -- composed config -> JobConfig ----------------------------------------------------------------------------------
+def load_job(cfg, cls=JobConfig, overrides=None):
+    """The :class:`JobConfig` (or ``cls``, e.g. :class:`PlanConfig`) of a composed config, checked.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        As Hydra composed it (its ``hydra`` node, if any, is left out).
+    cls : type
+        The schema.
+    overrides : list of str, optional
+        The job's command-line overrides, as typed (default: Hydra's, when a job runs): a string key that Hydra read
+        as a number or boolean gets the text as typed.
+
+    Raises
+    ------
+    ConfigError
+        A value out of its range, a key no section has (added with ``+``), or a combination the rules refuse.
+    """
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    tree.pop("hydra", None)
+    _unmissing(tree)
+    if overrides is None:
+        overrides = job_overrides()
+    _keep_typed_text(tree, overrides, cls)
+    _anchor(tree)
+    return cls.from_dict(tree)
+
+
+def job_overrides() -> list[str]:
+    """The running job's command-line overrides (Hydra's ``overrides.task``), or [] outside a Hydra job."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def _unmissing(node) -> None:
+    """``???`` (a key that must be set) -> None, so that its constraint names it ("must be set")."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in list(items):
+        if v == "???":
+            node[k] = None
+        elif isinstance(v, (dict, list)):
+            _unmissing(v)
+
+
+def _keep_typed_text(tree: dict, overrides, cls) -> None:
+    """Give every string key set by an override the text as typed: Hydra's grammar reads ``1.10`` as the float 1.1,
+    ``True`` as a boolean, ``1e3`` as 1000.0. In a sweep the text is the sweeper's rendering of the value."""
+    constraints = _text_keys(tree, cls)
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        key = key.lstrip("+~")
+        if not sep or key not in constraints:
+            continue
+        node, parts = tree, key.split(".")
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or parts[-1] not in node:
+            continue
+        value = node[parts[-1]]
+        if value is not None and not isinstance(value, (str, dict, list)):
+            node[parts[-1]] = _unquote(text)
+
+
+def _text_keys(tree: dict, cls) -> set:
+    """The dotted keys whose constraint admits strings only, for the options the tree chose."""
+    keys = {k for k, c in leaf_constraints(cls).items() if is_text(c)}
+    for group, base in (("algorithm", _algorithm_for), ("data", _data_for), ("cluster", _cluster_for)):
+        chosen = base(tree.get(group) or {})
+        if chosen is not None:
+            keys |= {f"{group}.{k}" for k, c in leaf_constraints(chosen).items() if is_text(c)}
+    return keys
+
+
+def _algorithm_for(values):
+    from isparse.methods import METHODS
+
+    cls = METHODS.get(values.get("name"))
+    return cls.options if cls is not None else None
+
+
+def _data_for(values):
+    from isparse.sources import SOURCES
+
+    src = SOURCES.get(values.get("name"))
+    return type(src) if src is not None else None
+
+
+def _cluster_for(values):
+    return KINDS.get(values.get("kind"))
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def absolute(path) -> str:
+    """``path`` (``~`` expanded) made absolute against the directory the command ran in (Hydra's ``runtime.cwd``
+    when a job runs, whatever ``hydra.job.chdir`` says; else this process's directory)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    path = Path(str(path)).expanduser()
+    if not path.is_absolute():
+        base = HydraConfig.get().runtime.cwd if HydraConfig.initialized() else os.getcwd()
+        path = Path(base) / path
+    return str(path.resolve())
+
+
+def _anchor(tree: dict) -> None:
+    """Relative paths mean the directory the command ran in, as ``hydra.run.dir`` does: ``paths.outputs``, a
+    ``sqlite:///`` ``tracking.uri``, ``data.path``, ``data.dir`` and a relative ``$ISPARSE_DATA_DIR`` (with
+    ``hydra.job.chdir=true`` they would otherwise mean the job's directory: a second store and cache there; a Dask
+    worker reads the same file)."""
+    from isparse.data import DATA_DIR_ENV
+
+    paths, tracking, data = tree.get("paths") or {}, tree.get("tracking") or {}, tree.get("data") or {}
+    if isinstance(paths.get("outputs"), str):
+        paths["outputs"] = absolute(paths["outputs"])
+    uri = tracking.get("uri")
+    if isinstance(uri, str) and uri.startswith("sqlite:///") and not uri[len("sqlite:///"):].startswith("/"):
+        tracking["uri"] = "sqlite:///" + absolute(uri[len("sqlite:///"):])
+    for key in ("path", "dir"):
+        if isinstance(data.get(key), str) and data[key]:
+            data[key] = absolute(data[key])
+    if "dir" in data and data["dir"] is None and os.environ.get(DATA_DIR_ENV):
+        data["dir"] = absolute(os.environ[DATA_DIR_ENV])

@@ -1,0 +1,197 @@
+"""A sweep (``isparse-run -m``): its MLflow parent run, what its jobs need to know of it, and its end.
+
+:class:`SweepParentRun` is the Hydra callback (conf/config.yaml, ``hydra.callbacks``): one parent run per sweep,
+every job's run its child. A job reads the sweep through :func:`job_env` (the parent run id, the keys the sweep
+varies, the Dask worker running it). A failed job prints its one line when it fails and returns (the sweep goes
+on); at the end the callback prints one summary line and sets the exit status (:func:`exit_status`): 2 when every
+failure was bad input, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+log = logging.getLogger(__name__)
+
+PARENT_ENV = "ISPARSE_PARENT_RUN_ID"
+#: set by hydra/launcher=dask, while a job runs, to the Dask worker's address: the job's run gets the tag sweep_worker
+SWEEP_WORKER_ENV = "ISPARSE_SWEEP_WORKER"
+#: the keys the sweep varies, comma-separated (a job's run name starts with them)
+SWEPT_ENV = "ISPARSE_SWEPT_KEYS"
+#: the tag of a FAILED run saying whether the failure was bad input (``input``) or an error (``error``)
+FAILURE_TAG = "failure"
+#: values of the variables above for the job running in this thread (hydra/launcher=dask runs several jobs, possibly
+#: of several sweeps, in the threads of one Dask worker: os.environ is the process's, shared by all)
+_JOB_ENV = threading.local()
+
+
+def job_env(key: str) -> str | None:
+    """``key`` (PARENT_ENV, SWEPT_ENV or SWEEP_WORKER_ENV) for the job running in this thread: the value set by
+    :func:`job_env_set` in this thread, else ``os.environ[key]`` (the basic and joblib launchers), else None."""
+    values = getattr(_JOB_ENV, "values", None) or {}
+    return values.get(key) or os.environ.get(key) or None
+
+
+class job_env_set:
+    """Within, :func:`job_env` of this thread returns ``values`` (a None value: os.environ's)."""
+
+    def __init__(self, values: dict):
+        self.values = {k: v for k, v in values.items() if v is not None}
+
+    def __enter__(self):
+        self.saved = getattr(_JOB_ENV, "values", None)
+        _JOB_ENV.values = self.values
+        return self
+
+    def __exit__(self, *exc):
+        _JOB_ENV.values = self.saved
+        return False
+
+
+#: why the sweep of this process failed outside its jobs (the launcher could not start): the parent's tag ``error``
+_SWEEP_ERROR: list = []
+#: the exit status the sweep of this process ends with (set when it ends)
+_STATUS: list = []
+
+
+def mark_sweep_failed(reason: str) -> None:
+    """Record that this process's sweep failed outside its jobs (e.g. ``hydra.launcher.address`` unreachable): the
+    parent run then ends FAILED with ``reason`` in its tag ``error``."""
+    _SWEEP_ERROR.append(reason)
+
+
+def exit_status() -> int:
+    """The exit status of this process's sweep: 0, 1 (a job failed on an error) or 2 (every failure was bad input);
+    0 when no sweep ran."""
+    return _STATUS[-1] if _STATUS else 0
+
+
+def swept_keys(overrides, sweeper_params) -> list[str]:
+    """The keys a sweep varies, in the order given: the command line's sweeps (``workers.n=4,16``,
+    ``algorithm=isega,ibcd``), then those of the experiment's ``hydra.sweeper.params`` with several values."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    keys = []
+    try:
+        parsed = parser.parse_overrides(list(overrides))
+        params = [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
+        parsed += parser.parse_overrides(params)
+    except Exception:  # noqa: BLE001 - a malformed override: Hydra reports it
+        return []
+    for o in parsed:
+        key = o.key_or_group.lstrip("+")
+        if o.is_sweep_override() and not o.is_hydra_override() and key not in keys:
+            keys.append(key)
+    return keys
+
+
+class SweepParentRun(Callback):
+    """Hydra callback: with ``-m``, one MLflow parent run per sweep; every job's run is its child.
+
+    ``on_multirun_start`` runs once in the launching process before any job: it creates the parent run and exports
+    its id in ``$ISPARSE_PARENT_RUN_ID`` for the jobs (not ``MLFLOW_RUN_ID``, which would make every job reuse one
+    run) and the swept keys in ``$ISPARSE_SWEPT_KEYS``. ``on_multirun_end`` writes the report (``report.auto``) and
+    ends it: FAILED if any child failed, else FINISHED; an ``atexit`` hook ends it if the sweep was interrupted.
+
+    With a parallel launcher (``hydra/launcher=joblib``, ``hydra/launcher=dask``) ``on_job_*`` run in the worker
+    processes on a copy of this callback, so the parent counts and lists the failed jobs from the store (its FAILED
+    child runs), which holds for every launcher.
+    """
+
+    def __init__(self):
+        self.logger = None
+        self.completed = False
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        from hydra.core.hydra_config import HydraConfig
+
+        from .tracking import RunLogger, check_reachable, ui_link
+
+        # Hydra sets HydraConfig for each job, not yet here: set it so ${hydra:runtime.cwd} resolves
+        HydraConfig.instance().set_config(config)
+        uri, experiment = str(config.tracking.uri), str(config.tracking.experiment)
+        check_reachable(uri)
+        sweep_dir = HydraConfig.get().sweep.dir
+        self.logger = RunLogger(uri, experiment, run_name=f"sweep-{Path(sweep_dir).name}", spill_dir=sweep_dir,
+                                tags={"isparse.sweep": "true", "sweep_dir": str(Path(sweep_dir).resolve())})
+        overrides = list(HydraConfig.get().overrides.task)
+        self.logger.set_tags({"sweep_overrides": " ".join(overrides)})
+        os.environ[PARENT_ENV] = self.logger.run_id
+        os.environ[SWEPT_ENV] = ",".join(swept_keys(overrides, config.hydra.sweeper.get("params")))
+        log.info("MLflow sweep run %s; its runs: %s", self.logger.run_id, ui_link(uri, self.logger.experiment_id))
+        atexit.register(self._end)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        self.completed = True
+        if self.logger is not None and config.get("report", {}).get("auto", False):
+            from .report import build_report
+
+            self.logger.flush()
+            try:
+                result = build_report(str(config.tracking.uri), parent_id=self.logger.run_id,
+                                      outputs=config.paths.outputs)
+                log.info("report of sweep %s: %s", self.logger.run_id, result["dir"])
+            except Exception as exc:  # noqa: BLE001 - the sweep's runs are logged; the report can be rebuilt
+                log.error("report failed (%s: %s); rebuild it with: isparse-report --uri %s --parent %s",
+                          type(exc).__name__, exc, config.tracking.uri, self.logger.run_id)
+                self.logger.set_tags({"report_error": f"{type(exc).__name__}: {exc}"})
+        self._end()
+
+    def _children(self, logger) -> list:
+        """The sweep's child runs in the store (read from the store: with a parallel launcher the jobs' callbacks
+        run elsewhere), or None when the store cannot be read."""
+        try:
+            return logger.client.search_runs([logger.experiment_id],
+                                             filter_string=f"tags.mlflow.parentRunId = '{logger.run_id}'",
+                                             max_results=50_000)
+        except Exception as exc:  # noqa: BLE001 - the store is away
+            log.warning("could not list the sweep's runs (%s)", exc)
+            return None
+
+    def _end(self) -> None:
+        if self.logger is None:
+            return
+        logger, self.logger = self.logger, None
+        runs = self._children(logger) or []
+        failed = sorted((r for r in runs if r.info.status == "FAILED"), key=lambda r: _job_number(r))
+        tags = {"failed_jobs": len(failed), "completed": str(self.completed).lower()}
+        if failed:   # job number, overrides, error: a line each (the artifact failed_jobs.txt, and a tag)
+            text = "".join(f"#{r.data.tags.get('sweep_job', '?')}\t{r.data.tags.get('overrides', '')}\t"
+                           f"{(r.data.tags.get('error') or '').splitlines()[0] if r.data.tags.get('error') else ''}"
+                           f"\trun {r.info.run_id}\n" for r in failed)
+            logger.log_text(text, "failed_jobs.txt")
+            tags["failed_jobs_list"] = text
+        if _SWEEP_ERROR:
+            tags["error"] = _SWEEP_ERROR[0]
+        logger.set_tags(tags)
+        status = "FAILED" if failed or _SWEEP_ERROR else ("FINISHED" if self.completed else "KILLED")
+        logger.end(status)
+        os.environ.pop(PARENT_ENV, None)
+        os.environ.pop(SWEPT_ENV, None)
+        if not self.completed:      # interrupted, or the launcher failed
+            log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
+                        logger.run_id, logger.run_id)
+        if failed:
+            jobs = ", ".join(f"#{r.data.tags.get('sweep_job', '?')}" for r in failed)
+            print(f"isparse-run: sweep: {len(failed)} of {len(runs)} jobs FAILED ({jobs}): parent MLflow run "
+                  f"{logger.run_id} FAILED in {logger.uri} (its failed_jobs.txt lists them)", file=sys.stderr,
+                  flush=True)
+            bad_input = all(r.data.tags.get(FAILURE_TAG) == "input" for r in failed)
+            _STATUS.append(2 if bad_input else 1)
+        else:
+            _STATUS.append(1 if _SWEEP_ERROR else 0)
+        log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
+
+
+def _job_number(run) -> tuple:
+    job = str(run.data.tags.get("sweep_job", ""))
+    return (not job.isdigit(), int(job) if job.isdigit() else 0)
