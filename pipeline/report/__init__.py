@@ -1,0 +1,112 @@
+"""isparse-report: read a sweep's runs back from MLflow and compare them with the theory.
+
+Writes, as artifacts of the sweep's parent run (under ``report/``) and as files under
+``<paths.outputs>/reports/<experiment>/<parent run id>/``:
+
+1. ``convergence_<data>.png`` per data set: the measured quantity each theorem bounds (dist_sq,
+   or the Lyapunov function, relative to its start) and the theorem's bound, against iterations and
+   against cumulative uplink bytes, one line per configuration, and eps as a horizontal line.
+2. ``iterations_vs_tau.png`` (when a series has several tau): iterations to eps against tau,
+   measured (median over seeds, bars from min to max) and the theorem's prediction
+   (``predicted_iterations``), one panel per n; ``iterations_vs_tau.csv`` with the log-log slopes.
+3. ``table99.md`` / ``table99.csv`` (when the sweep has tau = 1/n and tau = 1 for the same series):
+   iterations and uplink bytes to eps at tau = 1/n relative to tau = 1, and the share of uplink
+   saved; where a configuration does not reach eps, the neighbourhood it stalls in.
+4. ``compare.md`` / ``compare.csv`` (when runs carry ``compare.role``, i.e. a comparison experiment's arms,
+   conf/arm/): per data set and n, each method arm against the baseline arm (``compare.role=baseline``): iterations
+   and uplink bytes to eps as ratios method / baseline, or, where eps is not reached (constant-step methods), the
+   final error and the whole budget's uplink; median and range over seeds. Where a key is tuned
+   (``compare.tune``, e.g. ``algorithm.rho``) each arm uses its best grid value, and ``compare_grid.md`` /
+   ``compare_grid.csv`` show the grid.
+5. ``README.md``: what the report holds, how its series are formed, and what it could not build and why
+   (also printed by the CLI).
+
+A *series* is one data set, method and n, and one value of every other key that differs among the
+sweep's runs (e.g. ``blocks.size``, shown as ``b``), found from the runs' params: only seed and tau
+vary along a series. eps is each run's ``tol``: a run reaches it at the first logged step with
+dist_sq <= tol * r0 (steps are logged every ``tracking.log_every`` iterations and at the last one).
+Everything is recomputed from the logged metrics and params, so a report can be rebuilt at any time:
+
+    isparse-report --experiment paper-table99            # the newest sweep of that experiment
+    isparse-report --parent <run id> --uri sqlite:///outputs/mlflow.db
+    isparse-report --parent <id>,<id of a sweep that re-ran its failed jobs>      # merged, written to the first
+
+The report holds no algorithm logic: it only reads what the runs logged.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from isparse.errors import ConfigError
+
+from .records import (ALIASES, BOOKKEEPING, IDENTITY, METRICS, TAIL, TOP_LEVEL_FALLBACK, RunRecord, assign_series,
+                      config_params, latest_sweep, load_children)
+from .tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, compare_markdown, comparison, grid_markdown,
+                     single_tau_series, table99, table99_gaps, table_markdown, tau_rows, write_comparison, write_table,
+                     write_tau_table)
+
+#: name -> the module defining it, for the modules that import matplotlib (figures.py, and writing.py through it):
+#: imported on first use (:func:`__getattr__`), so that importing the records or the tables does not import matplotlib
+_LAZY = {"convergence_figures": "figures", "tau_figure": "figures", "tau_ticks": "figures",
+         "write_readme": "writing", "build_report": "writing"}
+
+__all__ = ["ALIASES", "BOOKKEEPING", "GOAL_N", "GOAL_RATIO", "GOAL_SAVED", "IDENTITY", "METRICS", "TAIL",
+           "TOP_LEVEL_FALLBACK", "RunRecord", "add_slopes", "assign_series", "build_report", "compare_markdown",
+           "comparison", "config_params", "convergence_figures", "grid_markdown", "latest_sweep", "load_children",
+           "main", "single_tau_series", "table99", "table99_gaps", "table_markdown", "tau_figure", "tau_rows",
+           "tau_ticks", "write_comparison", "write_readme", "write_table", "write_tau_table"]
+
+
+def __getattr__(name: str):
+    """The figures' and the entry's names (``build_report``, ``tau_figure``, ...), imported on first use.
+
+    Importing them imports matplotlib and selects its Agg backend (:mod:`pipeline.report.figures`).
+
+    Raises
+    ------
+    AttributeError
+        ``name`` is none of them.
+    """
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="isparse-report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking URI "
+                        "(default: the store isparse-run writes from this directory)")
+    parser.add_argument("--experiment", default="isparse", help="MLflow experiment; its newest sweep is reported")
+    parser.add_argument("--parent", default=None, help="the sweep's parent run id (instead of the newest); several "
+                        "comma-separated ids merge sweeps (a later one's runs replace an earlier one's)")
+    parser.add_argument("--outputs", default="outputs", help="directory for reports/<experiment>/<run id>/")
+    args = parser.parse_args(argv)
+    from .writing import build_report    # imports matplotlib (figures.py)
+
+    try:
+        result = build_report(args.uri, experiment=args.experiment, parent_id=args.parent, outputs=args.outputs)
+    except ConfigError as exc:
+        raise SystemExit(f"isparse-report: {exc}") from None
+    keys = ", ".join(result["series_keys"]) or "none"
+    print(f"report of sweep {result['parent']} ({len(result['records'])} runs; series keys besides data, method, n: "
+          f"{keys}) in {result['dir']}:")
+    for path in result["files"]:
+        print(f"  {path.name}")
+    for line in result["not_built"]:
+        print(line)
+    for line in result["notes"]:
+        print(f"note: {line}")
+    if result["table"]:
+        print(table_markdown(result["table"]))
+    if result["compare"]:
+        print(compare_markdown(result["compare"]))
+    if result["compare_grid"]:
+        print(grid_markdown(result["compare_grid"]))
+

@@ -1,0 +1,4 @@
+"""``python -m pipeline.report``: the same as ``isparse-report``."""
+from . import main
+
+main()
