@@ -48,7 +48,7 @@ def load_or_solve(problem, solve, cache_dir, key: str) -> tuple[Reference, bool]
                  L_i=problem.L_i)
 
     return _once(Path(cache_dir) / f"{key}.npz", lambda: solve(problem), write, lambda path: _read(path, problem, key),
-                 f"solving the reference problem of key {key} (x*, L_i)")
+                 f"solving the reference problem of key {key} (x*, L_i)", logging.INFO)
 
 
 def data_key(file, options: dict) -> str:
@@ -85,7 +85,7 @@ def cached_dataset(source, cache_dir=None):
     except OSError:
         key = None
     if key is not None and key in _MEMORY:
-        log.info("data: %s as read earlier in this process", source.name)
+        log.info("data: %s as loaded by an earlier job of this sweep", source.name)
         return _MEMORY[key]
     if cache_dir is not None and key is not None:
         data, _ = load_or_read(source.read, cache_dir, key)
@@ -117,25 +117,27 @@ def load_or_read(load, cache_dir, key: str):
     def read(path):
         import scipy.sparse as sp
 
-        log.info("cache: data set of key %s read from %s", key, path)
+        log.debug("cache: data set of key %s read from %s", key, path)
         with np.load(path) as z:
             A = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"]))
             return Dataset(A=A, b=z["b"], name=str(z["name"]), source=str(z["source"]),
                            labels=str(z["labels"]) if "labels" in z.files else "")
 
-    return _once(Path(cache_dir) / f"{key}.npz", load, write, read, f"reading the data set of key {key} from its file")
+    return _once(Path(cache_dir) / f"{key}.npz", load, write, read, f"reading the data set of key {key} from its file",
+                 logging.DEBUG)
 
 
-def _once(path: Path, compute, write, read, what: str):
+def _once(path: Path, compute, write, read, what: str, level: int):
     """(value, hit): ``read(path)`` if ``path`` exists, else ``compute()`` written by ``write(tmp, value)`` to a
-    temporary file renamed to ``path``, under an exclusive lock on ``path``'s ``.lock`` (checked again once held)."""
+    temporary file renamed to ``path``, under an exclusive lock on ``path``'s ``.lock`` (checked again once held);
+    ``what`` is logged at ``level`` when computing."""
     if path.is_file():
         return read(path), True
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path.with_suffix(".lock")):
         if path.is_file():   # another process made it while this one waited for the lock
             return read(path), True
-        log.info("cache: %s in process %d", what, os.getpid())
+        log.log(level, "cache: %s in process %d", what, os.getpid())
         value = compute()
         tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
         write(tmp, value)

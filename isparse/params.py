@@ -47,11 +47,9 @@ class Interval(Constraint):
 
     def __call__(self, key, value):
         value = check_range(key, value, self.low, self.high, integer=self.kind is int, low_open=self.low_open)
-        if self.kind is float:
-            if self.finite and not math.isfinite(value):
-                raise ConfigError(key, f"The '{key}' parameter must be a finite number; got {value!r}.")
-            return float(value)
-        return value
+        if self.kind is float and self.finite and not math.isfinite(value):
+            raise ConfigError(key, f"The '{key}' parameter must be a finite number; got {value!r}.")
+        return value   # as given: an int stays an int (its logged param reads as typed)
 
 
 class OneOf(Constraint):

@@ -1,4 +1,5 @@
-"""Orchestration: the Hydra entry point (``isparse-run``), the Dask cluster's lifecycle, MLflow tracking and plots.
+"""Orchestration: the Hydra entry point (``isparse-run``), the config's schema, the run's lifecycle, the Dask
+cluster, MLflow tracking, the sweep, reports and plots.
 
 No algorithm logic lives here: everything computed comes from ``isparse``.
 
@@ -13,3 +14,14 @@ import uuid as _uuid
 from omegaconf import OmegaConf as _OmegaConf
 
 _OmegaConf.register_new_resolver("isparse.uid", lambda: _uuid.uuid4().hex[:6], use_cache=True, replace=True)
+
+
+def _register_schema() -> None:
+    """Hydra's ConfigStore gets the config's schema (``pipeline.schema``) when the pipeline is imported: every entry
+    (the console scripts, the Dask launcher's workers, a test composing conf/) composes with it."""
+    from .schema import register
+
+    register()
+
+
+_register_schema()

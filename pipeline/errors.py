@@ -14,6 +14,7 @@ status 1).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -85,7 +86,9 @@ def _hydra_message(exc: BaseException) -> str | None:
             key = text.split("'")[1]
             return f"The '{key}' parameter is already a key of the config: set it without + ({key}=...)."
         return one_line(text)
-    if isinstance(exc, (OverrideParseException, SearchPathException)):
+    if isinstance(exc, OverrideParseException):
+        return f"the override {exc.override!r} cannot be parsed: {one_line(exc.message)}"
+    if isinstance(exc, SearchPathException):
         return one_line(exc)
     if isinstance(exc, OmegaConfBaseException):
         return "the config cannot be resolved: " + one_line(str(exc).split("\n    full_key")[0])
@@ -104,6 +107,14 @@ def unknown_key_message(key: str, parent) -> str:
     if parent_key.startswith("cluster.") and parent_key.endswith("options"):   # a mapping passed on as it is
         text += f" A key of {parent_key} goes as it is to the cluster class: add one with +{key}=..."
     return text
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, ``<prog>: error: <message>`` (no usage block), exit status 2."""
+
+    def error(self, message):
+        print_error(self.prog, one_line(message) + f" (see {self.prog} --help)")
+        sys.exit(2)
 
 
 def print_error(program: str, message: str) -> None:
@@ -128,6 +139,22 @@ def console(program: str, func, *args, **kwargs):
         raise
     except KeyboardInterrupt as exc:
         sys.exit(exit_status_of_signal(getattr(exc, "signal", None)))
+    except Exception as exc:  # noqa: BLE001 - classified here, re-raised when it is not the user's
+        message = user_message(exc)
+        if message is None:
+            raise
+        if full_error():
+            traceback.print_exc()
+        print_error(program, message)
+        sys.exit(2)
+
+
+@contextlib.contextmanager
+def exits_on_user_error(program: str):
+    """Inside a Hydra task (one job): a user error is its one line and exit status 2 at once. (Raised out of the
+    task, Hydra's ``run_job`` would first print "Error executing job with overrides: [...]".)"""
+    try:
+        yield
     except Exception as exc:  # noqa: BLE001 - classified here, re-raised when it is not the user's
         message = user_message(exc)
         if message is None:

@@ -58,8 +58,10 @@ def run_job(cfg, made: dict | None = None) -> dict:
     checkpoint = None
     if job.resume:   # the stored config and last checkpoint of an earlier run
         check_reachable(job.tracking.uri)
-        job, checkpoint = load_resume(job, overrides, output_dir(), JobConfig)
+        job, checkpoint = load_resume(job, overrides, output_dir, JobConfig)
     made["job"] = job
+    if job.engine == "dask":   # the cluster's checks that need no cluster (its extra installed, address, TLS files)
+        job.cluster.check_run()
     check_reachable(job.tracking.uri)
     setup = build(job, cache_dir=job.cache_dir)
     name = run_name(job, setup)
@@ -110,7 +112,7 @@ def _pool(job, setup, stop):
 
     with contextlib.ExitStack() as stack:
         with stop.deferred():   # Ctrl-C while the cluster starts and the shards travel: taken once they are done
-            client = stack.enter_context(dask_client(job.cluster, run_dir=output_dir()))
+            client = stack.enter_context(dask_client(job.cluster, run_dir=output_dir))
             print(f"Dask dashboard: {client.dashboard_link}", flush=True)
             source = None
             if job.data.load == "on_worker":   # each Dask worker reads its rows of the shared file

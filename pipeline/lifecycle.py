@@ -116,9 +116,9 @@ def start_run(job, setup, name: str, overrides: list[str], outdir: Path, checkpo
 RESUME_KEYS = ("resume", "engine", "cluster", "tracking.uri", "progress", "paths", "hydra")
 
 
-def load_resume(job, overrides: list[str], outdir: Path, cls):
+def load_resume(job, overrides: list[str], outdir, cls):
     """The stored config of run ``job.resume`` (with this invocation's engine, cluster, progress, paths and
-    tracking URI) as a ``cls`` (the job's schema), and its last checkpoint.
+    tracking URI) as a ``cls`` (the job's schema), and its last checkpoint (downloaded to ``outdir()``).
 
     Raises
     ------
@@ -148,8 +148,8 @@ def load_resume(job, overrides: list[str], outdir: Path, cls):
 
     with _quiet_downloads():
         try:
-            stored = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", str(outdir))).read_text())
-            with open(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir)), "rb") as fh:
+            stored = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", str(outdir()))).read_text())
+            with open(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir())), "rb") as fh:
                 checkpoint = pickle.load(fh)
         except Exception as exc:
             raise ConfigError("resume", f"The 'resume' parameter must name a run with a checkpoint (checkpoint.every "

@@ -28,7 +28,6 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from . import schema
 from .errors import console, exit_status_of_signal, full_error, print_error, user_message
 
 log = logging.getLogger("isparse")
@@ -36,7 +35,7 @@ PROG = "isparse-run"
 #: conf/ at the root of the checkout (the package is installed editable from it: pip install -e .)
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
-schema.register()
+
 
 
 def task(cfg: DictConfig):
@@ -87,9 +86,14 @@ def _app(cfg: DictConfig):
 
 def main() -> None:
     """The console script ``isparse-run``: Hydra's command line (``--help`` for the app's help)."""
-    from .sweep import exit_status
+    from .sweep import exit_status, mark_sweep_failed
 
-    console(PROG, _app)
+    try:
+        console(PROG, _app)
+    except SystemExit as exc:   # a sweep that ended on an error outside its jobs: its parent run ends FAILED
+        if exc.code not in (0, None):
+            mark_sweep_failed(f"isparse-run exited with status {exc.code}")
+        raise
     status = exit_status()   # a sweep whose jobs failed: 2 if every failure was bad input, else 1
     if status:
         sys.exit(status)

@@ -3,8 +3,9 @@
     isparse-plan data=a1a workers.n=10 cluster=local
     isparse-plan data=a1a workers.n=10 'plan.taus=[1/m,1/n,0.25,1]' plan.block_sizes=[1,4] --json
 
-It takes isparse-run's overrides (conf/plan.yaml is conf/config.yaml plus ``plan.*``) and checks them as isparse-run
-does (an unknown key or a bad value is one line on stderr, exit status 2, before any work). Then:
+It takes isparse-run's overrides (conf/plan.yaml is isparse-run's schema plus ``plan.*``: ``pipeline.schema.PlanConfig``)
+and checks them as isparse-run does (an unknown key or a bad value is one line on stderr, exit status 2, before any
+work). Then:
 
 1. builds the configured run (data, problem, x*, method) as isparse-run does, and for every tau of ``plan.taus`` and
    every block size of ``plan.block_sizes`` the run's theorem's iteration count to ``tol x r_0``
@@ -30,6 +31,7 @@ from __future__ import annotations
 from . import main as _main   # first: a LocalCluster's spawned worker re-imports this script; pipeline.main ignores SIGINT there
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -39,14 +41,16 @@ from pathlib import Path
 import hydra
 import numpy as np
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig
 
+from isparse import build
 from isparse.engines import InProcessPool
-from isparse.errors import ConfigError, check_range
+from isparse.errors import ConfigError
 from isparse.plan import Probe, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes, resolve_tau_grid
-from isparse.setup import check_bool
+from isparse.spec import BlocksSpec
 
-from .cluster import dask_client
+from .errors import console, exits_on_user_error, print_error
+from .schema import PlanConfig, load_job
 
 log = logging.getLogger("isparse")
 PROG = "isparse-plan"
@@ -58,84 +62,50 @@ NOTE_RATIO = ("predicted_iterations are the theorem's counts to tol x r_0 (what 
               "estimates by the same factor.")
 
 
-def _run_config(cfg) -> DictConfig:
-    """``cfg`` without ``plan``: the config isparse-run would see (its checks refuse keys it does not read)."""
-    run_cfg = cfg.copy()
-    with open_dict(run_cfg):
-        run_cfg.pop("plan")
-    return run_cfg
-
-
-def _check(cfg, run_cfg) -> dict:
-    """isparse-run's checks that need no data (:func:`pipeline.main.check_job`), and plan.*'s."""
-    _main.check_job(run_cfg)
-    plan = cfg.plan
-    known = {"taus", "block_sizes", "rounds", "repeats", "json"}
-    extra = sorted(set(plan.keys()) - known)
-    if extra:
-        raise ConfigError(f"plan.{extra[0]}", f"The 'plan.{extra[0]}' parameter is not read by {PROG}; the keys of "
-                                              f"plan: {', '.join(sorted(known))}.")
-    check_range("plan.rounds", plan.rounds, 2, None, integer=True)
-    check_range("plan.repeats", plan.repeats, 1, None, integer=True)
-    check_bool("plan.json", plan.json)
-    taus = OmegaConf.to_object(plan.taus) if OmegaConf.is_config(plan.taus) else plan.taus
-    sizes = OmegaConf.to_object(plan.block_sizes) if OmegaConf.is_config(plan.block_sizes) else plan.block_sizes
-    if taus is not None and not isinstance(taus, list):
-        taus = [taus]
-    if taus == []:   # before any work (the range of each tau needs m, known once the data are read)
-        resolve_tau_grid([], 1, 1)
-    if sizes is not None and not isinstance(sizes, list):
-        sizes = [sizes]
-    if sizes == []:
-        resolve_block_sizes([], 1, 1)
-    return {"taus": taus, "block_sizes": sizes, "rounds": int(plan.rounds), "repeats": int(plan.repeats),
-            "json": bool(plan.json)}
-
-
 class _Builder:
-    """Builds the run of ``cfg`` at any (tau, block size) as isparse-run's job does (:func:`pipeline.main.build_setup`),
-    reading the data and solving for x* once (the reference does not depend on tau or the block size)."""
+    """Builds the run of ``job`` at any (tau, block size) as isparse-run's job does (``isparse.build`` of the job's
+    spec with tau and blocks.size replaced), reading the data and solving for x* once (the reference does not depend
+    on tau or the block size)."""
 
-    def __init__(self, cfg):
-        self.cfg = cfg
-        self.reference = None
-        if cfg.data.name == "quadratic":
-            self.data, self.data_name, self.d = None, "quadratic", int(cfg.data.d)
-        else:
-            self.data = _main._load_data(**_main._dataset_args(cfg), cache_dir=_main._cache_dir(cfg))
-            self.data_name, self.d = self.data.name, int(self.data.d)
+    def __init__(self, job):
+        self.job, self.reference = job, None
+        self.data = job.data.dataset(job.cache_dir)
+        self.d = int(self.data.d) if self.data is not None else int(job.data.d)
 
     def __call__(self, tau, block_size):
-        setup = _main.build_setup(self.cfg, self.data, tau=tau, block_size=block_size, reference=self.reference)
+        spec = dataclasses.replace(self.job, tau=tau, blocks=BlocksSpec(size=int(block_size)))
+        setup = build(spec, data=self.data, reference=self.reference, cache_dir=self.job.cache_dir)
         self.reference = setup.reference
         return setup
 
 
 @contextlib.contextmanager
-def _pools(cfg):
+def _pools(job):
     """A factory of pools on the configured engine, ``make(setup)``; on Dask one client for all, every pool closed at
     the end (not between probes: see the note on ``hash=False`` in ``DaskPool._make_host``)."""
-    if cfg.engine == "inprocess":
+    if job.engine == "inprocess":
         yield (lambda setup: InProcessPool(*setup.pool_args())), "inprocess (this process)"
         return
     from isparse.engines.dask import DaskPool
 
-    with dask_client(cfg.cluster) as client:
+    from .cluster import dask_client
+
+    with dask_client(job.cluster) as client:
         workers = len(client.scheduler_info().get("workers", {}))
-        where = (f"dask, scheduler {client.scheduler.address} ({workers} Dask workers)" if cfg.cluster.get("address")
-                 else f"dask, {cfg.cluster.kind} cluster started for the plan ({workers} Dask workers)")
+        where = (f"dask, scheduler {client.scheduler.address} ({workers} Dask workers)" if job.cluster.address
+                 else f"dask, {job.cluster.kind} cluster started for the plan ({workers} Dask workers)")
 
         pools = []
 
         def make(setup):
             source = None
-            if cfg.data.get("load", "client") == "on_worker":
+            if job.data.load == "on_worker":
                 from isparse.problems.source import ShardSource
 
-                source = ShardSource.of(_main._dataset_args(cfg), setup.rows, setup.shards)
-            pools.append(DaskPool(client, *setup.pool_args(), snapshot_every=int(cfg.cluster.snapshot_every),
-                                  worker_timeout=float(cfg.cluster.worker_timeout),
-                                  measure_every=int(cfg.cluster.get("measure_every", 50)), source=source))
+                source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
+            pools.append(DaskPool(client, *setup.pool_args(), snapshot_every=job.cluster.snapshot_every,
+                                  worker_timeout=job.cluster.worker_timeout, measure_every=job.cluster.measure_every,
+                                  source=source))
             return pools[-1]
         try:
             yield make, where
@@ -172,16 +142,17 @@ def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
 
 
 def plan_job(cfg) -> dict:
-    """The plan of ``cfg`` (see the module docstring); returns the JSON object that is printed."""
-    _main._anchor_paths(cfg)
-    run_cfg = _run_config(cfg)
-    opts = _check(cfg, run_cfg)
-    builder = _Builder(run_cfg)
-    d, n, tol = builder.d, int(run_cfg.workers.n), float(run_cfg.tol)
-    sizes = resolve_block_sizes(opts["block_sizes"], d, int(run_cfg.blocks.size))   # before the reference solve
-    grids = {b: (math.ceil(d / b), resolve_tau_grid(opts["taus"], math.ceil(d / b), n)) for b in sizes}
-    builder(run_cfg.tau, run_cfg.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
-    probe_b = int(run_cfg.blocks.size) if int(run_cfg.blocks.size) in grids else sizes[0]
+    """The plan of the composed config ``cfg`` (see the module docstring); returns the JSON object that is printed."""
+    job = load_job(cfg, PlanConfig)
+    if job.engine == "dask":   # the cluster's checks that need no cluster, before the data are read
+        job.cluster.check_run()
+    opts = job.plan
+    builder = _Builder(job)
+    d, n, tol = builder.d, job.workers.n, job.tol
+    sizes = resolve_block_sizes(opts.block_sizes, d, job.blocks.size)   # before the reference solve
+    grids = {b: (math.ceil(d / b), resolve_tau_grid(opts.taus, math.ceil(d / b), n)) for b in sizes}
+    builder(job.tau, job.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
+    probe_b = job.blocks.size if job.blocks.size in grids else sizes[0]
     m0, grid0 = grids[probe_b]
 
     setups, skipped = {}, []
@@ -193,17 +164,17 @@ def plan_job(cfg) -> dict:
                 skipped.append(SkippedRow(tau=k / m, tau_m=k, m=m, blocks_size=b, reason=str(exc)))
 
     probes = []
-    with _pools(run_cfg) as (make, where):
+    with _pools(job) as (make, where):
         chosen = [k for k in _probe_taus(grid0, m0, n) if (probe_b, k) in setups]
         pools = {k: make(setups[probe_b, k]) for k in chosen}
         runs = {k: [] for k in chosen}
-        for _ in range(opts["repeats"]):   # interleaved: a drift of the machine's load hits every probe alike
+        for _ in range(opts.repeats):   # interleaved: a drift of the machine's load hits every probe alike
             for k in chosen:
-                runs[k].append(probe(setups[probe_b, k], pools[k], opts["rounds"], int(run_cfg.tracking.log_every)))
+                runs[k].append(probe(setups[probe_b, k], pools[k], opts.rounds, job.tracking.log_every))
         for k in chosen:   # the repetition of median seconds per round
             probes.append(sorted(runs[k], key=lambda p: p.round_s)[(len(runs[k]) - 1) // 2])
     if not probes:
-        raise ConfigError("plan.taus", f"The 'plan.taus' parameter must hold a tau algorithm={run_cfg.algorithm.name} "
+        raise ConfigError("plan.taus", f"The 'plan.taus' parameter must hold a tau algorithm={job.algorithm.name} "
                                        f"can run at blocks.size={probe_b}; none of {grid0} (tau x m) can: "
                                        + "; ".join(s.reason for s in skipped[:2]))
     cost = fit_round_cost(probes)
@@ -222,7 +193,7 @@ def plan_job(cfg) -> dict:
              "messages.send_ids), the expectation over the blocks drawn."]
     if cost.note:
         notes.append(cost.note)
-    return {"algorithm": run_cfg.algorithm.name, "data": builder.data_name, "n": n, "d": d, "tol": tol,
+    return {"algorithm": job.algorithm.name, "data": job.data.name, "n": n, "d": d, "tol": tol,
             "engine": where, "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
             "recommended": best.as_dict() if best is not None else None, "round_cost": cost.as_dict(), "notes": notes}
 
@@ -271,20 +242,11 @@ def render(plan: dict) -> str:
     return "\n".join(lines)
 
 
-def _error_line(exc: BaseException) -> None:
-    print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
-
-
 @hydra.main(version_base="1.3", config_path=_main.CONF_DIR, config_name="plan")
 def _app(cfg: DictConfig):
     np.seterr(over="ignore")
-    try:
+    with exits_on_user_error(PROG):
         plan = plan_job(cfg)
-    except ConfigError as exc:
-        if _main._full_error():
-            raise
-        _error_line(exc)
-        sys.exit(2)
     out = json.dumps(plan, indent=1, allow_nan=False)
     with contextlib.suppress(Exception):
         (Path(HydraConfig.get().runtime.output_dir) / "plan.json").write_text(out)
@@ -300,19 +262,10 @@ def main() -> None:
         sys.argv = [a for a in sys.argv if a != "--json"] + ["plan.json=true"]
     args, _ = get_args_parser().parse_known_args()
     if args.multirun:
-        _error_line(ConfigError("-m", "isparse-plan plans one configuration (its grids are plan.taus and "
-                                      "plan.block_sizes): run it without -m/--multirun."))
+        print_error(PROG, "isparse-plan plans one configuration (its grids are plan.taus and plan.block_sizes): run "
+                          "it without -m/--multirun.")
         sys.exit(2)
-    if not any(getattr(args, flag, None) for flag in _main._NO_RUN_FLAGS):
-        try:
-            _main.check_overrides(args.overrides, config_name="plan")
-        except ConfigError as exc:
-            _error_line(exc)
-            sys.exit(2)
-    try:
-        _app()
-    except ConfigError as exc:   # HYDRA_FULL_ERROR=1: Hydra re-raised it
-        _main.exit_on_config_error(exc, _error_line)
+    console(PROG, _app)
 
 
 if __name__ == "__main__":

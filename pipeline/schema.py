@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from isparse.errors import ConfigError
-from isparse.params import (Boolean, Interval, ListOf, Nullable, OneOf, Section, Text, is_text, leaf_constraints, param,
-                            section)
+from isparse.plan import resolve_block_sizes, resolve_tau_grid
+from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, is_text, leaf_constraints, param, section
 from isparse.spec import RunSpec
 
 from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
@@ -91,12 +91,6 @@ def _data_load_fits(job: "JobConfig", key: str) -> None:
                                        f"'on_worker'.")
 
 
-def _cluster_fits(job: "JobConfig", key: str) -> None:
-    """The cluster's own checks (extras, address, TLS), where a cluster is used (engine=dask)."""
-    if job.engine == "dask":
-        job.cluster.check_run()
-
-
 @dataclass
 class JobConfig(RunSpec):
     """One ``isparse-run`` job: the run (:class:`~isparse.spec.RunSpec`) and how the pipeline runs and logs it."""
@@ -114,7 +108,7 @@ class JobConfig(RunSpec):
     paths: PathsSpec = section(PathsSpec)
     tracking: TrackingSpec = section(TrackingSpec)
 
-    rules = RunSpec.rules + (_data_load_fits, _cluster_fits)
+    rules = RunSpec.rules + (_data_load_fits,)
 
     @property
     def cache_dir(self) -> Path | None:
@@ -122,25 +116,36 @@ class JobConfig(RunSpec):
         return Path(self.paths.outputs) / "cache" if self.cache else None
 
 
-class _TauItem:
-    """An item of ``plan.taus``: a number, ``'<c>/n'`` or ``'1/m'`` (its range is checked once m is known)."""
+class _Grid:
+    """``plan.taus`` / ``plan.block_sizes``: null (the default grid) or a list (a single value: a list of one); an
+    empty list is refused now, naming what the grid holds (``isparse.plan``); each entry's range is checked once d
+    and m are known."""
 
-    text = "a number, '<c>/n' or '1/m'"
+    text = "null or a list"
+
+    def __init__(self, resolve):
+        self.resolve = resolve
 
     def __call__(self, key, value):
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ConfigError(key, f"The '{key}' parameter must be {self.text}; got {value!r}.")
-        return value
+        if value is None:
+            return None
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        if not items:
+            self.resolve([], 1, 1, key=key)   # raises: the grid's own message
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, (int, float, str)):
+                raise ConfigError(key, f"The '{key}' parameter's entries must be numbers or '<c>/n'; got {item!r}.")
+        return items
 
 
 @dataclass
 class PlanSpec(Section):
     """isparse-plan's grid and probes (pipeline/plan.py)."""
 
-    taus: Optional[list] = param(None, Nullable(ListOf(_TauItem())),
+    taus: Optional[list] = param(None, _Grid(resolve_tau_grid),
                                  "the tau grid: numbers in [1/m, 1], '<c>/n' or 1/m; null: tau*m in {1, 2, 4, ...} up "
                                  "to m, plus ceil(m/n) and m")
-    block_sizes: Optional[list] = param(None, Nullable(ListOf(Interval(int, 1, None))),
+    block_sizes: Optional[list] = param(None, _Grid(resolve_block_sizes),
                                         "block sizes b in [1, d]; null: blocks.size alone")
     rounds: int = param(20, Interval(int, 2, None), "rounds timed per probe (after a warm-up of tracking.log_every)")
     repeats: int = param(3, Interval(int, 1, None), "runs per probe, interleaved; the median seconds per round is kept")
@@ -261,8 +266,8 @@ def load_job(cfg, cls=JobConfig, overrides=None):
     """
     from omegaconf import OmegaConf
 
-    tree = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
-    tree.pop("hydra", None)
+    tree = {k: OmegaConf.to_container(v, resolve=True, throw_on_missing=False) if OmegaConf.is_config(v) else v
+            for k, v in cfg.items_ex(resolve=True) if k != "hydra"}
     _unmissing(tree)
     if overrides is None:
         overrides = job_overrides()
@@ -318,10 +323,12 @@ def _text_keys(tree: dict, cls) -> set:
 
 
 def _algorithm_for(values):
-    from isparse.methods import METHODS
+    from isparse.methods import method_class
 
-    cls = METHODS.get(values.get("name"))
-    return cls.options if cls is not None else None
+    try:   # a method of another module is imported (algorithm.module); a bad name is from_dict's to refuse
+        return method_class(str(values.get("name")), values.get("module")).options
+    except ConfigError:
+        return None
 
 
 def _data_for(values):

@@ -189,7 +189,7 @@ class SweepParentRun(Callback):
             _STATUS.append(2 if bad_input else 1)
         else:
             _STATUS.append(1 if _SWEEP_ERROR else 0)
-        log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
+            log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
 
 
 def _job_number(run) -> tuple:

@@ -389,11 +389,9 @@ def import_metrics(path, uri: str) -> int:
 
 def main(argv=None) -> None:
     """``python -m pipeline.tracking import FILE --uri URI``: send the metric points a run could not send."""
-    import argparse
+    from .errors import ArgumentParser, console
 
-    from .errors import console
-
-    parser = argparse.ArgumentParser(prog="python -m pipeline.tracking",
+    parser = ArgumentParser(prog="python -m pipeline.tracking",
                                      description="Import metric points a run could not send (unsent_metrics.jsonl).")
     parser.add_argument("command", choices=["import"])
     parser.add_argument("file")

@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from isparse import ConfigError, DataError, load_dataset, load_libsvm
 from specs import make
 from isparse.data import Dataset
-from pipeline.main import run_job
+from pipeline.job import run_job
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
 
@@ -117,34 +117,35 @@ def test_n_features_of_a_named_set_smaller_than_its_largest_index_is_refused(com
 
 
 def test_n_features_of_a_named_set_larger_pads_zero_columns(compose, tmp_path):
-    """data=a1a data.n_features=130: the pipeline's own data path (``_dataset_args``, ``_load_data``) gives d = 130,
-    the file's 123 columns and 7 zero ones; the run's problem has that d (a whole CLI run costs ~20 s here)."""
-    from pipeline.main import _dataset_args, _load_data
+    """data=a1a data.n_features=130: the job's own data path (its checked config's source, read as the job reads it)
+    gives d = 130, the file's 123 columns and 7 zero ones; the run's problem has that d (a whole CLI run costs
+    ~20 s here)."""
+    from pipeline.schema import load_job
 
     cfg = compose([f"paths.outputs={tmp_path}", "engine=inprocess", "data=a1a", "data.n_features=130"])
-    args = _dataset_args(cfg)
-    assert args["n_features"] == 130
-    padded = _load_data(**args)
+    job = load_job(cfg)
+    assert job.data.n_features == 130
+    padded = job.data.dataset(job.cache_dir)
     plain = load_dataset("a1a")
     assert padded.A.shape == (1605, 130) and padded.A[:, 123:].nnz == 0
     assert (padded.A[:, :123] != plain.A).nnz == 0
-    s = make(algorithm="isega", data=padded, lam=cfg.problem.lam, n=cfg.workers.n, block_size=cfg.blocks.size)
+    s = make(algorithm="isega", data=padded, lam=job.lam, n=job.workers.n, block_size=job.blocks.size)
     assert s.derived["d"] == 130 and s.derived["m"] == 130 and np.all(s.reference.x_star[123:] == 0)
     assert runs_in(tmp_path) == []
 
 
 # -- 7. every other input: refused before any work, naming the key; nothing ignored -----------------------------
 BAD_KEYS = [
-    (["+algorithm.batch=4"], "algorithm.batch", r"not an option of algorithm=isega \(its options: none\)"),
+    (["+algorithm.batch=4"], "algorithm.batch", r"not a key of algorithm=isega \(it would be ignored\); known: name, module"),
     (["algorithm=isgd", "algorithm.batch=2.5"], "algorithm.batch", r"must be an integer in \[1, inf\]; got 2.5"),
     (["algorithm=isgd", "algorithm.schedule=fast"], "algorithm.schedule", "must be one of constant, decreasing"),
-    (["algorithm=isgd", "+algorithm.rho=2"], "algorithm.rho", r"its options: batch, schedule\)"),
-    (["algorithm=diana", "algorithm.alpha=0"], "algorithm.alpha", r"must be in \(0, 1\]; got 0"),
-    (["algorithm=iasgd", "algorithm.rho=0.5"], "algorithm.rho", r"must be in \[1, inf\]; got 0.5"),
-    (["problem.lam=-1"], "problem.lam", r"must be in \(0, inf\]; got -1"),
-    (["problem.lam=inf"], "problem.lam", "must be a finite number; got inf"),
-    (["problem.lam='0.1'"], "problem.lam", "must be a number"),
-    (["data=quadratic", "problem.lam=0.1"], "problem.lam", "must be 0 for data=quadratic"),
+    (["algorithm=isgd", "+algorithm.rho=2"], "algorithm.rho", r"known: name, module, batch, schedule\."),
+    (["algorithm=diana", "algorithm.alpha=0"], "algorithm.alpha", r"must be null or in \(0, 1\]; got 0"),
+    (["algorithm=iasgd", "algorithm.rho=0.5"], "algorithm.rho", r"must be null or in \[1, inf\]; got 0.5"),
+    (["problem.lam=-1"], "problem.lam", r"must be null or in \(0, inf\]; got -1"),
+    (["problem.lam=inf"], "problem.lam", "a finite number; got inf"),
+    (["problem.lam='0.1'"], "problem.lam", r"must be null or a number in \(0, inf\]; got '0.1'"),   # a string: refused
+    (["data=quadratic", "problem.lam=0.1"], "problem.lam", "must be 0 or null for data=quadratic"),
     (["data=quadratic", "problem.loss=squared"], "problem.loss", "must be logistic for data=quadratic"),
     (["data=quadratic", "workers.split=contiguous"], "workers.split", "must be shuffle for data=quadratic"),
     (["data=quadratic", "data.seed=-1"], "data.seed", r"must be in \[0, inf\]; got -1"),
@@ -165,16 +166,16 @@ BAD_KEYS = [
     (["progress=yes"], "progress", "must be true or false; got 'yes'"),
     (["cache=0"], "cache", "must be true or false; got 0"),
     (["report.auto=maybe"], "report.auto", "must be true or false; got 'maybe'"),
-    (["+data.n_features=40"], "data.n_features", "not used by data=breast_cancer"),
-    (["data=a1a", "+data.path=/x.svm"], "data.path", "not used by data=a1a"),
-    (["data=a1a", "data.n_features=0"], "data.n_features", r"must be in \[1, inf\]; got 0"),
-    (["data=a1a", "data.n_features=130.5"], "data.n_features", "must be an integer"),
-    (["data=libsvm"], "data.path", "must name a LIBSVM file for data=libsvm"),
+    (["+data.n_features=40"], "data.n_features", "not a key of data=breast_cancer"),
+    (["data=a1a", "+data.path=/x.svm"], "data.path", "not a key of data=a1a"),
+    (["data=a1a", "data.n_features=0"], "data.n_features", r"must be null or in \[1, inf\]; got 0"),
+    (["data=a1a", "data.n_features=130.5"], "data.n_features", "must be null or an integer"),
+    (["data=libsvm"], "data.path", r"must be set \(a LIBSVM file for data=libsvm\)"),
     (["data=a1a", "data.dir=rel/nowhere"], "data.dir", "must be an existing directory"),
     (["tracking.experiment=null"], "tracking.experiment", "must be a non-empty string; got None"),
-    (["tracking.run_name=7"], "tracking.run_name", "must be a non-empty string or null; got 7"),
-    (["+problem.lamda=0.1"], "problem.lamda", "not read by isparse-run \\(it would be ignored\\); the keys of problem"),
-    (["+max_iters=100"], "max_iters", "not read by isparse-run"),
+    (["tracking.run_name=''"], "tracking.run_name", "must be null or a non-empty string; got ''"),
+    (["+problem.lamda=0.1"], "problem.lamda", r"not a key of problem \(it would be ignored\); known: loss, penalty"),
+    (["+max_iters=100"], "max_iters", r"not a key of the config \(it would be ignored\)"),
     (["resume=0123456789abcdef", "max_iter=5"], "resume", r"got 'max_iter=5' \(it would be ignored\)"),
 ]
 
@@ -227,16 +228,16 @@ def test_chdir_resolves_relative_paths_against_the_command_directory_and_makes_o
 def test_relative_outputs_and_sqlite_uri_mean_the_command_directory_under_chdir(compose, tmp_path, monkeypatch):
     """paths.outputs=out (relative) with hydra.job.chdir=true: the store and the cache stay in <cwd>/out, not in the
     job directory the process has moved to (what Hydra's run_job does before calling the task)."""
-    from pipeline.main import _anchor_paths
+    from pipeline.schema import load_job
 
-    job = tmp_path / "out" / "runs" / "job"
-    job.mkdir(parents=True)
+    job_dir = tmp_path / "out" / "runs" / "job"
+    job_dir.mkdir(parents=True)
     for overrides, uri in ((["paths.outputs=out"], tmp_path.resolve() / "out" / "mlflow.db"),
                            (["tracking.uri=sqlite:///rel/mlflow.db"], tmp_path.resolve() / "rel" / "mlflow.db")):
         monkeypatch.chdir(tmp_path)                              # where the command runs
         cfg = compose([*overrides, "hydra.job.chdir=true"])
-        monkeypatch.chdir(job)                                   # the job's working directory
-        _anchor_paths(cfg)
-        assert cfg.tracking.uri == f"sqlite:///{uri}"
-        assert Path(cfg.paths.outputs).is_absolute()
-    assert cfg.paths.outputs == str(tmp_path.resolve() / "outputs")   # the default: the command's directory
+        monkeypatch.chdir(job_dir)                               # the job's working directory
+        job = load_job(cfg)
+        assert job.tracking.uri == f"sqlite:///{uri}"
+        assert Path(job.paths.outputs).is_absolute()
+    assert job.paths.outputs == str(tmp_path.resolve() / "outputs")   # the default: the command's directory

@@ -18,7 +18,7 @@ WORKER = r"""
 import logging, os, sys, time
 from pathlib import Path
 import numpy as np
-logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(name)s %(message)s")
+logging.basicConfig(stream=sys.stdout, level=logging.DEBUG, format="%(name)s %(message)s")
 from isparse import RunSpec, build, load_dataset
 ds = load_dataset("a1a")
 go = Path(sys.argv[2])
@@ -34,7 +34,7 @@ DATA_WORKER = r"""
 import logging, os, sys, time
 from pathlib import Path
 import numpy as np
-logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(name)s %(message)s")
+logging.basicConfig(stream=sys.stdout, level=logging.DEBUG, format="%(name)s %(message)s")
 from isparse import source
 import isparse.cache
 go = Path(sys.argv[2])

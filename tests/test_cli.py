@@ -15,9 +15,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
-from conftest import CONF_DIR
+from composing import check_command
 from isparse import ConfigError
-from pipeline.main import bound_text, check_overrides, resume_command
+from pipeline.job import bound_text
+from pipeline.lifecycle import resume_command
+from specs import spec
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
 TINY = ["engine=inprocess", "progress=false", "checkpoint.every=0"]   # breast cancer (569 x 30), n = 4
@@ -83,39 +85,36 @@ def test_config_error_in_a_sweep_fails_its_job_and_the_sweep_goes_on(tmp_path):
 def test_unknown_key_is_refused_naming_the_known_ones(tmp_path, override):
     proc = cli(tmp_path, *TINY, override)
     assert proc.returncode == 2
-    assert lines(proc.stderr) == ["isparse-run: error: workers.N is not a key of workers; known: n, split, split_seed"]
+    assert lines(proc.stderr) == ["isparse-run: error: The 'workers.N' parameter is not a key of workers (it would be "
+                                  "ignored); known: n, split, split_seed."]
     assert lines(proc.stdout) == [] and not (tmp_path / "mlflow.db").exists()
 
 
-def _known(path):
-    """The keys of conf/<path>.yaml as the file lists them (without its defaults list)."""
-    return [k for k in OmegaConf.load(CONF_DIR / f"{path}.yaml") if k != "defaults"]
-
-
-@pytest.mark.parametrize("overrides, multirun, key, parent", [
-    (["+workers.N=16"], False, "workers.N", "workers"),
-    (["++workers.N=16"], False, "workers.N", "workers"),
-    (["workers.N=4,16"], True, "workers.N", "workers"),
-    (["algorithm.schedule=decreasing"], False, "algorithm.schedule", "algorithm"),   # isega has no schedule
-    (["algorithm=isgd,isega", "algorithm.schedule=decreasing"], True, "algorithm.schedule", "algorithm"),
-    (["data.dir=/x"], False, "data.dir", "data"),                                     # breast cancer is bundled
-    (["cluster=slurm", "cluster.options.queue=normal"], False, "cluster.options.queue", "cluster.options"),
-    (["tracking.URI=x"], False, "tracking.URI", "tracking"),
+@pytest.mark.parametrize("overrides, multirun, key, parent, known", [
+    (["+workers.N=16"], False, "workers.N", "workers", "n, split, split_seed"),
+    (["++workers.N=16"], False, "workers.N", "workers", "n, split, split_seed"),
+    (["workers.N=4,16"], True, "workers.N", "workers", "n, split, split_seed"),
+    (["algorithm.schedule=decreasing"], False, "algorithm.schedule", "algorithm=isega", "name, module"),   # isega: none
+    (["algorithm=isgd,isega", "algorithm.schedule=decreasing"], True, "algorithm.schedule", "algorithm=isega",
+     "name, module"),
+    (["data.dir=/x"], False, "data.dir", "data=breast_cancer", "name, lam, load"),           # breast cancer is bundled
+    (["cluster=slurm", "cluster.options.queue=normal"], False, "cluster.options.queue", "cluster.options",
+     "cores, processes, memory, walltime, scheduler_options, worker_extra_args"),
+    (["tracking.URI=x"], False, "tracking.URI", "tracking", "uri, experiment, log_every, run_name"),
 ])
-def test_unknown_keys_in_the_overrides(overrides, multirun, key, parent):
+def test_unknown_keys_in_the_overrides(overrides, multirun, key, parent, known):
+    """Every job of the command line is composed and checked as isparse-run does: a key no section has is refused,
+    with or without +, naming the section and its keys."""
     with pytest.raises(ConfigError) as err:
-        check_overrides(overrides, multirun=multirun)
-    assert err.value.key == key
-    assert str(err.value).startswith(f"{key} is not a key of {parent}; known: ")
-    known = {"workers": "n, split, split_seed", "algorithm": "name", "data": ", ".join(_known("data/breast_cancer")),
-             "cluster.options": ", ".join(OmegaConf.load(CONF_DIR / "cluster/slurm.yaml").options),
-             "tracking": ", ".join(OmegaConf.load(CONF_DIR / "config.yaml").tracking)}[parent]
-    assert f"known: {known}" in str(err.value)
+        check_command(overrides, multirun=multirun)
+    assert str(err.value).startswith(f"The '{key}' parameter is not a key of {parent} (it would be ignored); "
+                                     f"known: {known}.")
 
 
 def test_a_key_that_exists_is_refused_with_plus():
-    with pytest.raises(ConfigError, match=r"^workers.n is already a key of the config: set it without \+: workers.n=16$"):
-        check_overrides(["+workers.n=16"])
+    with pytest.raises(ConfigError, match=r"^The 'workers.n' parameter is already a key of the config: set it without "
+                                          r"\+ \(workers.n=...\)\.$"):
+        check_command(["+workers.n=16"])
 
 
 @pytest.mark.parametrize("overrides, multirun", [
@@ -134,10 +133,10 @@ def test_a_key_that_exists_is_refused_with_plus():
       "max_iter=20000"], False),
     (["cluster=ssh", "cluster.hosts=[head,node1,node2]", "+cluster.connect_options.username=me"], False),
     (["algorithm=isgd", "algorithm.schedule=decreasing", "data=libsvm", "data.path=/x", "cluster.address=tcp://h:1",
-      "hydra.run.dir=/tmp/x", "~resume"], False),
+      "hydra.run.dir=/tmp/x"], False),
 ])
 def test_documented_overrides_are_accepted(overrides, multirun):
-    check_overrides(overrides, multirun=multirun)
+    assert check_command(overrides, multirun=multirun)
 
 
 def test_plus_keys_reach_the_config(tmp_path):
@@ -153,9 +152,8 @@ def test_tol_zero_runs_all_of_max_iter():
     """The library: tol = 0 is accepted and never stops early (the same run with tol = 1e-8 stops well before)."""
     from specs import make
     from isparse.problems import QuadraticProblem
-    from isparse.setup import check_static
 
-    check_static(algorithm="ibgd", n=4, block_size=1, tau=1.0, step_multiplier=1.0, max_iter=10, tol=0)
+    assert spec("ibgd", n=4, block_size=1, tau=1.0, max_iter=10, tol=0).tol == 0
     s = make(problem=QuadraticProblem(d=10, o=10, n=4, seed=0), algorithm="ibgd", n=4, block_size=1, tau=1.0)
     early = s.run(max_iter=5000, tol=1e-8)
     assert early.converged and early.iterations < 5000
@@ -217,16 +215,18 @@ def test_warning_at_start_when_the_theorem_predicts_more_than_max_iter(tmp_path)
     (0.0, 100, 0.0, None),                   # tol = 0: all of max_iter is what was asked
 ])
 def test_start_up_warning(caplog, tol, max_iter, neighbourhood, warned):
+    from types import SimpleNamespace
+
     from isparse.theory.bound import LinearBound
-    from pipeline.main import _warn_if_predicted_beyond
+    from pipeline.lifecycle import warn_if_predicted_beyond
 
     # bound(t) = 0.99^t * 1 + neighbourhood <= tol * r_0 = 2e-8 first at t = ceil(ln(2e-8) / ln(0.99)) = 1764
     bound = LinearBound("Theorem 3 (ISEGA), arXiv:1901.09437", "dist_sq", 0.1, 0.1, True, rate=0.99, initial=1.0,
                         neighbourhood=neighbourhood)
-    cfg = OmegaConf.create({"tol": tol, "max_iter": max_iter})
+    job = SimpleNamespace(tol=tol, max_iter=max_iter)
     predicted = bound.iterations_to(tol * 2.0)
     with caplog.at_level("WARNING", logger="isparse"):
-        _warn_if_predicted_beyond(cfg, bound, {"r0": 2.0}, predicted)
+        warn_if_predicted_beyond(job, bound, 2.0, predicted)
     text = [r.getMessage() for r in caplog.records if r.name == "isparse"]
     if warned is None:
         assert text == []
@@ -250,15 +250,13 @@ def test_help_describes_the_app_and_hides_common(tmp_path):
 
 @pytest.mark.parametrize("kind", ["local", "address", "ssh", "slurm", "kubernetes"])
 def test_every_cluster_config_composes(compose, kind):
-    """Each cluster option is conf/cluster_common.yaml (outside the group: no cluster=_common) with its own keys."""
-    assert sorted(p.stem for p in (CONF_DIR / "cluster").glob("*.yaml")) == ["address", "kubernetes", "local",
-                                                                             "slurm", "ssh"]
-    own = OmegaConf.load(CONF_DIR / "cluster" / f"{kind}.yaml")
-    assert list(own.defaults) == ["/cluster_common@_here_", "_self_"]
-    del own["defaults"]
-    expected = OmegaConf.merge(OmegaConf.load(CONF_DIR / "cluster_common.yaml"), own)
+    """cluster=<kind> composes to that option's declared keys and defaults (pipeline.cluster.options), the shared
+    ones (ClusterOptions) included."""
+    from pipeline.cluster import KINDS, ClusterOptions
+
     got = compose([f"cluster={kind}"]).cluster
-    assert OmegaConf.to_container(got) == OmegaConf.to_container(expected)
+    assert OmegaConf.to_container(got) == KINDS[kind]().to_dict()
+    assert set(ClusterOptions.fields()) <= set(got)
     assert got.snapshot_every == 50 and got.timeout == {"slurm": 600, "kubernetes": 600}.get(kind, 10)
 
 

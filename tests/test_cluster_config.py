@@ -3,19 +3,22 @@
 import sys
 
 import pytest
-from omegaconf import OmegaConf
 
 from isparse.errors import ConfigError
 from pipeline.cluster import security_from
 
 
 def _cluster(**kw):
-    base = {"address": None, "security": {"tls_ca_file": None, "tls_client_cert": None, "tls_client_key": None,
-                                          "require_encryption": None}}
-    sec = kw.pop("security", {})
-    base.update(kw)
-    base["security"].update(sec)
-    return OmegaConf.create(base)
+    """The typed cluster options (pipeline.cluster.options) of ``kw``, checked as isparse-run's config is."""
+    from pipeline.cluster import ClusterOptions
+
+    return ClusterOptions.from_dict({"kind": "local", **kw}, "cluster")
+
+
+def _job_cluster(compose, overrides):
+    from pipeline.schema import load_job
+
+    return load_job(compose(overrides)).cluster
 
 
 def test_plain_tcp_needs_no_security():
@@ -48,7 +51,7 @@ def test_partial_or_missing_certificate_files_are_refused(tmp_path):
 @pytest.mark.parametrize("key,value,allowed", [("cluster.snapshot_every", -1, r"\[0, inf\]"),
                                                ("cluster.worker_timeout", 0, r"\(0, inf\]")])
 def test_recovery_settings_are_checked_before_work(compose, key, value, allowed):
-    from pipeline.main import run_job
+    from pipeline.job import run_job
 
     cfg = compose([f"{key}={value}", "tracking.uri=sqlite:////nonexistent-dir/never.db"])
     with pytest.raises(ConfigError, match=rf"The '{key}' parameter must be in {allowed}; got {value}"):
@@ -60,7 +63,7 @@ def test_recovery_settings_are_checked_before_work(compose, key, value, allowed)
 def test_a_cluster_kind_without_its_extra_names_the_extra(compose, monkeypatch, kind, package, extra):
     import importlib.util
 
-    from pipeline.main import run_job
+    from pipeline.job import run_job
 
     monkeypatch.setitem(sys.modules, package, None)   # as if not installed (the test extra installs ssh and slurm's)
     assert importlib.util.find_spec(package) is None
@@ -78,18 +81,16 @@ def test_every_cluster_option_composes_with_the_shared_keys(compose):
         assert cluster.kind == kind and cluster.snapshot_every == 50 and cluster.worker_timeout == 60
         assert set(cluster.security) == {"tls_ca_file", "tls_client_cert", "tls_client_key", "require_encryption"}
     with pytest.raises(ConfigError, match="'cluster.kind' parameter must be one of local, address, ssh, slurm, kubernetes"):
-        from pipeline.cluster import check_cluster
-
-        check_cluster(OmegaConf.create({"kind": "yarn"}))
+        _cluster(kind="yarn")
 
 
 @pytest.mark.parametrize("overrides,text", [
     (["data.load=disk"], "The 'data.load' parameter must be one of client, on_worker; got 'disk'"),
     (["data.load=on_worker", "engine=inprocess"], "The 'data.load' parameter must be client for engine=inprocess"),
-    (["data.load=on_worker", "data=quadratic"], "must be client for engine=dask and data=quadratic"),
+    (["data.load=on_worker", "data=quadratic"], "must be client for data=quadratic \\(no file to read on the workers\\)"),
 ])
 def test_data_load_is_checked_before_work(compose, overrides, text):
-    from pipeline.main import run_job
+    from pipeline.job import run_job
 
     cfg = compose([*overrides, "tracking.uri=sqlite:////nonexistent-dir/never.db"])
     with pytest.raises(ConfigError, match=text) as err:
@@ -104,7 +105,7 @@ def test_slurm_off_a_submit_host_names_sbatch(compose, monkeypatch, tmp_path):
 
     monkeypatch.setenv("PATH", str(tmp_path))   # no sbatch there
     with pytest.raises(ConfigError, match=r"cluster=slurm\) needs SLURM's sbatch on PATH") as err:
-        with dask_client(compose(["cluster=slurm"]).cluster):
+        with dask_client(_job_cluster(compose, ["cluster=slurm"])):
             pass
     assert err.value.key == "cluster.kind"
 
@@ -119,8 +120,8 @@ def test_ssh_host_that_refuses_names_the_hosts(compose):
     with socket.socket() as s:   # a port that was free a moment ago: connections to it are refused
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = compose(["cluster=ssh", f"+cluster.connect_options.port={port}", "+cluster.connect_options.known_hosts=null",
-                   "+cluster.scheduler_options.host=127.0.0.1"]).cluster
+    cfg = _job_cluster(compose, ["cluster=ssh", f"+cluster.connect_options.port={port}",
+                                 "+cluster.connect_options.known_hosts=null", "+cluster.scheduler_options.host=127.0.0.1"])
     with pytest.raises(ConfigError, match=r"'cluster.hosts' parameter must name hosts that accept SSH.*failed to "
                                           r"start: .*Connect call failed \('127.0.0.1', " + str(port)) as err:
         with dask_client(cfg):

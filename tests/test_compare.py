@@ -241,12 +241,10 @@ def test_isega_vs_gd_compares_iterations_to_eps_at_the_same_n(short_sweeps):
 
 
 def test_a_bad_compare_role_names_the_field():
-    from omegaconf import OmegaConf
-
     from isparse import ConfigError
-    from pipeline.main import _compare_role
+    from pipeline.schema import JobConfig
 
-    assert _compare_role(OmegaConf.create({"compare": {"role": None}})) is None
-    assert _compare_role(OmegaConf.create({"compare": {"role": "baseline"}})) == "baseline"
-    with pytest.raises(ConfigError, match="'compare.role' parameter must be one of method, baseline; got 'base'"):
-        _compare_role(OmegaConf.create({"compare": {"role": "base"}}))
+    assert JobConfig.from_dict({"compare": {"role": None}}).compare.role is None
+    assert JobConfig.from_dict({"compare": {"role": "baseline"}}).compare.role == "baseline"
+    with pytest.raises(ConfigError, match="'compare.role' parameter must be null or one of method, baseline; got 'base'"):
+        JobConfig.from_dict({"compare.role": "base"})

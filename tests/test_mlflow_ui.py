@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from pipeline.main import _metrics
+from pipeline.job import metrics as _metrics
 from pipeline.tracking import RunLogger, artifact_location, experiment_id, ui_link
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
@@ -34,7 +34,7 @@ def _named_run(out, overrides):
     from omegaconf import open_dict
 
     from conftest import CONF_DIR
-    from pipeline.main import run_job
+    from pipeline.job import run_job
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[f"paths.outputs={out}", "engine=inprocess", "progress=false", *overrides],
@@ -81,10 +81,11 @@ def test_experiment_opens_on_runs_and_keeps_artifacts_beside_the_store(sweep):
 
 def test_run_names_start_with_what_differs(sweep):
     *_, children, single = sweep
-    # breast cancer: d = 30, b = 1, so m = 30; tau = auto = ceil(30/n)/30: 15/30 for n = 2, 8/30 for n = 4
+    # the swept keys first (workers.n, step.multiplier: the sweep's order), then the rest; breast cancer: d = 30, b = 1,
+    # so m = 30; tau = auto = ceil(30/n)/30: 15/30 for n = 2, 8/30 for n = 4
     assert {c.info.run_name for c in children} == {
-        "n2-b1-tau0.5-g1-s0-isega-breast_cancer", "n2-b1-tau0.5-g4-s0-isega-breast_cancer",
-        "n4-b1-tau0.2667-g1-s0-isega-breast_cancer", "n4-b1-tau0.2667-g4-s0-isega-breast_cancer"}
+        "n2-g1-b1-tau0.5-s0-isega-breast_cancer", "n2-g4-b1-tau0.5-s0-isega-breast_cancer",
+        "n4-g1-b1-tau0.2667-s0-isega-breast_cancer", "n4-g4-b1-tau0.2667-s0-isega-breast_cancer"}
     assert single.info.run_name == "my-run"   # as given: no suffix for step.rule=paper or step.multiplier=4
 
 

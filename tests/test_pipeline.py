@@ -10,7 +10,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from isparse import ConfigError
-from pipeline.main import run_job
+from pipeline.job import run_job
 from pipeline.tracking import experiment_id
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
@@ -118,7 +118,8 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["checkpoint.every=-1"], "checkpoint.every", r"'checkpoint.every' parameter must be in \[0, inf\]; got -1"),
     (["data=a1a", "data.empty_rows=maybe"], "data.empty_rows", "'data.empty_rows' parameter must be one of keep, drop, error"),
     (["resume=0123456789abcdef"], "resume", "'resume' parameter must be the id of a run"),
-    (["engine=dask", "cluster=address"], "cluster.address", "'cluster.address' parameter must be set for cluster=address"),
+    (["engine=dask", "cluster=address"], "cluster.address", r"'cluster.address' parameter must be set \(tcp://HOST:PORT or "
+                                                            r"tls://HOST:PORT of a running scheduler, for cluster=address\)"),
     (["engine=spark"], "engine", "'engine' parameter must be one of dask, inprocess; got 'spark'"),
     (["data=a1a", "data.dir=/nonexistent"], "data.dir", "'data.dir' parameter must be an existing directory"),
     (["data=a1a", "data.dir=/"], "data.dir", "The data set 'a1a' was not found: no file '/a1a'"),
@@ -135,11 +136,16 @@ def test_bad_input_fails_before_any_work(compose, tmp_path, overrides, key, text
 
 
 def test_cli_rejects_unknown_algorithm_and_data_set(tmp_path):
+    """An unknown option of a group: one line naming the group and its options, exit status 2."""
+    from isparse.methods import METHODS
+
     proc = cli(tmp_path, "algorithm=adam", check=False)
-    assert proc.returncode != 0
-    assert "Could not find 'algorithm/adam'" in proc.stderr and "ibcd" in proc.stderr and "isega" in proc.stderr
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"isparse-run: error: The 'algorithm' parameter must be one of "
+                                        f"{', '.join(sorted(METHODS))}; got 'adam' (no option 'algorithm/adam')."]
     proc = cli(tmp_path, "data=iris", check=False)
-    assert proc.returncode != 0 and "Could not find 'data/iris'" in proc.stderr and "mushrooms" in proc.stderr
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert "The 'data' parameter must be one of" in proc.stderr and "mushrooms" in proc.stderr
 
 
 def test_unreachable_tracking_server_fails_before_work(compose, tmp_path):
@@ -183,14 +189,24 @@ def test_signal_marks_run_killed_and_leaves_no_worker_processes(tmp_path, sig):
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
 
 
-def test_every_algorithm_and_data_set_has_a_config():
-    """Configs tested like code: every registered algorithm id is selectable as algorithm=<id>."""
+def test_every_algorithm_and_data_set_has_a_config(compose):
+    """Configs tested like code: every registered algorithm id is selectable as algorithm=<id>, every data source as
+    data=<name>, and each composes to its declared defaults."""
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
     from isparse.data import NAMED_FILES
     from isparse.methods import METHODS
-    from conftest import CONF_DIR
+    from isparse.sources import SOURCES
 
-    assert {p.stem for p in (CONF_DIR / "algorithm").glob("*.yaml")} == set(METHODS)
-    assert set(NAMED_FILES) | {"breast_cancer", "libsvm", "quadratic"} == {p.stem for p in (CONF_DIR / "data").glob("*.yaml")}
+    store = ConfigStore.instance()
+    assert {n.removesuffix(".yaml") for n in store.list("algorithm")} == set(METHODS)
+    assert {n.removesuffix(".yaml") for n in store.list("data")} == set(NAMED_FILES) | {"breast_cancer", "libsvm",
+                                                                                        "quadratic"} == set(SOURCES)
+    for name, cls in METHODS.items():
+        assert OmegaConf.to_container(compose([f"algorithm={name}"]).algorithm) == cls.options(name=name).to_dict()
+    for name, source in SOURCES.items():
+        assert OmegaConf.to_container(compose([f"data={name}"]).data) == source.to_dict()
 
 
 @pytest.mark.slow   # 20 s: with the other resume tests (tests/test_resume.py) in the slow run

@@ -73,7 +73,7 @@ def test_plan_job_matches_the_runs_logged(tmp_path, dask_client):
     """The planner's job on the session's real LocalCluster (in this process, fast); the predicted iterations at
     tau = 1/n and tau = 1 are those isparse-run's job (pipeline.main.run_job) logs to a real sqlite store for the
     same overrides; the recommendation is the argmin of predicted_time_s."""
-    from pipeline.main import run_job
+    from pipeline.job import run_job
     from pipeline.plan import plan_job
 
     common = [f"paths.outputs={tmp_path}", *OVERRIDES, "cluster=address",
@@ -166,7 +166,8 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
 
 
 @pytest.mark.parametrize("overrides, key, text", [
-    (["plan.nosuch=1"], "plan.nosuch", "plan.nosuch is not a key of plan; known: taus, block_sizes, rounds, repeats, json"),
+    (["plan.nosuch=1"], "plan.nosuch", "The 'plan.nosuch' parameter is not a key of plan (it would be ignored); known: "
+                                       "taus, block_sizes, rounds, repeats, json."),
     (["plan.rounds=1"], "plan.rounds", "The 'plan.rounds' parameter must be in [2, inf]; got 1."),
     (["plan.repeats=0"], "plan.repeats", "The 'plan.repeats' parameter must be in [1, inf]; got 0."),
     (["plan.json=yes"], "plan.json", "The 'plan.json' parameter must be true or false; got 'yes'."),
@@ -177,12 +178,13 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
 ])
 def test_plan_bad_inputs_named(tmp_path, overrides, key, text):
     """Each bad plan.* value names the key and the allowed range; an unknown key is refused as isparse-run refuses one."""
-    from pipeline.main import check_overrides
+    from composing import check_command
     from pipeline.plan import plan_job
 
+    overrides = [f"paths.outputs={tmp_path}", "engine=inprocess", *overrides]
     with pytest.raises(ConfigError) as err:
-        check_overrides(overrides, config_name="plan")
-        plan_job(compose_plan([f"paths.outputs={tmp_path}", "engine=inprocess", *overrides]))
+        check_command(overrides, config_name="plan")
+        plan_job(compose_plan(overrides))
     assert err.value.key == key and str(err.value) == text
 
 

@@ -12,7 +12,6 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from isparse.blocks import resolve_tau
-from isparse.setup import check_static
 from pipeline.report import build_report
 
 import matplotlib.pyplot as plt  # noqa: E402  (after pipeline.report, which selects the Agg backend)
@@ -31,7 +30,10 @@ def quick_sweep(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     # one data load and one reference solve for the 6 jobs: the later jobs reuse them
     assert (proc.stdout + proc.stderr).count("as loaded by an earlier job of this sweep") == 5
-    assert len(list((out / "cache").glob("*.npz"))) == 1   # (beside it the lock its compute held, <key>.lock)
+    # one reference (x*, L_i) and the bundled data set's arrays (a later run reads them without scikit-learn); beside
+    # each the lock its compute held, <key>.lock
+    cached = sorted(p.name for p in (out / "cache").glob("*.npz"))
+    assert len(cached) == 2 and cached[1].startswith("data-")
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name("paper-quick")
     parent = client.search_runs([exp.experiment_id], "tags.`isparse.sweep` = 'true'")[0]
@@ -118,31 +120,25 @@ def test_isparse_report_cli_rebuilds_the_same_table(quick_sweep, tmp_path):
     assert again == _artifact_text(client, parent.info.run_id, "report/table99.csv")
     bad = subprocess.run([REPORT, "--uri", f"sqlite:///{out}/mlflow.db", "--experiment", "nope"],
                          capture_output=True, text=True, timeout=300)
-    assert bad.returncode != 0 and "--experiment" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.splitlines() == [
+        "isparse-report: error: The '--experiment' parameter must name an MLflow experiment; got 'nope', which does "
+        "not exist."]
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_composes_and_its_sweep_values_are_valid(compose, name):
-    """Each experiment's swept values pass the static checks, and tau values resolve for its n."""
+    """Every job of each experiment's sweep composes and passes the config's checks (``composing``: the basic
+    sweeper's expansion of its hydra.sweeper.params), and its tau values resolve for its n."""
+    from composing import check_command
+
     cfg = compose([f"+experiment={name}"])
-    params = cfg.hydra.sweeper.params
     assert cfg.report.auto is True and cfg.engine == "inprocess"
     assert cfg.tracking.experiment == f"paper-{name}"
-    values = {k: str(v).split(",") for k, v in params.items()}
-    # a comparison experiment sweeps arms (conf/arm/): each sets the algorithm and maybe n and tau
-    arms = [compose([f"+experiment={name}", f"+arm={a}"]) for a in values.get("+arm", [])]
-    cases = ([(c.algorithm.name, [str(c.workers.n)] if "workers.n" not in values else values["workers.n"],
-               [str(c.tau)]) for c in arms] if arms else
-             [(alg, values["workers.n"], values.get("tau", ["auto"])) for alg in values["algorithm"]])
-    assert not arms or {c.compare.role for c in arms} == {"method", "baseline"}
-    for alg, ns, taus in cases:
-        for n in ns:
-            for tau in taus:
-                check_static(algorithm=alg, n=int(n), block_size=1, tau=tau, step_multiplier=1.0,
-                             max_iter=cfg.max_iter, tol=cfg.tol)
-                resolve_tau(tau, 112, int(n))                  # raises ConfigError for a malformed tau
-    for data in values["data"]:
-        compose([f"+experiment={name}", f"data={data}"])     # the data config exists
+    jobs = check_command([f"+experiment={name}"], multirun=True)
+    arms = {j.compare.arm for j in jobs if j.compare.role}
+    assert not arms or {j.compare.role for j in jobs} == {"method", "baseline"}   # a comparison: both sides
+    for job in jobs:
+        resolve_tau(job.tau, 112, job.workers.n)                  # raises ConfigError for a malformed tau
 
 
 def test_tau_written_per_n():

@@ -37,12 +37,13 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
 from isparse.errors import ConfigError
-from pipeline.tracking import PARENT_ENV, SWEEP_WORKER_ENV
+from pipeline.sweep import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV
 
 log = logging.getLogger(__name__)
 
-#: environment variables of the launching process that a job needs in the Dask worker (the sweep's parent run)
-PASSED_ENV = (PARENT_ENV,)
+#: environment variables of the launching process that a job needs in the Dask worker (the sweep's parent run and
+#: the keys it varies)
+PASSED_ENV = (PARENT_ENV, SWEPT_ENV)
 #: set, while a job runs, to the address of the Dask worker running it (pipeline.main tags the run with it)
 WORKER_ENV = SWEEP_WORKER_ENV
 
@@ -57,7 +58,7 @@ QUIET_CLUSTER = {"distributed.worker.profile.enabled": False, "distributed.admin
 
 
 class LauncherConfigError(ConfigError, CompactHydraException):
-    """A bad ``hydra.launcher.*`` value: Hydra prints its one line (no traceback); isparse-run exits with status 2."""
+    """A bad ``hydra.launcher.*`` value: one line and exit status 2, as any bad input (``pipeline.errors``)."""
 
 
 def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext, config: DictConfig,
@@ -87,7 +88,7 @@ def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext,
 
 
 def _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env, address) -> JobReturn:
-    from pipeline.tracking import job_env_set
+    from pipeline.sweep import job_env_set
 
     from .jobthreads import job_log, prepare_process
 
@@ -98,7 +99,7 @@ def _execute(idx, overrides, hydra_context, config, task_function, singleton_sta
         with job_log():
             return task_function(cfg)
 
-    with job_env_set({**env, WORKER_ENV: address}):   # this thread's: pipeline.tracking.job_env
+    with job_env_set({**env, WORKER_ENV: address}):   # this thread's: pipeline.sweep.job_env
         sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
@@ -186,10 +187,10 @@ class DaskLauncher(Launcher):
 
     def _failed(self, field: str, message: str):
         """The sweep's parent run FAILED with ``message``; raises the one-line error naming ``field``."""
-        from pipeline.tracking import mark_sweep_failed
+        from pipeline.sweep import mark_sweep_failed
 
         mark_sweep_failed(f"LauncherConfigError: {message}")
-        raise LauncherConfigError(field, f"isparse-run: error: {message}") from None
+        raise LauncherConfigError(field, message) from None
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from distributed import as_completed

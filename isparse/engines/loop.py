@@ -69,7 +69,7 @@ class RunResult:
 class Checkpoint:
     """Everything needed to continue a run exactly: the iteration, the iterate, the master's state, every
     host's worker state and step counters (``HostSnapshot``; no random stream states: draws depend on (seed, i, t)
-    only) and the byte counters."""
+    only), the byte counters, and the records made so far (a resumed run's history starts at t = 0)."""
 
     t: int
     x: np.ndarray
@@ -77,6 +77,7 @@ class Checkpoint:
     workers: list
     uplink_per_worker: np.ndarray
     counters: dict = field(default_factory=dict)   # wall_s, the time split and the engine's counters so far
+    records: list = field(default_factory=list)    # the records up to t (dicts, never written to later)
 
 
 @dataclass
@@ -214,7 +215,8 @@ class MasterLoop:
         if self.method.asynchronous:
             raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
         self.t, self.x, self.master, self._master_shared = ck.t, np.array(ck.x, dtype=float), ck.master, True
-        self.offsets = dict(getattr(ck, "counters", {}) or {})
+        self.offsets = dict(ck.counters or {})
+        self.result.records = list(ck.records)
         self.uplink[:] = ck.uplink_per_worker
         self.models_sent = self.n * ck.t
         self.engine.restore(ck.workers)
@@ -251,7 +253,8 @@ class MasterLoop:
         return dist_sq
 
     def checkpoint(self):
-        ck = Checkpoint(self.t, self.x.copy(), self.master, self.engine.snapshot(), self.uplink.copy(), self.counters())
+        ck = Checkpoint(self.t, self.x.copy(), self.master, self.engine.snapshot(), self.uplink.copy(), self.counters(),
+                        list(self.result.records))
         self._master_shared = True
         self.opt.on_checkpoint(ck)
 
@@ -281,7 +284,7 @@ class MasterLoop:
                     self.checkpoint()
                 if bar is not None:
                     bar.update(1)
-            if not self.result.records:   # resumed at (or past) the end: record where it stands
+            if self.result.records[-1]["step"] != self.t:   # resumed at (or past) the end: record where it stands
                 self.record(dist_sq, None)
         finally:
             if bar is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..errors import check_choice
+from ..errors import ConfigError, check_choice
 from ..theory import isgd_schedule
 from .base import AlgorithmOptions, Context, Method, check_needs
 

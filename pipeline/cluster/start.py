@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 def _deploy(cluster, security, run_dir=None):
     """Start the ssh, slurm or kubernetes cluster of the options ``cluster`` (its extra is installed:
     ``ClusterOptions.check_run``). A SLURM job's output goes to ``options.log_directory``, by default
-    ``<run_dir>/slurm`` (dask-jobqueue's default is the current directory)."""
+    ``<run_dir()>/slurm`` (``run_dir``: a function giving the run's directory; dask-jobqueue's default is the current
+    directory)."""
     import importlib
 
     module, cls, _, _ = cluster.deployer
@@ -46,7 +47,7 @@ def _deploy(cluster, security, run_dir=None):
             raise ConfigError("cluster.kind", "The 'cluster.kind' parameter slurm (cluster=slurm) needs SLURM's sbatch "
                                               "on PATH (run on a SLURM submit host); got no sbatch.")
         if run_dir is not None and not options.get("log_directory"):
-            options["log_directory"] = str(Path(run_dir) / "slurm")
+            options["log_directory"] = str(Path(run_dir()) / "slurm")
         slurm = Cluster(**options, **sec)
         try:
             check_slurm_job(slurm.job_script())
@@ -194,7 +195,8 @@ def dask_client(cluster, run_dir=None):
 
     ``cluster.address`` null starts a ``LocalCluster`` of ``cluster.n_workers`` processes bound to ``cluster.host``;
     an address (``tcp://HOST:PORT`` or ``tls://``) connects to a running scheduler; ``cluster=ssh``, ``slurm`` or
-    ``kubernetes`` starts that cluster and closes it at the end (SLURM's job output under ``run_dir``).
+    ``kubernetes`` starts that cluster and closes it at the end (SLURM's job output under ``run_dir()``, a function
+    giving the run's directory).
 
     Raises
     ------

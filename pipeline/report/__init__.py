@@ -35,12 +35,9 @@ The report holds no algorithm logic: it only reads what the runs logged.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 
-from isparse.errors import ConfigError
-
-from .records import (ALIASES, BOOKKEEPING, IDENTITY, METRICS, TAIL, TOP_LEVEL_FALLBACK, RunRecord, assign_series,
+from .records import (ALIASES, BOOKKEEPING, IDENTITY, METRICS, TAIL, RunRecord, assign_series,
                       config_params, latest_sweep, load_children)
 from .tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, compare_markdown, comparison, grid_markdown,
                      single_tau_series, table99, table99_gaps, table_markdown, tau_rows, write_comparison, write_table,
@@ -52,7 +49,7 @@ _LAZY = {"convergence_figures": "figures", "tau_figure": "figures", "tau_ticks":
          "write_readme": "writing", "build_report": "writing"}
 
 __all__ = ["ALIASES", "BOOKKEEPING", "GOAL_N", "GOAL_RATIO", "GOAL_SAVED", "IDENTITY", "METRICS", "TAIL",
-           "TOP_LEVEL_FALLBACK", "RunRecord", "add_slopes", "assign_series", "build_report", "compare_markdown",
+           "RunRecord", "add_slopes", "assign_series", "build_report", "compare_markdown",
            "comparison", "config_params", "convergence_figures", "grid_markdown", "latest_sweep", "load_children",
            "main", "single_tau_series", "table99", "table99_gaps", "table_markdown", "tau_figure", "tau_rows",
            "tau_ticks", "write_comparison", "write_readme", "write_table", "write_tau_table"]
@@ -80,7 +77,10 @@ def __dir__() -> list[str]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="isparse-report", description=__doc__.split("\n\n")[0])
+    """The console script ``isparse-report`` (bad arguments: one line and exit status 2, ``pipeline.errors``)."""
+    from ..errors import ArgumentParser, console
+
+    parser = ArgumentParser(prog="isparse-report", description=__doc__.split("\n\n")[0])
     parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking URI "
                         "(default: the store isparse-run writes from this directory)")
     parser.add_argument("--experiment", default="isparse", help="MLflow experiment; its newest sweep is reported")
@@ -88,12 +88,13 @@ def main(argv=None) -> None:
                         "comma-separated ids merge sweeps (a later one's runs replace an earlier one's)")
     parser.add_argument("--outputs", default="outputs", help="directory for reports/<experiment>/<run id>/")
     args = parser.parse_args(argv)
+    console("isparse-report", _report, args)
+
+
+def _report(args) -> None:
     from .writing import build_report    # imports matplotlib (figures.py)
 
-    try:
-        result = build_report(args.uri, experiment=args.experiment, parent_id=args.parent, outputs=args.outputs)
-    except ConfigError as exc:
-        raise SystemExit(f"isparse-report: {exc}") from None
+    result = build_report(args.uri, experiment=args.experiment, parent_id=args.parent, outputs=args.outputs)
     keys = ", ".join(result["series_keys"]) or "none"
     print(f"report of sweep {result['parent']} ({len(result['records'])} runs; series keys besides data, method, n: "
           f"{keys}) in {result['dir']}:")

@@ -12,12 +12,14 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mlflow.tracking import MlflowClient
-from omegaconf import OmegaConf
 
 from isparse.blocks import resolve_tau
 from isparse.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 log = logging.getLogger(__package__)   # "pipeline.report": the logger's name before the package was split
 
@@ -34,18 +36,13 @@ BOOKKEEPING = ("paths.", "tracking.uri", "tracking.experiment", "tracking.run_na
                "resume", "cache", "data.dir", "data.source", "compare.")
 #: short names of series keys in labels (the README's names)
 ALIASES = {"blocks.size": "b"}
-#: the undotted keys of conf/config.yaml, if that file cannot be read (an installed, not editable, package)
-TOP_LEVEL_FALLBACK = ("engine", "max_iter", "tol", "tau", "seed", "resume", "cache", "progress")
-
-
 def _top_level_keys() -> tuple[str, ...]:
-    """The scalar top-level keys of conf/config.yaml (``engine``, ``max_iter``, ``tol``, ...): the undotted params
-    that are config values; every other undotted param (n, m, gamma, r0, ...) is derived by the run."""
-    try:
-        cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "config.yaml")
-    except OSError:
-        return TOP_LEVEL_FALLBACK
-    return tuple(k for k, v in cfg.items_ex(resolve=False) if not OmegaConf.is_config(v))
+    """The scalar top-level keys of the job's schema (``engine``, ``max_iter``, ``tol``, ...: ``pipeline.schema``):
+    the undotted params that are config values; every other undotted param (n, m, gamma, r0, ...) is derived by the
+    run."""
+    from ..schema import JobConfig
+
+    return tuple(k for k, f in JobConfig.fields().items() if "section" not in f.metadata)
 
 
 def config_params(params: dict, top_level=None) -> dict:

@@ -7,11 +7,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from mlflow.tracking import MlflowClient
-
 from isparse.errors import ConfigError
 
-from ..tracking import check_reachable
+from ..tracking import check_reachable, client_for
 from .figures import convergence_figures, plt, tau_figure   # plt: pyplot with the Agg backend figures.py selects
 from .records import ALIASES, RunRecord, assign_series, latest_sweep, load_children
 from .tables import (_tau_list, add_slopes, comparison, single_tau_series, table99, table99_gaps, tau_rows,
@@ -60,8 +58,11 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
         The tracking URI is unreachable, the experiment or parent run does not exist, or the sweep has no
         finished child run.
     """
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):].split("?", 1)[0]).is_file():
+        raise ConfigError("uri", f"The '--uri' parameter must name an existing MLflow store (isparse-run writes "
+                                 f"sqlite:///<paths.outputs>/mlflow.db); got {uri!r}: no such file.")
     check_reachable(uri)
-    client = MlflowClient(tracking_uri=uri)
+    client = client_for(uri)
     parents = []
     for pid in (parent_id.split(",") if parent_id else []):
         try:
