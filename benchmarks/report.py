@@ -281,7 +281,7 @@ def _item3(res):
         "Reduced, to fit the run in the time budget: ISEGA's time to ε is its rounds (counted in-process, the same",
         "iterates as on Dask) times its measured Dask round, not a full Dask run; 3 rounds per rate (1 repetition)",
         "on the shaped synthetic runs; dask-ml on the synthetic problem is modelled (above); dask-glm's",
-        "`proximal_grad` was not rerun (STACK.md's measurement: 4.8e-4 relative suboptimality after 90 s on a9a).",
+        "`proximal_grad` was not rerun (docs/algorithms.md §8: 4.8e-4 relative suboptimality after 90 s on a9a).",
         "Only bandwidth is shaped (no `netem` delay here), and the downlink (x to each Dask worker) is shaped too.",
         "",
     ] + [f"- {n}" for n in res.get("notes", [])] + [""]

@@ -2,7 +2,7 @@
 
 The coordinates 0..d-1 are cut into m = ceil(d / b) contiguous blocks of size b (the last one
 may be shorter). In every iteration each worker i samples its own set U_i of exactly tau*m
-blocks (``isparse.sampling``; ALGORITHMS.md section 1; arXiv:1901.09437, section 2).
+blocks (``isparse.sampling``; docs/algorithms.md §1; arXiv:1901.09437, section 2).
 """
 
 from __future__ import annotations

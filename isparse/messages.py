@@ -1,4 +1,4 @@
-"""The uplink message format: one batch of messages per host and round (ALGORITHMS.md section 6).
+"""The uplink message format: one batch of messages per host and round (docs/algorithms.md §6).
 
 A batch carries, for k logical workers, the values each one sends, worker after worker. By default
 it carries **values only**: the master recomputes every worker's block ids from (seed, i, t)

@@ -2,7 +2,7 @@
 
 The blocks U_i^t that worker i sends at iteration t (a tau*m-nice sampling: exactly tau*m of the m
 blocks, uniformly among all such sets, independently across workers and iterations; arXiv:1901.09437,
-section 2; ALGORITHMS.md section 1) are drawn from numpy's Philox4x64 counter-based generator,
+section 2; docs/algorithms.md §1) are drawn from numpy's Philox4x64 counter-based generator,
 keyed by the run's seed, with the 256-bit counter set to (position, t, attempt, stream). Worker i
 owns the positions [i Q, (i + 1) Q) of that counter for iteration t, so
 

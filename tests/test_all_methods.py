@@ -1,6 +1,6 @@
 """Every method of the registry: iterates against plain loops, baselines, convergence behaviour and bounds.
 
-Behaviour table (ALGORITHMS.md sections 1-3): on heterogeneous data (grad f_i(x*) != 0) the methods
+Behaviour table (docs/algorithms.md §§1-3): on heterogeneous data (grad f_i(x*) != 0) the methods
 that learn the local gradients at x* (ISEGA, DIANA, EF21) converge to x*, while IBCD, IBGD,
 distributed ISAGA and constant-step ISGD stall at a neighbourhood; on the interpolating quadratic
 (Assumption 2 holds) IBCD, IBGD and ISAGA converge linearly.

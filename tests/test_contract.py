@@ -124,6 +124,10 @@ def test_checkpoints_are_values_that_later_steps_leave_alone(breast_cancer, quad
     np.testing.assert_array_equal(resumed.iterates[-1], full.iterates[-1])
     # the cumulative counters go on from the checkpoint's instead of starting again at 0
     assert resumed.records[-1]["wall_s"] >= taken[0][0].counters["wall_s"] > 0
+    # the resumed run's records start at t = 0 (its convergence figure is drawn from them): the uninterrupted run's
+    # steps, with the same values where they do not measure time
+    assert [r["step"] for r in resumed.records] == [r["step"] for r in full.records] == [0, 60]
+    assert resumed.records[0]["dist_sq"] == full.records[0]["dist_sq"]
 
 
 @pytest.mark.parametrize("algorithm", ["isega", "isaga"])

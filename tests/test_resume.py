@@ -54,7 +54,9 @@ def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, algorithm
     k = int(client.get_run(stopped.info.run_id).data.metrics["checkpoint_iteration"])
     assert 200 <= k < 1500
 
-    _cli(tmp_path, "resumed", f"resume={stopped.info.run_id}")
+    proc = _cli(tmp_path, "resumed", f"resume={stopped.info.run_id}")
+    assert f"resuming MLflow run {stopped.info.run_id} (" in proc.stdout and f"from iteration {k}, its last" in proc.stdout
+    assert "Downloading artifacts" not in proc.stderr       # no MLflow progress bars
     resumed = client.get_run(stopped.info.run_id)
     assert resumed.info.status == "FINISHED" and resumed.data.tags["resumed_from_iteration"] == str(k)
     assert len(_runs(client)) == 2          # the same MLflow run continued, no new one
@@ -62,3 +64,12 @@ def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, algorithm
     x_resumed = np.load(client.download_artifacts(resumed.info.run_id, "x_final.npy", str(tmp_path / "dl")))
     assert np.array_equal(x_resumed, x_full)
     assert resumed.data.metrics["uplink_bytes"] == full_run.data.metrics["uplink_bytes"]
+    # each step logged once (the steps between the checkpoint and the kill, computed again, are not logged again),
+    # the same steps as the uninterrupted run's, and wall_s never goes back
+    for key in ("dist_sq", "wall_s", "uplink_bytes"):
+        steps = [m.step for m in client.get_metric_history(resumed.info.run_id, key)]
+        assert sorted(steps) == sorted({m.step for m in client.get_metric_history(full_run.info.run_id, key)}), key
+    wall = sorted((m.step, m.value) for m in client.get_metric_history(resumed.info.run_id, "wall_s"))
+    assert all(a[1] <= b[1] for a, b in zip(wall, wall[1:]))
+    ck_steps = [m.step for m in client.get_metric_history(resumed.info.run_id, "checkpoint_iteration")]
+    assert len(ck_steps) == len(set(ck_steps))

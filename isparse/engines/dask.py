@@ -9,7 +9,7 @@ module imports ``distributed``.
 Lost Dask workers
 -----------------
 Actors keep state across calls without a scheduler task per round, but die with their worker
-(STACK.md). The pool therefore keeps, on the client, a snapshot of every host's worker state and
+(docs/algorithms.md §8). The pool therefore keeps, on the client, a snapshot of every host's worker state and
 step counters, taken every ``snapshot_every`` rounds, and the models x broadcast since.
 When an actor call raises a communication error or does not answer within ``worker_timeout``
 seconds, the logical workers of that Dask worker are recreated on the remaining Dask workers

@@ -1,4 +1,4 @@
-"""Linear-model problems split across n workers (docs/algorithms.md section 4): logistic regression,
+"""Linear-model problems split across n workers (docs/algorithms.md §4): logistic regression,
 least squares (ridge), and logistic regression with a non-convex penalty (for Theorem 7).
 
 With N rows split into shards of l_i rows, worker i owns
@@ -334,7 +334,7 @@ class GLMProblem(Problem):
             total += float(np.sum(r ** 2 * s.row_sq() + 2 * r * (s.A @ p)) + s.l * (p @ p))
         return total
 
-    # -- constants (docs/algorithms.md section 4) -----------------------------------------
+    # -- constants (docs/algorithms.md §4) -----------------------------------------
     @property
     def L_i(self) -> np.ndarray:
         """Smoothness of each f_i: (n/N) c lambda_max(A_i^T A_i) + smoothness of P (c = 1/4 logistic, 1 squared)."""

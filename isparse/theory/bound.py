@@ -50,7 +50,7 @@ class LinearBound:
     source : str
         ``paper``: a bound the paper states; ``derived``: one this project derived (``derivation`` says where).
     derivation : str
-        For a derived bound, where the derivation is written down (module docstring, ALGORITHMS.md section).
+        For a derived bound, where the derivation is written down (module docstring, docs/algorithms.md).
     """
 
     theorem: str

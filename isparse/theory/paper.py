@@ -1,4 +1,4 @@
-"""The stepsizes the paper's experiments used (arXiv:1901.09437, Section 6 and Appendix plots; ALGORITHMS.md section 5).
+"""The stepsizes the paper's experiments used (arXiv:1901.09437, Section 6 and Appendix plots; docs/algorithms.md §5).
 
 Selected with ``step.rule=paper``; every other method keeps its theorem's stepsize. Each function
 has the signature of the theorems' stepsize rules, ``(L, mu, n, tau) -> gamma`` (gamma in 1/L units).

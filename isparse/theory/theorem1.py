@@ -2,7 +2,7 @@
 
 Stepsize [paper]: gamma = 1 / (2 L (tau + 2(1 - tau)/n)).
 
-Bound. Derived from Lemma 2 of the paper (ALGORITHMS.md section 3). With
+Bound. Derived from Lemma 2 of the paper (docs/algorithms.md §3). With
 x^{t+1} = x - (gamma/n) sum_i (grad f_i(x))_{U_i}, E x^{t+1} = x - gamma tau grad f(x) and, by
 Lemma 2 and E||v_U - tau v||^2 = tau(1 - tau)||v||^2,
 
@@ -56,4 +56,4 @@ def theorem1_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0:
                        rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu),
                        # with D = 0 (Assumption 2, or tau = 1) this is the paper's Theorem 1; the neighbourhood is ours
                        source="derived" if D > 0 else "paper",
-                       derivation="isparse/theory/theorem1.py (from Lemma 2; ALGORITHMS.md section 3)" if D > 0 else "")
+                       derivation="isparse/theory/theorem1.py (from Lemma 2; docs/algorithms.md §3)" if D > 0 else "")

@@ -1,0 +1,116 @@
+"""One exit path for bad input (issue 20): every console script, for a config error, a data-file error, a missing file
+and an unknown group option, prints one line ``<program>: error: <message>`` on stderr and exits with status 2; the
+traceback comes first only with HYDRA_FULL_ERROR=1. In a sweep: one line per failed job, then one summary line."""
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+#: program name -> its command
+PROGRAMS = {"isparse-run": [str(BIN / "isparse-run")], "isparse-plan": [str(BIN / "isparse-plan")],
+            "isparse-report": [str(BIN / "isparse-report")],
+            "python -m pipeline.tracking": [sys.executable, "-m", "pipeline.tracking"]}
+TINY = ["engine=inprocess", "progress=false", "checkpoint.every=0"]
+
+
+def run(program, *args, tmp_path, env=None):
+    hydra = program in ("isparse-run", "isparse-plan")
+    cmd = [*PROGRAMS[program], *args] + ([f"paths.outputs={tmp_path}"] if hydra else [])
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, **(env or {})})
+
+
+def one_line(proc, program, text):
+    """The process printed exactly one line, ``<program>: error: ...`` holding ``text``, on stderr and exited 2."""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"{program}: error: ") and text in lines[0], lines[0]
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A malformed LIBSVM file (unsorted indices on line 3), a store with a finished run, an unsent-metrics file."""
+    d = tmp_path_factory.mktemp("files")
+    (d / "bad.svm").write_text("1 1:1\n# comment\n-1 3:1.0 1:2.0\n")
+    return d
+
+
+CASES = [
+    # (program, arguments, the text the one line must hold)
+    ("isparse-run", [*TINY, "tol=-1"], "The 'tol' parameter must be in [0, inf]; got -1."),            # config
+    ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/bad.svm"],                             # data file
+     "bad.svm is not a valid LIBSVM file (line 3: '-1 3:1.0 1:2.0': feature index 1 follows index 3"),
+    ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/missing.svm"], "'data.path' parameter must be an existing file"),
+    ("isparse-run", [*TINY, "cluster=yarn"], "The 'cluster' parameter must be one of address, kubernetes, local, slurm, ssh; got 'yarn'"),
+    ("isparse-run", [*TINY, "workers.n=(4"], "the override 'workers.n=(4' cannot be parsed"),
+    ("isparse-plan", [*TINY, "plan.rounds=1"], "The 'plan.rounds' parameter must be in [2, inf]; got 1."),
+    ("isparse-plan", [*TINY, "data=libsvm", "data.path={files}/bad.svm"], "feature index 1 follows index 3"),
+    ("isparse-plan", [*TINY, "data=libsvm", "data.path={files}/missing.svm"], "'data.path' parameter must be an existing file"),
+    ("isparse-plan", [*TINY, "algorithm=adam"], "The 'algorithm' parameter must be one of"),
+    ("isparse-report", ["--uri", "sqlite:///{files}/missing/mlflow.db"], "The '--uri' parameter must name an existing MLflow store"),
+    ("isparse-report", ["--parent"], "argument --parent: expected one argument"),
+    ("isparse-report", ["--experiment"], "argument --experiment: expected one argument"),
+    ("python -m pipeline.tracking", ["import", "{files}/missing.jsonl", "--uri", "sqlite:///{files}/s.db"],
+     "The 'file' parameter must be an existing unsent_metrics.jsonl file"),
+    ("python -m pipeline.tracking", ["export", "x", "--uri", "u"], "argument command: invalid choice: 'export'"),
+]
+
+
+@pytest.mark.parametrize("program, args, text", CASES, ids=[f"{p} {' '.join(a)}"[:70] for p, a, _ in CASES])
+def test_bad_input_is_one_line_and_status_2(files, tmp_path, program, args, text):
+    proc = run(program, *[a.format(files=files) for a in args], tmp_path=tmp_path)
+    one_line(proc, program, text.format(files=files))
+    assert not (tmp_path / "mlflow.db").exists()                     # refused before any work
+
+
+def test_an_unknown_experiment_of_the_report_is_one_line(tmp_path):
+    from pipeline.tracking import client_for
+
+    client_for(f"sqlite:///{tmp_path}/mlflow.db").search_experiments()   # an existing (empty) store
+    proc = run("isparse-report", "--uri", f"sqlite:///{tmp_path}/mlflow.db", "--experiment", "nosuch", tmp_path=tmp_path)
+    one_line(proc, "isparse-report", "The '--experiment' parameter must name an MLflow experiment; got 'nosuch'")
+
+
+def test_a_gzipped_libsvm_file_is_read_with_the_same_checks(tmp_path):
+    """scikit-learn reads .gz: the same checks name the physical line in the decompressed text (a label-only row was
+    an IndexError)."""
+    from isparse import DataError, load_libsvm
+
+    good = tmp_path / "rows.svm.gz"
+    with gzip.open(good, "wt") as fh:
+        fh.write("1 1:0.5 2:1\n# c\n-1\n1 2:2\n")                    # line 3: a label-only row (kept, with a warning)
+    with pytest.warns(UserWarning, match=r"1 rows have no features \(the first at line 3\)"):
+        data = load_libsvm(good)
+    assert data.A.shape == (3, 2) and list(data.b) == [1.0, -1.0, 1.0] and data.labels == "-1 -> -1, 1 -> +1"
+    bad = tmp_path / "bad.svm.gz"
+    with gzip.open(bad, "wt") as fh:
+        fh.write("1 1:1\n\n-1 2:1 1:3\n")
+    with pytest.raises(DataError, match=r"bad.svm.gz is not a valid LIBSVM file \(line 3: '-1 2:1 1:3': feature index 1 "
+                                        r"follows index 2"):
+        load_libsvm(bad)
+
+
+def test_the_traceback_only_with_hydra_full_error(tmp_path):
+    proc = run("isparse-run", *TINY, "tol=-1", tmp_path=tmp_path, env={"HYDRA_FULL_ERROR": "1"})
+    assert proc.returncode == 2
+    assert "Traceback (most recent call last)" in proc.stderr and "isparse.errors.ConfigError" in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "isparse-run: error: The 'tol' parameter must be in [0, inf]; got -1."
+
+
+def test_a_sweep_prints_each_failed_job_once_and_a_summary(tmp_path):
+    """Two of three jobs fail on their config: one line each when it fails, one summary line at the end; exit 2."""
+    proc = run("isparse-run", "-m", *TINY, "tol=-1,1e-4,-2", "max_iter=10", tmp_path=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 3, proc.stderr
+    assert lines[0].startswith("isparse-run: error: job #0 (") and "The 'tol' parameter must be in [0, inf]; got -1." in lines[0]
+    assert lines[1].startswith("isparse-run: error: job #2 (") and "got -2." in lines[1]
+    assert lines[2].startswith("isparse-run: sweep: 2 of 3 jobs FAILED (#0, #2): parent MLflow run ")
+    assert "Traceback" not in proc.stdout + proc.stderr and "Error executing job" not in proc.stderr
