@@ -1,5 +1,5 @@
 """A LocalCluster of 2 single-threaded worker processes on 127.0.0.1 (dashboard on 127.0.0.1:0), started as the
-pipeline's default ``cluster=local`` starts it (``pipeline.cluster.local_cluster``, with conf/cluster/local.yaml's
+pipeline's default ``cluster=local`` starts it (``pipeline.cluster.local_cluster``, with ``pipeline.cluster.LocalClusterOptions``'s
 ``malloc_trim_threshold``).
 
 ``dask_malloc_trim=True`` starts the workers with distributed's own ``MALLOC_TRIM_THRESHOLD_=65536`` instead (the
@@ -17,11 +17,10 @@ DASK_DEFAULT_TRIM = 65536
 
 
 def pipeline_trim_threshold() -> int | None:
-    """``cluster.malloc_trim_threshold`` of conf/cluster/local.yaml."""
-    from omegaconf import OmegaConf
+    """``cluster.malloc_trim_threshold``'s default for ``cluster=local`` (``pipeline.cluster.options``)."""
+    from pipeline.cluster import LocalClusterOptions
 
-    conf = Path(__file__).resolve().parents[1] / "conf" / "cluster" / "local.yaml"
-    return OmegaConf.load(conf).get("malloc_trim_threshold")
+    return LocalClusterOptions().malloc_trim_threshold
 
 
 @contextlib.contextmanager

@@ -31,6 +31,20 @@ def load(name: str):
     return load_dataset(name, data_dir=data_dir())
 
 
+#: the benchmarks' short keywords -> the config keys of a run (``isparse.spec.RunSpec``)
+KEYS = {"n": "workers.n", "block_size": "blocks.size", "lam": "problem.lam", "tau": "tau", "seed": "seed",
+        "step_multiplier": "step.multiplier", "step_rule": "step.rule"}
+
+
+def setup(algorithm: str, *, data=None, reference=None, cache_dir=None, **keys):
+    """``isparse.build`` of the run of ``algorithm`` with the keys ``keys`` (short names, :data:`KEYS`) on ``data``
+    (a Dataset in memory), checked as isparse-run's config is."""
+    from isparse import RunSpec, build
+
+    spec = RunSpec.from_dict({"algorithm": algorithm, **{KEYS[k]: v for k, v in keys.items()}})
+    return build(spec, data=data, reference=reference, cache_dir=cache_dir)
+
+
 def data_dir() -> str:
     """$ISPARSE_DATA_DIR, else ../shared/datasets next to the repository (as the tests do)."""
     from pathlib import Path

@@ -179,9 +179,11 @@ def host_round_seconds(method, ids, shards, x0, x) -> tuple[float, float]:
 
 
 def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=None) -> dict:
-    from isparse import InProcessPool, build
+    from isparse import InProcessPool
     from isparse.engines.dask import DaskPool
     from isparse.engines.host import WorkerHost
+
+    from .common import setup
 
     data = load("a9a")
     reps = 2 if quick else 5
@@ -189,7 +191,7 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
     rows = []
     med = statistics.median
     for n in ns:
-        s = build(algorithm=algorithm, data=data, lam=LAM, n=n, block_size=1, cache_dir=CACHE)
+        s = setup(algorithm, data=data, lam=LAM, n=n, block_size=1, cache_dir=CACHE)
         dpool = DaskPool(client, *s.pool_args(), snapshot_every=SNAPSHOT_EVERY, measure_every=MEASURE_EVERY)
         timed_rounds(s, dpool, 5)   # warm-up
         ipool = InProcessPool(*s.pool_args())

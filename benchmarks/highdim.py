@@ -7,7 +7,7 @@ x^0 = 0, the theorem's stepsize.
 
 Measured, per block size B (m = d / B blocks, tau = auto = ceil(m/n)/m):
 
-- **reference solve**: ``isparse.build(algorithm="isega", data=..., lam=1e-4, n=8, block_size=B)``, which splits the
+- **reference solve**: ``isparse.build`` of the spec (isega, problem.lam = 1e-4, workers.n = 8, blocks.size = B), which splits the
   rows, builds the problem and solves for x* (Newton-CG with Hessian-vector products, d > 2000) and the n local
   gradients grad f_i(x*) (n x d floats); timed once, for the first block size (x* does not depend on B; the other
   rows reuse it);
@@ -114,10 +114,11 @@ def _run(setup, pool, iters: int):
 
 
 def measure(quick: bool = False, rows=None) -> dict:
-    from isparse import InProcessPool, build
+    from isparse import InProcessPool
     from isparse.engines.dask import DaskPool
 
     from .cluster import local_client
+    from .common import setup
     from .synthetic import make_sparse_logistic
 
     rows = rows or (QUICK_ROWS if quick else ROWS)
@@ -128,7 +129,7 @@ def measure(quick: bool = False, rows=None) -> dict:
     for B, iters in rows:
         row = {"block_size": B, "iterations": iters}
         with Phase() as ph:
-            s = build(algorithm="isega", data=data, lam=LAM, n=N_WORKERS, block_size=B, reference=reference)
+            s = setup("isega", data=data, lam=LAM, n=N_WORKERS, block_size=B, reference=reference)
         row["build"] = dict(ph.mb(), solved=reference is None)
         if reference is None:
             reference = s.reference

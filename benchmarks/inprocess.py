@@ -85,7 +85,7 @@ def iterations(algorithm: str, n: int, quick: bool, before: bool) -> int:
 
 def measure(quick: bool = False, datasets=("a9a", "w8a"), ns=NS, methods=METHODS, reps=None,
             before: bool = False) -> dict:
-    from isparse import build
+    from .common import setup
 
     reps = reps or (1 if quick else 5)
     rows = []
@@ -96,7 +96,7 @@ def measure(quick: bool = False, datasets=("a9a", "w8a"), ns=NS, methods=METHODS
         grad_view = full_gradient(A, data.b, LAM[name], keep_transpose=False)
         for n in ns:
             for algorithm in methods:
-                s = build(algorithm=algorithm, data=data, lam=LAM[name], n=n, block_size=1, cache_dir=CACHE)
+                s = setup(algorithm, data=data, lam=LAM[name], n=n, block_size=1, cache_dir=CACHE)
                 x = s.reference.x_star * 0.5
                 iters = iterations(algorithm, n, quick, before)
                 pool = make_pool(s)
@@ -192,10 +192,10 @@ def profile(name: str, algorithm: str, n: int, iters: int, top: int = 10) -> dic
     import cProfile
     import pstats
 
-    from isparse import build
+    from .common import setup
 
     data = load(name)
-    s = build(algorithm=algorithm, data=data, lam=LAM[name], n=n, block_size=1, cache_dir=CACHE)
+    s = setup(algorithm, data=data, lam=LAM[name], n=n, block_size=1, cache_dir=CACHE)
     pool = make_pool(s)
     per_iteration(s, 3, pool)
     prof = cProfile.Profile()

@@ -73,7 +73,7 @@ def stacked_nbytes(data) -> int:
 
 
 def measure(quick: bool = False) -> dict:
-    from isparse import build
+    from .common import setup
     from isparse.engines.dask import DaskPool
 
     from .cluster import local_client
@@ -83,7 +83,7 @@ def measure(quick: bool = False) -> dict:
     rounds = 100
     rows = []
     for algorithm, n in configs:
-        s = build(algorithm=algorithm, data=data, lam=LAM, n=n, block_size=1, cache_dir=CACHE)
+        s = setup(algorithm, data=data, lam=LAM, n=n, block_size=1, cache_dir=CACHE)
         with local_client() as client:
             base = client.run(_warm)
             pool = DaskPool(client, *s.pool_args())

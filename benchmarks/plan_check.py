@@ -73,11 +73,11 @@ def run_planner(address: str, tmp: Path) -> dict:
 
 
 def measure(quick: bool = False) -> dict:
-    from isparse import build, load_dataset
+    from isparse import load_dataset
     from isparse.engines.dask import DaskPool
 
     from . import netns as ns
-    from .common import data_dir, load_average
+    from .common import data_dir, load_average, setup
 
     reason = ns.available()
     if reason:
@@ -85,7 +85,7 @@ def measure(quick: bool = False) -> dict:
     data = load_dataset("a1a", data_dir=data_dir(), n_features=D)
     setups, ref = {}, None
     for tau in TAUS:
-        setups[tau] = build(algorithm="isega", data=data, lam=LAM, n=N, block_size=1, tau=tau, reference=ref)
+        setups[tau] = setup("isega", data=data, lam=LAM, n=N, block_size=1, tau=tau, reference=ref)
         ref = setups[tau].reference
     res = {"d": D, "lam": LAM, "n": N, "tol": TOL, "taus": list(TAUS), "within": WITHIN, "settings": [],
            "reps": 1 if quick else REPS}

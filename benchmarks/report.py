@@ -189,7 +189,7 @@ def _item2(res):
         "the worker states are fetched for recovery and the hosts size their replies; both are inside the timed",
         "rounds and shown in the split). The cluster is started as the pipeline's `cluster=local` starts it, with",
         f"`MALLOC_TRIM_THRESHOLD_` = {', '.join(str(v) for v in res.get('malloc_trim', ['?']))} in the workers'",
-        "environment (`cluster.malloc_trim_threshold`, conf/cluster/local.yaml); the host's round is an `async def`",
+        "environment (`cluster.malloc_trim_threshold`, pipeline/cluster/options.py); the host's round is an `async def`",
         "actor method, run on the worker's event loop.",
         "",
         dask_overhead.__doc__.split("\n", 2)[2].strip(),

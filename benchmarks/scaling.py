@@ -17,13 +17,13 @@ CACHE = "outputs/bench_cache"
 
 
 def measure(quick: bool = False) -> dict:
-    from isparse import build
+    from .common import setup
 
     data = load("a9a")
     ns = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32, 64, 128)
     rows = []
     for n in ns:
-        s = build(algorithm="isega", data=data, lam=LAM, n=n, block_size=1, step_multiplier=STEP_MULTIPLIER,
+        s = setup("isega", data=data, lam=LAM, n=n, block_size=1, step_multiplier=STEP_MULTIPLIER,
                   cache_dir=CACHE)
         res = s.run(max_iter=MAX_ITER, tol=TOL, log_every=MAX_ITER)
         up = res.uplink_per_worker

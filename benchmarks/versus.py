@@ -136,29 +136,29 @@ def round_seconds(setup, pool, rounds: int, reps: int) -> float:
 
 def _setups(quick):
     """{problem name: (data, lam, {variant: RunSetup})} for a9a and the synthetic problem."""
-    from isparse import build
+    from .common import setup
 
     from .synthetic import make_sparse_logistic
 
     out = {}
     a9a = load("a9a")
     out["a9a"] = (a9a, LAM_A9A, 1, {
-        f"ISEGA τ=1/{N}": build(algorithm="isega", data=a9a, lam=LAM_A9A, n=N, block_size=1, step_multiplier=MULTIPLIER,
+        f"ISEGA τ=1/{N}": setup("isega", data=a9a, lam=LAM_A9A, n=N, block_size=1, step_multiplier=MULTIPLIER,
                                cache_dir=CACHE),
-        "ISEGA τ=1": build(algorithm="isega", data=a9a, lam=LAM_A9A, n=N, block_size=1, tau=1.0,
+        "ISEGA τ=1": setup("isega", data=a9a, lam=LAM_A9A, n=N, block_size=1, tau=1.0,
                            step_multiplier=MULTIPLIER, cache_dir=CACHE)})
     syn = make_sparse_logistic(N=20_000, d=100_000, nnz_per_row=20, seed=0)
     # the library's reference solve (Newton-CG with Hessian-vector products above d = 2000), once for both variants
-    sparse = build(algorithm="isega", data=syn, lam=LAM_SYN, n=N, block_size=100, step_multiplier=MULTIPLIER)
+    sparse = setup("isega", data=syn, lam=LAM_SYN, n=N, block_size=100, step_multiplier=MULTIPLIER)
     out[syn.name] = (syn, LAM_SYN, 100, {
         f"ISEGA τ=1/{N}": sparse,
-        "ISEGA τ=1": build(algorithm="isega", data=syn, lam=LAM_SYN, n=N, block_size=100, tau=1.0,
+        "ISEGA τ=1": setup("isega", data=syn, lam=LAM_SYN, n=N, block_size=100, tau=1.0,
                            reference=sparse.reference, step_multiplier=MULTIPLIER)})
     return out
 
 
 def measure(quick: bool = False, netns: bool = True) -> dict:
-    from isparse import build
+    from .common import setup
 
     from .cluster import local_client
 
@@ -224,7 +224,7 @@ def measure(quick: bool = False, netns: bool = True) -> dict:
         a9a = setups["a9a"][0]
         for n in (8, 100):
             for tau in ("auto", 1.0):
-                s = build(algorithm="isega", data=a9a, lam=LAM_A9A, n=n, block_size=1, tau=tau,
+                s = setup("isega", data=a9a, lam=LAM_A9A, n=n, block_size=1, tau=tau,
                           step_multiplier=MULTIPLIER, cache_dir=CACHE)
                 msgs = s.run(max_iter=1, tol=1e-300).uplink_per_worker.sum()
                 pool = DaskPool(client, *s.pool_args())

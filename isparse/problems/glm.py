@@ -248,8 +248,15 @@ class GLMProblem(Problem):
         self.convex = penalty == "l2"
         scale = self.n / self.N
         self.parts = [np.asarray(p) for p in parts]   # row indices of each worker (data.load=on_worker rebuilds from them)
-        self.shards = [GLMShard(A=data.A[p], b=data.b[p], scale=scale, loss=self.loss, penalty=self.penalty)
-                       for p in parts]
+        # the rows worker after worker: one permuted copy, from which each shard is a contiguous range (no per-shard
+        # fancy indexing: at n = 10^4 workers that cost seconds) and every per-shard constant is one vectorized pass
+        self._order = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
+        self._ptr = np.concatenate([[0], np.cumsum([p.size for p in self.parts])]).astype(np.int64)
+        self._A = data.A[self._order].tocsr()
+        self._A.sort_indices()
+        self._b = data.b[self._order]
+        self.shards = [GLMShard(A=_rows(self._A, lo, hi), b=self._b[lo:hi], scale=scale, loss=self.loss,
+                                penalty=self.penalty) for lo, hi in zip(self._ptr[:-1], self._ptr[1:])]
         self._L_i = None
 
     def check_constants(self) -> None:
@@ -322,26 +329,41 @@ class GLMProblem(Problem):
         return H
 
     def local_grads(self, x: np.ndarray) -> np.ndarray:
-        """All local gradients, shape (n, d); row i is grad f_i(x)."""
-        return np.stack([s.grad(x) for s in self.shards])
+        """All local gradients, shape (n, d); row i is grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x): one product
+        with the shard-by-row matrix of the residuals (worker after worker), not n products."""
+        r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
+        M = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size))   # row i: worker i's residuals
+        return (M @ self._A).toarray() + self.penalty.grad(x)
 
     def sum_sq_example_grads(self, x: np.ndarray) -> float:
         """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*)."""
-        total, p = 0.0, self.penalty.grad(x)
-        for s in self.shards:
-            z = s.A @ x
-            r = self.loss.deriv(z, s.b) * (s.scale * s.l)
-            total += float(np.sum(r ** 2 * s.row_sq() + 2 * r * (s.A @ p)) + s.l * (p @ p))
-        return total
+        p = self.penalty.grad(x)
+        l = np.diff(self._ptr)
+        r = self.loss.deriv(self._A @ x, self._b) * ((self.n / self.N) * np.repeat(l, l))
+        return float(np.sum(r ** 2 * self._row_sq() + 2 * r * (self._A @ p)) + self.N * (p @ p))
 
     # -- constants (docs/algorithms.md §4) -----------------------------------------
     @property
     def L_i(self) -> np.ndarray:
         """Smoothness of each f_i: (n/N) c lambda_max(A_i^T A_i) + smoothness of P (c = 1/4 logistic, 1 squared)."""
         if self._L_i is None:
-            self._L_i = np.array([s.scale * self.loss.curvature * _top_eig(s.A) + self.penalty.smoothness
-                                  for s in self.shards])
+            scale = self.n / self.N
+            self._L_i = scale * self.loss.curvature * self._top_eigs() + self.penalty.smoothness
         return self._L_i
+
+    def _top_eigs(self) -> np.ndarray:
+        """lambda_max(A_i^T A_i) of every shard, shape (n,) (:func:`top_eigs`; computed once)."""
+        if "_eigs" not in self.__dict__:
+            self._eigs = top_eigs(self._A, self._ptr)
+        return self._eigs
+
+    def _row_sq(self) -> np.ndarray:
+        """||a_j||^2 of every row, worker after worker, shape (N,) (computed once)."""
+        if "_rsq" not in self.__dict__:
+            A = self._A
+            self._rsq = np.bincount(np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)), weights=A.data * A.data,
+                                    minlength=A.shape[0])
+        return self._rsq
 
     @property
     def L(self) -> float:
@@ -351,7 +373,8 @@ class GLMProblem(Problem):
     @property
     def L_example(self) -> float:
         """Smoothness of every f_ij: max_i (n l_i/N) c max_j ||a_j||^2 + smoothness of P (SAGA-type theorems)."""
-        top = max(s.scale * s.l * float(s.row_sq().max()) for s in self.shards)
+        l = np.diff(self._ptr)
+        top = float(np.max((self.n / self.N) * l * np.maximum.reduceat(self._row_sq(), self._ptr[:-1])))
         return self.loss.curvature * top + self.penalty.smoothness
 
     @property
@@ -369,7 +392,7 @@ class GLMProblem(Problem):
         ||grad loss_i(x)|| = (n/N)||A_i^T r|| <= (n/N) sigma_max(A_i) sqrt(l_i) =: G_i (the penalties cancel),
         so ||grad f - grad f_i|| <= G_i + (1/n) sum_k G_k.
         """
-        G = np.array([s.scale * np.sqrt(_top_eig(s.A) * s.l) for s in self.shards])
+        G = (self.n / self.N) * np.sqrt(self._top_eigs() * np.diff(self._ptr))
         return float(np.mean((G + G.mean()) ** 2))
 
 
@@ -382,6 +405,42 @@ class LogisticProblem(GLMProblem):
 
 #: the shard of every GLM problem
 LogisticShard = GLMShard
+
+
+def _rows(A: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
+    """Rows lo:hi of a CSR matrix with sorted indices, as a CSR matrix sharing its arrays (no copy, no check)."""
+    start, stop = A.indptr[lo], A.indptr[hi]
+    out = sp.csr_matrix((A.data[start:stop], A.indices[start:stop], A.indptr[lo:hi + 1] - start),
+                        shape=(hi - lo, A.shape[1]), copy=False)
+    out.has_sorted_indices = True
+    return out
+
+
+#: shards of at most this many rows get lambda_max from their rows' Gram matrices, batched (see :func:`top_eigs`)
+GRAM_ROWS = 64
+
+
+def top_eigs(A: sp.csr_matrix, ptr: np.ndarray) -> np.ndarray:
+    """lambda_max(A_i^T A_i) of every block of rows A_i = A[ptr[i]:ptr[i+1]], shape (len(ptr) - 1,).
+
+    A block of l <= :data:`GRAM_ROWS` rows (and fewer than d) uses lambda_max(A_i A_i^T), its l x l Gram matrix:
+    the entries of all such Gram matrices come from one sparse product of row pairs and their eigenvalues from one
+    batched ``eigvalsh`` per block size (at n = 10^4 shards of 3 rows, a9a: 0.1 s instead of 42 s for 10^4 d x d
+    problems). Larger blocks keep :func:`_top_eig` (d x d, or svds for large d)."""
+    n = ptr.size - 1
+    l = np.diff(ptr)
+    out = np.zeros(n)
+    small = np.flatnonzero((l > 0) & (l <= GRAM_ROWS) & (l < A.shape[1]))
+    for size in np.unique(l[small]):
+        blocks = small[l[small] == size]
+        jj, kk = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
+        J = (ptr[blocks][:, None, None] + jj[None]).ravel()
+        K = (ptr[blocks][:, None, None] + kk[None]).ravel()
+        dots = np.asarray(A[J].multiply(A[K]).sum(axis=1)).ravel()
+        out[blocks] = np.linalg.eigvalsh(dots.reshape(blocks.size, size, size))[:, -1]
+    for i in np.setdiff1d(np.flatnonzero(l > 0), small):
+        out[i] = _top_eig(_rows(A, ptr[i], ptr[i + 1]))
+    return out
 
 
 def _top_eig(A: sp.csr_matrix) -> float:
