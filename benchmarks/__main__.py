@@ -14,13 +14,13 @@ from pathlib import Path
 
 from . import report as doc
 
-ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8")
+ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     p.add_argument("--quick", action="store_true", help="fewer repetitions and iterations (development)")
-    p.add_argument("--only", default=",".join(ITEMS), help="comma-separated items to run (1..8; 6 is the d = 10^6 problem, 7 the parallel sweeps, 8 isparse-plan on shaped links)")
+    p.add_argument("--only", default=",".join(ITEMS), help="comma-separated items to run (1..9; 6 is the d = 10^6 problem, 7 the parallel sweeps, 8 isparse-plan on shaped links, 9 the fixed costs of a run)")
     p.add_argument("--out", default="docs/benchmarks.md")
     p.add_argument("--no-netns", action="store_true", help="skip the bandwidth-limited runs (they need root)")
     p.add_argument("--merge", metavar="JSON", help="keep the other items of an earlier run's outputs/benchmarks.json")
@@ -121,7 +121,14 @@ def _item8(args):
     return plan_check.measure(quick=args.quick)
 
 
-RUNNERS = {"1": _item1, "2": _item2, "3": _item3, "4": _item4, "5": _item5, "6": _item6, "7": _item7, "8": _item8}
+def _item9(args):
+    from . import fixed_costs
+
+    return fixed_costs.measure(quick=args.quick)
+
+
+RUNNERS = {"1": _item1, "2": _item2, "3": _item3, "4": _item4, "5": _item5, "6": _item6, "7": _item7, "8": _item8,
+           "9": _item9}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -52,7 +52,7 @@ def render(ctx: dict, results: dict, errors: dict) -> str:
     ]
     goals, sections = [], []
     for item, section in (("1", _item1), ("2", _item2), ("6", _item6), ("3", _item3), ("4", _item4),
-                          ("5", _item5), ("7", _item7), ("8", _item8)):
+                          ("5", _item5), ("7", _item7), ("8", _item8), ("9", _item9)):
         if item in results:
             g, s = section(results[item])
             goals.append(g), sections.append(s)
@@ -465,3 +465,21 @@ def _item8(res):
         *plan_check.report(res),
     ]
     return goal, "\n".join(text)
+
+
+def _item9(res):
+    from . import fixed_costs
+
+    goals = res.get("goals", fixed_costs.GOALS)
+    c, sw, u = res["cold"], res["sweep"], res["setup"]
+    checks = [("a 1-iteration run from a cold process", c["wall"]["median"], goals["cold_run_s"], "s"),
+              ("a sweep's later job outside its iterations", sw["after_first"]["median"], goals["sweep_job_s"], "s"),
+              ("the set-up at n = 10^4 (empty cache)", u["empty cache"]["total_s"], goals["setup_1e4_s"], "s")]
+    checks += [(f"an iteration through isparse-run at n = {it['n']}", it["ratio"]["median"],
+                goals.get(f"iteration_{it['n']}", float("inf")), "×") for it in res["iterations"]]
+    text = "; ".join(f"{name} {value:.2f} {unit} (goal ≤ {goal:g}: " + ("**met**" if value <= goal else "**not met**")
+                     + ")" for name, value, goal, unit in checks)
+    goal = _goal_line("9. Fixed costs of a run", text)
+    body = ["## 9. Fixed costs of a run", "", fixed_costs.__doc__.split("\n", 2)[2].strip(), "",
+            *fixed_costs.report(res), ""]
+    return goal, "\n".join(body)

@@ -127,23 +127,30 @@ class Bundled(DataSource):
         return {"bundled": self.name, "scikit-learn": version("scikit-learn")}
 
 
-def _libsvm_fields(doc_d: str):
-    return dict(
-        n_features=param(None, Nullable(Interval(int, 1, None)), doc_d),
-        empty_rows=param("keep", OneOf(*EMPTY_ROWS), "rows without features: keep (with a warning), drop or error"))
+@dataclass
+class _LibsvmSource(DataSource):
+    """The keys every LIBSVM source has (scikit-learn's ``load_svmlight_file`` reads it; ``isparse.data.load_libsvm``
+    checks it)."""
+
+    lam: float = param(0.001, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
+    n_features: Optional[int] = param(None, Nullable(Interval(int, 1, None)),
+                                      "the dimension d (null: the published one of a named set, the largest index of "
+                                      "another file; larger pads zero columns, below the file's largest index is an "
+                                      "error)")
+    empty_rows: str = param("keep", OneOf(*EMPTY_ROWS), "rows without features: keep (with a warning), drop or error")
+    from_file: ClassVar[bool] = True
+
+    def cache_options(self) -> dict:
+        return {"name": self.name, "empty_rows": self.empty_rows, "n_features": self.n_features}
 
 
 @dataclass
-class NamedLibsvm(DataSource):
+class NamedLibsvm(_LibsvmSource):
     """A LIBSVM data set of the shared directory (``data.dir``, else ``$ISPARSE_DATA_DIR``), by its name."""
 
     name: str = param("a1a", OneOf(*NAMED_FILES), "the data set")
     dir: Optional[str] = param(None, Nullable(Text()), "the directory holding the LIBSVM files; null: "
                                                        "$ISPARSE_DATA_DIR (relative paths: the command's directory)")
-    lam: float = param(0.001, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
-    n_features: Optional[int] = _libsvm_fields("")["n_features"]
-    empty_rows: str = _libsvm_fields("")["empty_rows"]
-    from_file: ClassVar[bool] = True
 
     def directory(self) -> Path:
         """The data directory: ``data.dir``, else ``$ISPARSE_DATA_DIR``.
@@ -176,23 +183,16 @@ class NamedLibsvm(DataSource):
         d = NAMED_FEATURES[self.name] if self.n_features is None else self.n_features
         return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
 
-    def cache_options(self) -> dict:
-        return {"name": self.name, "empty_rows": self.empty_rows, "n_features": self.n_features}
-
     def loader(self) -> dict:
         return {**self.to_dict(), "dir": str(self.directory())}
 
 
 @dataclass
-class LibsvmFile(DataSource):
+class LibsvmFile(_LibsvmSource):
     """Any LIBSVM file, ``data.path`` (``.gz`` and ``.bz2`` are decompressed as scikit-learn does)."""
 
     name: str = param("libsvm", OneOf("libsvm"), "the data set")
     path: Optional[str] = param(None, Nullable(Text()), "the LIBSVM file (relative paths: the command's directory)")
-    lam: float = param(0.001, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
-    n_features: Optional[int] = _libsvm_fields("")["n_features"]
-    empty_rows: str = _libsvm_fields("")["empty_rows"]
-    from_file: ClassVar[bool] = True
 
     def check_run(self, spec, key="data"):
         if self.path is None:
@@ -209,9 +209,6 @@ class LibsvmFile(DataSource):
         from .data import load_libsvm
 
         return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
-
-    def cache_options(self) -> dict:
-        return {"name": self.name, "empty_rows": self.empty_rows, "n_features": self.n_features}
 
     def loader(self) -> dict:
         return {**self.to_dict(), "path": str(self.file())}

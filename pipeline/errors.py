@@ -133,26 +133,17 @@ def console(program: str, func, *args, **kwargs):
     Hydra's own error printing (``hydra._internal.utils.run_and_report``, which writes its multi-line messages and
     exits 1) is bypassed for user errors while ``func`` runs (:func:`hydra_reports_user_errors_to`)."""
     try:
-        with hydra_reports_user_errors_to():
+        with exits_on_user_error(program), hydra_reports_user_errors_to():
             return func(*args, **kwargs)
-    except SystemExit:
-        raise
     except KeyboardInterrupt as exc:
         sys.exit(exit_status_of_signal(getattr(exc, "signal", None)))
-    except Exception as exc:  # noqa: BLE001 - classified here, re-raised when it is not the user's
-        message = user_message(exc)
-        if message is None:
-            raise
-        if full_error():
-            traceback.print_exc()
-        print_error(program, message)
-        sys.exit(2)
 
 
 @contextlib.contextmanager
 def exits_on_user_error(program: str):
-    """Inside a Hydra task (one job): a user error is its one line and exit status 2 at once. (Raised out of the
-    task, Hydra's ``run_job`` would first print "Error executing job with overrides: [...]".)"""
+    """Within (a console script's body, or a Hydra task: one job), a user error is its one line and exit status 2
+    at once. (Raised out of a task, Hydra's ``run_job`` would first print "Error executing job with overrides:
+    [...]".)"""
     try:
         yield
     except Exception as exc:  # noqa: BLE001 - classified here, re-raised when it is not the user's

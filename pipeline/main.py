@@ -45,7 +45,7 @@ def task(cfg: DictConfig):
     from hydra.types import RunMode
 
     from .job import output_dir, run_job
-    from .lifecycle import failed_job_run
+    from .sweep import failed_job_run
     from .sweep import PARENT_ENV, job_env
 
     np.seterr(over="ignore")

@@ -10,6 +10,7 @@ failure was bad input, 1 otherwise.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -195,3 +196,48 @@ class SweepParentRun(Callback):
 def _job_number(run) -> tuple:
     job = str(run.data.tags.get("sweep_job", ""))
     return (not job.isdigit(), int(job) if job.isdigit() else 0)
+
+
+def failed_job_run(job_or_cfg, exc: BaseException, overrides: list[str], outdir, bad_input: bool) -> str | None:
+    """A FAILED child run for a sweep's job that failed before its run was made, so that every job of a sweep has
+    its run; returns its id. Best effort: if the store cannot be written either, a warning says so (the sweep's
+    end still counts the job)."""
+    from .lifecycle import sweep_tags
+    from .tracking import RunLogger, flatten
+
+    error = f"{type(exc).__name__}: {exc}"
+    cfg = job_or_cfg
+    try:
+        try:
+            from omegaconf import OmegaConf
+
+            params = flatten(OmegaConf.to_container(cfg, resolve=True)) if OmegaConf.is_config(cfg) else {}
+        except Exception:  # noqa: BLE001 - an interpolation that cannot resolve: the overrides say what was asked
+            params = {}
+        params.pop("hydra", None)
+        uri = str(_select(cfg, "tracking.uri"))
+        name = str(_select(cfg, "tracking.run_name") or "-".join(
+            str(_select(cfg, k)) for k in ("workers.n", "blocks.size", "tau", "seed", "algorithm.name", "data.name")))
+        logger = RunLogger(uri, str(_select(cfg, "tracking.experiment")), name, parent_run_id=job_env(PARENT_ENV),
+                           tags={"algorithm": str(_select(cfg, "algorithm.name")), "data": str(_select(cfg, "data.name")),
+                                 "engine": str(_select(cfg, "engine")), "overrides": " ".join(overrides),
+                                 **sweep_tags(), "failed_before_run": "true"},
+                           spill_dir=outdir)
+        with contextlib.suppress(Exception):
+            logger.log_params({k: v for k, v in params.items() if not k.startswith("hydra.")})
+        logger.set_tags({"error": error, FAILURE_TAG: "input" if bad_input else "error"})
+        logger.end("FAILED")
+        return logger.run_id
+    except Exception as exc2:  # noqa: BLE001 - the job's own error is what the sweep reports
+        log.warning("the failed job could not be recorded in MLflow (%s: %s)", type(exc2).__name__, exc2)
+        return None
+
+
+def _select(cfg, key: str):
+    node = cfg
+    for part in key.split("."):
+        try:
+            node = node[part]
+        except Exception:  # noqa: BLE001 - a missing or unresolvable key
+            return None
+    return node

@@ -31,9 +31,6 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, minimize
-from scipy.sparse.linalg import LinearOperator, cg
-
 from ..errors import ConfigError
 
 #: Up to this dimension the Newton steps use the exact dense Hessian; above it, matrix-free Newton-CG.
@@ -199,6 +196,8 @@ def _cg_step(curv, x, g, free, l2):
     """Newton-CG step on the free coordinates: CG on H_FF s = -g_F (inexact, forcing term min(0.1, ||g_F||)).
 
     Returns the full step (zero off the free set), or None on non-positive curvature."""
+    from scipy.sparse.linalg import LinearOperator, cg
+
     hv, diag = curv.at(x)
     d = x.size
     idx = None if free.all() else np.flatnonzero(free)
@@ -336,6 +335,8 @@ def reference_solve(problem, *, dense_max_d: int | None = None, available_bytes:
         (key ``data``) The estimated working memory exceeds the available memory; the message names both
         in GiB and N, d, nnz(A), n.
     """
+    from scipy.optimize import Bounds, minimize   # here: a run whose x* is cached or known never imports it
+
     _check_memory(problem, dense_max_d, available_bytes)
     dense = _uses_dense(problem, dense_max_d)
     d, reg = problem.d, problem.reg

@@ -39,9 +39,9 @@ import importlib
 
 from .records import (ALIASES, BOOKKEEPING, IDENTITY, METRICS, TAIL, RunRecord, assign_series,
                       config_params, latest_sweep, load_children)
-from .tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, compare_markdown, comparison, grid_markdown,
-                     single_tau_series, table99, table99_gaps, table_markdown, tau_rows, write_comparison, write_table,
-                     write_tau_table)
+from .compare import compare_markdown, comparison, grid_markdown, write_comparison
+from .tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, single_tau_series, table99, table99_gaps,
+                     table_markdown, tau_rows, write_table, write_tau_table)
 
 #: name -> the module defining it, for the modules that import matplotlib (figures.py, and writing.py through it):
 #: imported on first use (:func:`__getattr__`), so that importing the records or the tables does not import matplotlib

@@ -12,8 +12,9 @@ from isparse.errors import ConfigError
 from ..tracking import check_reachable, client_for
 from .figures import convergence_figures, plt, tau_figure   # plt: pyplot with the Agg backend figures.py selects
 from .records import ALIASES, RunRecord, assign_series, latest_sweep, load_children
-from .tables import (_tau_list, add_slopes, comparison, single_tau_series, table99, table99_gaps, tau_rows,
-                     write_comparison, write_table, write_tau_table)
+from .compare import comparison, write_comparison
+from .tables import (_tau_list, add_slopes, single_tau_series, table99, table99_gaps, tau_rows, write_table,
+                     write_tau_table)
 
 log = logging.getLogger(__package__)   # "pipeline.report": the logger's name before the package was split
 
