@@ -1,0 +1,72 @@
+"""One spec through the library (issue 20): a Python user builds the same RunSpec the command line's config is made of,
+and gets the same errors, word for word; a spec built from the dataclasses themselves is checked by ``build``."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from composing import check_command
+from isparse import ConfigError, RunSpec, build
+from isparse.methods.isgd import IsgdOptions
+from isparse.spec import BlocksSpec, WorkersSpec
+
+#: (the Python user's dict, the command line's overrides): the same bad input
+SAME = [
+    ({"tau": 1.5}, ["tau=1.5"]),
+    ({"tau": "0/n"}, ["tau=0/n"]),
+    ({"workers.n": 2.5}, ["workers.n=2.5"]),
+    ({"workers": {"N": 3}}, ["+workers.N=3"]),
+    ({"algorithm": "isgd", "algorithm.batch": 0}, ["algorithm=isgd", "algorithm.batch=0"]),
+    ({"algorithm": "isega", "algorithm.batch": 4}, ["+algorithm.batch=4"]),
+    ({"algorithm": {"name": "iasgd", "rho": 0.5}}, ["algorithm=iasgd", "algorithm.rho=0.5"]),
+    ({"data": "libsvm"}, ["data=libsvm"]),
+    ({"data": {"name": "a1a", "path": "/x"}}, ["data=a1a", "+data.path=/x"]),
+    ({"data": "quadratic", "problem.lam": 0.1}, ["data=quadratic", "problem.lam=0.1"]),
+    ({"problem.reg": "l1", "problem.reg_l2": 0.1}, ["problem.reg=l1", "problem.reg_l2=0.1"]),
+    ({"algorithm": "gd", "tau": 0.5}, ["algorithm=gd", "tau=0.5"]),
+    ({"step.multiplier": float("inf")}, ["step.multiplier=inf"]),
+]
+
+
+@pytest.mark.parametrize("values, overrides", SAME, ids=[" ".join(o) for _, o in SAME])
+def test_python_and_command_line_refuse_alike(values, overrides):
+    with pytest.raises(ConfigError) as lib:
+        RunSpec.from_dict(values)
+    with pytest.raises(ConfigError) as cli:
+        check_command(["engine=inprocess", *overrides])
+    assert str(lib.value) == str(cli.value) and lib.value.key == cli.value.key
+
+
+def test_an_unknown_option_is_named_alike():
+    with pytest.raises(ConfigError) as lib:
+        RunSpec.from_dict({"algorithm": "adam"})
+    with pytest.raises(ConfigError) as cli:
+        check_command(["algorithm=adam"])
+    assert str(cli.value).startswith(str(lib.value)[:-1])      # the command line adds "(no option 'algorithm/adam')"
+
+
+def test_a_spec_made_of_dataclasses_is_checked_by_build():
+    """No dict at all: the dataclasses themselves, with a bad value, are refused by build before any work."""
+    spec = RunSpec(algorithm=IsgdOptions(name="isgd", batch=0), workers=WorkersSpec(n=4))
+    with pytest.raises(ConfigError, match=r"^The 'algorithm.batch' parameter must be in \[1, inf\]; got 0\.$"):
+        build(spec)
+    with pytest.raises(ConfigError, match=r"^The 'workers.n' parameter must be in \[1, N \(rows of the data set\) = "
+                                          r"569\]; got 600\.$"):
+        build(dataclasses.replace(RunSpec(), workers=WorkersSpec(n=600)))
+
+
+def test_the_same_spec_builds_the_same_run_as_the_command_line(compose):
+    """The composed config's job (a JobConfig is a RunSpec) and the Python user's spec build the same method: the
+    same stepsize, tau, bound and iterates."""
+    from pipeline.schema import load_job
+
+    job = load_job(compose(["engine=inprocess", "algorithm=isgd", "algorithm.batch=4", "workers.n=8", "tau=2/n",
+                            "blocks.size=2"]))
+    spec = RunSpec.from_dict({"algorithm": {"name": "isgd", "batch": 4}, "workers.n": 8, "tau": "2/n",
+                              "blocks": BlocksSpec(size=2).to_dict()})
+    a, b = build(job), build(spec)
+    assert (a.method.gamma, a.method.tau_m, a.method.batch) == (b.method.gamma, b.method.tau_m, b.method.batch)
+    assert a.bound.theorem == b.bound.theorem
+    ra, rb = a.run(max_iter=30, tol=0, keep_iterates=True), b.run(max_iter=30, tol=0, keep_iterates=True)
+    np.testing.assert_array_equal(ra.iterates[-1], rb.iterates[-1])
