@@ -15,13 +15,3 @@ from omegaconf import OmegaConf as _OmegaConf
 
 _OmegaConf.register_new_resolver("isparse.uid", lambda: _uuid.uuid4().hex[:6], use_cache=True, replace=True)
 
-
-def _register_schema() -> None:
-    """Hydra's ConfigStore gets the config's schema (``pipeline.schema``) when the pipeline is imported: every entry
-    (the console scripts, the Dask launcher's workers, a test composing conf/) composes with it."""
-    from .schema import register
-
-    register()
-
-
-_register_schema()

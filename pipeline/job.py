@@ -26,7 +26,7 @@ from .lifecycle import (MetricsLog, checkpoint_saver, end_line, load_resume, log
                         stop_on_signals, warn_if_predicted_beyond)
 from .schema import JobConfig, job_overrides, load_job
 from .sweep import FAILURE_TAG
-from .tracking import check_reachable, flatten
+from .tracking import check_reachable, client_for, flatten
 
 log = logging.getLogger("isparse")
 
@@ -64,10 +64,12 @@ def run_job(cfg, made: dict | None = None) -> dict:
         job.cluster.check_run()
     check_reachable(job.tracking.uri)
     setup = build(job, cache_dir=job.cache_dir)
+    client_for(job.tracking.uri).prepare()   # the store is opened (made) only for a run that builds: bad input makes none
     name = run_name(job, setup)
     end = {}   # the MLflow run's id and status: its last line, printed once the cluster is closed
     with end_line(job, end, overrides, setup.method.asynchronous), stop_on_signals() as stop, \
             _pool(job, setup, stop) as pool:
+        from . import plots  # noqa: F401 - matplotlib, imported while the helper may still be opening the store
         logger = start_run(job, setup, name, overrides, output_dir(), checkpoint)
         made["run_id"] = logger.run_id
         status = "FAILED"

@@ -28,6 +28,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from . import schema  # noqa: F401 - registers the config's schema with Hydra's ConfigStore
 from .errors import console, exit_status_of_signal, full_error, print_error, user_message
 
 log = logging.getLogger("isparse")
@@ -86,8 +87,10 @@ def _app(cfg: DictConfig):
 
 def main() -> None:
     """The console script ``isparse-run``: Hydra's command line (``--help`` for the app's help)."""
+    from .store import start_helper
     from .sweep import exit_status, mark_sweep_failed
 
+    start_helper()   # MLflow's import in a helper process, beside this one's start-up (pipeline.store)
     try:
         console(PROG, _app)
     except SystemExit as exc:   # a sweep that ended on an error outside its jobs: its parent run ends FAILED

@@ -379,3 +379,6 @@ def _anchor(tree: dict) -> None:
             data[key] = absolute(data[key])
     if "dir" in data and data["dir"] is None and os.environ.get(DATA_DIR_ENV):
         data["dir"] = absolute(os.environ[DATA_DIR_ENV])
+
+
+register()   # importing the schema registers it: isparse-run, isparse-plan and a test composing conf/ import it first

@@ -22,6 +22,8 @@ from isparse.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+#: the tag that makes a run another's child in MLflow (``mlflow.utils.mlflow_tags.MLFLOW_PARENT_RUN_ID``)
+PARENT_RUN_TAG = "mlflow.parentRunId"
 #: MLflow accepts at most 1000 metrics and 100 params/tags per log_batch call.
 MAX_METRICS, MAX_PARAMS = 1000, 100
 
@@ -51,49 +53,13 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
                                               f"cannot be created: {uri!r}: {exc}") from exc
 
 
-#: the MLflow clients of this process, one per tracking URI (making one opens the store: about 1 s for sqlite)
-_CLIENTS: dict = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
 def client_for(uri: str):
-    """The ``MlflowClient`` of ``uri`` in this process (made once, then reused by every job of a sweep run here).
+    """The store client of ``uri`` for this process: the helper's (``pipeline.store``, when ``isparse-run`` started
+    one and ``uri`` is a sqlite store), else one in this process (:func:`pipeline.store.local_store`, made once per
+    store and process). Either is a :class:`pipeline.store.Store`: MlflowClient's calls, results as plain objects."""
+    from .store import helper_for, local_store
 
-    For a ``sqlite:///`` store, the store's schema is made (or migrated) while an exclusive lock on ``<db>.lock`` is
-    held, so processes that open a fresh store at once (two sweeps started together, the jobs of a parallel
-    launcher) wait for the first instead of racing on MLflow's migration (which failed the second with
-    ``CommandError: Online migration expected to match one row`` and could leave the store unreadable). Stores on
-    one host only: for several hosts use an ``mlflow server``. A store file deleted since its client was made (a
-    test's temporary directory) gets a new client.
-    """
-    with _CLIENTS_LOCK:
-        db = uri[len("sqlite:///"):].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
-        client = _CLIENTS.get(uri)
-        if client is not None and (db in ("", ":memory:") or Path(db).exists()):
-            return client
-        _CLIENTS[uri] = client = _new_client(uri, db)
-        return client
-
-
-def _new_client(uri: str, db: str):
-    import logging as _logging
-
-    from mlflow.tracking import MlflowClient
-
-    _logging.getLogger("mlflow.store.db.utils").setLevel(_logging.WARNING)   # "Creating initial MLflow database
-    _logging.getLogger("alembic").setLevel(_logging.WARNING)                  # tables...": not the run's business
-    if db in ("", ":memory:"):
-        return MlflowClient(tracking_uri=uri)
-    import fcntl
-
-    db = Path(db)
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:   # MlflowClient opens the store when made: that creates or migrates its schema
-            return MlflowClient(tracking_uri=uri)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    return helper_for(uri) or local_store(uri)
 
 
 #: The experiment tag MLflow 3's UI reads for an experiment's kind (``mlflow.experimentKind``; the values are
@@ -140,16 +106,13 @@ def experiment_id(client, name: str, uri: str | None = None) -> str:
     URI; default the client's); an existing one keeps its location and gets the kind tag if it lacks it (a kind a
     user chose is kept).
     """
-    from mlflow.exceptions import MlflowException
-
-    uri = uri if uri is not None else getattr(client, "tracking_uri", None)
-
+    uri = uri if uri is not None else client.tracking_uri
     exp = client.get_experiment_by_name(name)
     if exp is None:
         try:
             return client.create_experiment(name, artifact_location=artifact_location(uri, name),
                                             tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
-        except MlflowException:   # another process created it in between
+        except Exception:  # noqa: BLE001 - MLflow's error when another process created it in between
             exp = client.get_experiment_by_name(name)
             if exp is None:
                 raise
@@ -203,13 +166,11 @@ class RunLogger:
     def __init__(self, uri: str, experiment: str, run_name: str, parent_run_id: str | None = None,
                  tags: dict | None = None, flush_seconds: float = 2.0, spill_dir=None, max_buffer: int = 200_000,
                  end_grace: float = 60.0):
-        from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
-
         self._setup(uri, flush_seconds, spill_dir, max_buffer, end_grace)
         self.experiment_id = experiment_id(self.client, experiment, uri)
         all_tags = dict(tags or {})
         if parent_run_id:
-            all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
+            all_tags[PARENT_RUN_TAG] = parent_run_id
         self.run = self.client.create_run(self.experiment_id, run_name=run_name, tags=all_tags)
         self.run_id = self.run.info.run_id
 
@@ -269,7 +230,7 @@ class RunLogger:
                 self._ops.pop(0)
             while self._buffer:
                 batch = self._buffer[:MAX_METRICS]
-                self.client.log_batch(self.run_id, metrics=batch, synchronous=True)
+                self.client.log_batch_plain(self.run_id, metrics=batch)
                 del self._buffer[:len(batch)]
         except Exception as exc:  # noqa: BLE001
             self._outage(exc)
@@ -282,9 +243,9 @@ class RunLogger:
     def _spill(self, points) -> None:
         self.spill_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.spill_path, "a") as fh:
-            for m in points:
-                fh.write(json.dumps({"run_id": self.run_id, "key": m.key, "value": m.value,
-                                     "timestamp": m.timestamp, "step": m.step}) + "\n")
+            for key, value, timestamp, step in points:
+                fh.write(json.dumps({"run_id": self.run_id, "key": key, "value": value, "timestamp": timestamp,
+                                     "step": step}) + "\n")
 
     # -- logging ----------------------------------------------------------------------
     def log_artifact(self, path) -> None:
@@ -294,13 +255,11 @@ class RunLogger:
         """Log params (values as ``str``). MLflow keeps at most 6000 characters of a value (250 of a key): a longer
         one is stored cut, its full key is listed in the tag ``truncated_params`` (comma-separated, with those of
         earlier calls) and its full value kept in the artifact ``truncated_params.json`` ({key: value})."""
-        from mlflow.entities import Param
-
         params = {str(k): str(v) for k, v in params.items()}
         long = {k: v for k, v in params.items() if len(v) > MAX_PARAM_VALUE or len(k) > MAX_KEY}
-        items = [Param(k[:MAX_KEY], v[:MAX_PARAM_VALUE]) for k, v in params.items()]
+        items = [(k[:MAX_KEY], v[:MAX_PARAM_VALUE]) for k, v in params.items()]
         for i in range(0, len(items), MAX_PARAMS):
-            self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS], synchronous=True)
+            self.client.log_batch_plain(self.run_id, params=items[i:i + MAX_PARAMS])
         if long:
             self._truncated.update(long)
             self.log_dict(self._truncated, "truncated_params.json")
@@ -309,19 +268,15 @@ class RunLogger:
     def set_tags(self, tags: dict) -> None:
         """Set tags (values as ``str``). MLflow keeps at most 8000 characters of a tag value: a longer one (a long
         error message) is cut and ends with ``... [cut: <length> characters]``, so the cut shows."""
-        from mlflow.entities import RunTag
-
-        items = [RunTag(str(k), _cut(str(v), MAX_TAG_VALUE)) for k, v in tags.items()]
+        items = [(str(k), _cut(str(v), MAX_TAG_VALUE)) for k, v in tags.items()]
         for i in range(0, len(items), MAX_PARAMS):
             chunk = items[i:i + MAX_PARAMS]
-            self._do(lambda chunk=chunk: self.client.log_batch(self.run_id, tags=chunk, synchronous=True))
+            self._do(lambda chunk=chunk: self.client.log_batch_plain(self.run_id, tags=chunk))
 
     def log_metrics(self, metrics: dict, step: int) -> None:
         """Queue metrics at ``step``; NaN/inf values are skipped (MLflow cannot plot them)."""
-        from mlflow.entities import Metric
-
         ts = int(time.time() * 1000)
-        self._buffer.extend(Metric(k, float(v), ts, int(step)) for k, v in metrics.items()
+        self._buffer.extend((k, float(v), ts, int(step)) for k, v in metrics.items()
                             if v is not None and math.isfinite(float(v)))
         if len(self._buffer) > self.max_buffer:   # bounded: the oldest points go to disk
             overflow = len(self._buffer) - self.max_buffer
@@ -335,9 +290,6 @@ class RunLogger:
 
     def log_dict(self, obj, name: str) -> None:
         self.log_text(json.dumps(obj, indent=2, default=str), name)
-
-    def log_figure(self, fig, name: str) -> None:
-        self._do(lambda: self.client.log_figure(self.run_id, fig, name))
 
     def end(self, status: str = "FINISHED") -> None:
         """Flush everything, then mark the run (retrying up to ``end_grace`` seconds through an outage).
@@ -368,8 +320,6 @@ class RunLogger:
 
 def import_metrics(path, uri: str) -> int:
     """Send the points of an ``unsent_metrics.jsonl`` file to ``uri``; returns how many."""
-    from mlflow.entities import Metric
-
     client = client_for(uri)
     by_run, statuses = {}, {}
     with open(path) as fh:
@@ -378,10 +328,10 @@ def import_metrics(path, uri: str) -> int:
             if "status" in r:
                 statuses[r["run_id"]] = r["status"]
             else:
-                by_run.setdefault(r["run_id"], []).append(Metric(r["key"], r["value"], r["timestamp"], r["step"]))
+                by_run.setdefault(r["run_id"], []).append((r["key"], r["value"], r["timestamp"], r["step"]))
     for run_id, points in by_run.items():
         for i in range(0, len(points), MAX_METRICS):
-            client.log_batch(run_id, metrics=points[i:i + MAX_METRICS], synchronous=True)
+            client.log_batch_plain(run_id, metrics=points[i:i + MAX_METRICS])
     for run_id, status in statuses.items():
         client.set_terminated(run_id, status=status)
     return sum(len(p) for p in by_run.values())

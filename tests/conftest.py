@@ -14,7 +14,7 @@ DATA_DIR = Path(os.environ.get("ISPARSE_DATA_DIR", ROOT.parent / "shared" / "dat
 os.environ["ISPARSE_DATA_DIR"] = str(DATA_DIR)
 CONF_DIR = ROOT / "conf"
 
-import pipeline  # noqa: E402,F401 - registers the config's schema with Hydra's ConfigStore (the compose fixture's)
+import pipeline.schema  # noqa: E402,F401 - registers the config's schema with Hydra's ConfigStore (compose's)
 
 
 def _checkout_entries() -> set[str] | None:

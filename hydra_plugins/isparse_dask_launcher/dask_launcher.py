@@ -93,7 +93,7 @@ def _execute(idx, overrides, hydra_context, config, task_function, singleton_sta
     from .jobthreads import job_log, prepare_process
 
     prepare_process(singleton_state)
-    import pipeline  # noqa: F401 - registers ${isparse.uid:} in this process
+    import pipeline.schema  # noqa: F401 - registers ${isparse.uid:} and the config's schema in this process (jobs compose here)
 
     def task(cfg):   # called by run_job once the job's output directory is known
         with job_log():

@@ -1,0 +1,244 @@
+"""The MLflow client of a process, and the helper process that holds it for ``isparse-run``.
+
+MLflow's own import (``mlflow.tracking`` and its sqlite store: SQLAlchemy, Alembic) is most of a short run's fixed
+cost: 1.5-3 s of a 1-iteration run here, against 0.2 s for the client's calls. ``isparse-run`` therefore starts, as
+its first act, a helper process (``python -m pipeline.store``) that imports MLflow and then holds the run's
+clients, while the job process composes its config, reads its data and builds its run on the other core; the job
+process never imports MLflow. Calls go over a pipe in order: those that return nothing (metrics, tags, artifacts)
+without waiting, the others (a run's creation, its end, queries) wait for the answer, which also carries the
+error of any earlier call that failed. Results come back as plain objects with the attributes the pipeline reads
+(``run.info.run_id``, ``run.data.tags``, ``metric.step``, ...), so unpickling them needs no MLflow either.
+
+Only ``sqlite:///`` stores go through the helper (an ``http(s)://`` server's outages are handled by
+``pipeline.tracking.RunLogger`` call by call, in the job process); a process that did not start one (the tests,
+the report, a notebook, a parallel launcher's workers) uses MLflow in-process, through the same :class:`Store`.
+
+The helper ignores SIGINT (a terminal's Ctrl-C reaches the whole process group: the job ends the run KILLED through
+it) and exits when the job process closes the pipe or dies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+#: methods of :class:`Store` whose result nothing waits for (sent without waiting for the helper's answer)
+NO_ANSWER = frozenset({"log_batch_plain", "set_tag", "log_artifact", "log_text", "delete_tag", "update_run",
+                       "set_experiment_tag", "prepare"})
+
+
+class Store:
+    """An ``MlflowClient`` with the calls the pipeline makes, in plain data: ``log_batch_plain`` takes tuples (no
+    MLflow entity is built by the caller) and every result is converted by :func:`plain`."""
+
+    def __init__(self, client):
+        self.client = client
+        self.tracking_uri = client.tracking_uri
+
+    def log_batch_plain(self, run_id, metrics=(), params=(), tags=()):
+        """``log_batch`` of ``metrics`` (key, value, timestamp ms, step), ``params`` (key, value) and ``tags``."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics], params=[Param(*p) for p in params],
+                              tags=[RunTag(*t) for t in tags], synchronous=True)
+
+    def prepare(self):
+        """Nothing: making the Store opened the store (the helper makes it ahead of the first real call)."""
+
+    def __getattr__(self, name):
+        method = getattr(self.client, name)
+
+        def call(*args, **kwargs):
+            return plain(method(*args, **kwargs))
+        return call
+
+
+def plain(obj):
+    """``obj`` with MLflow's entities replaced by SimpleNamespaces of the attributes the pipeline reads."""
+    kind = type(obj).__name__
+    if kind == "Run":
+        return SimpleNamespace(info=plain(obj.info), data=plain(obj.data))
+    if kind == "RunInfo":
+        return SimpleNamespace(**{k: getattr(obj, k) for k in ("run_id", "experiment_id", "status", "run_name",
+                                                              "start_time", "end_time", "artifact_uri")})
+    if kind == "RunData":
+        return SimpleNamespace(tags=dict(obj.tags), params=dict(obj.params), metrics=dict(obj.metrics))
+    if kind == "Experiment":
+        return SimpleNamespace(experiment_id=obj.experiment_id, name=obj.name, tags=dict(obj.tags),
+                               artifact_location=obj.artifact_location)
+    if kind == "Metric":
+        return SimpleNamespace(key=obj.key, value=obj.value, timestamp=obj.timestamp, step=obj.step)
+    if kind == "FileInfo":
+        return SimpleNamespace(path=obj.path, is_dir=obj.is_dir, file_size=obj.file_size)
+    if isinstance(obj, list):
+        return [plain(x) for x in obj]
+    return obj
+
+
+#: the stores of this process, one per tracking URI (making one opens the store)
+_STORES: dict = {}
+_STORES_LOCK = threading.Lock()
+
+
+def local_store(uri: str) -> Store:
+    """The :class:`Store` of ``uri`` in this process (made once, then reused by every job of a sweep run here).
+
+    For a ``sqlite:///`` store, the store's schema is made (or migrated) while an exclusive lock on ``<db>.lock`` is
+    held, so processes that open a fresh store at once (two sweeps started together, the jobs of a parallel
+    launcher) wait for the first instead of racing on MLflow's migration (which failed the second with
+    ``CommandError: Online migration expected to match one row`` and could leave the store unreadable). Stores on
+    one host only: for several hosts use an ``mlflow server``. A store file deleted since its client was made (a
+    test's temporary directory) gets a new client.
+    """
+    with _STORES_LOCK:
+        db = uri[len("sqlite:///"):].split("?", 1)[0] if uri.startswith("sqlite:///") else ""
+        store = _STORES.get(uri)
+        if store is None or not (db in ("", ":memory:") or Path(db).exists()):
+            _STORES[uri] = store = Store(_new_client(uri, db))
+        return store
+
+
+def _new_client(uri: str, db: str):
+    import logging
+
+    from mlflow.tracking import MlflowClient
+
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)   # "Creating initial MLflow database
+    logging.getLogger("alembic").setLevel(logging.WARNING)                  # tables...": not the run's business
+    if db in ("", ":memory:"):
+        return MlflowClient(tracking_uri=uri)
+    import fcntl
+
+    db = Path(db)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:   # MlflowClient opens the store when made: that creates or migrates its schema
+            return MlflowClient(tracking_uri=uri)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# -- the helper process ------------------------------------------------------------------------------------------
+class Helper:
+    """The helper process and the pipe to it (one per job process; calls from several threads take turns)."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair()
+        # the file run as a script: importing the pipeline package (Hydra, the schema, isparse) is not the helper's
+        # work; its directory (pipeline/) leaves sys.path first, so that its modules shadow no top-level name
+        self.proc = subprocess.Popen([sys.executable, __file__, str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        theirs.close()
+        from multiprocessing.connection import Connection
+
+        self.conn = Connection(ours.detach())
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def call(self, uri, name, args, kwargs):
+        """Send the call; wait for its answer unless ``name`` is in :data:`NO_ANSWER`. Raises the error of this call
+        or of an earlier unanswered one."""
+        answer = name not in NO_ANSWER
+        with self.lock:
+            self.conn.send((uri, name, args, kwargs, answer))
+            if not answer:
+                return None
+            ok, value = self.conn.recv()
+        if not ok:
+            raise value
+        return value
+
+    def close(self):
+        """Wait for every call sent to be done, then let the helper exit."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            with self.lock:
+                self.conn.send(None)
+                self.conn.recv()
+        except (OSError, EOFError):
+            pass
+        finally:
+            self.conn.close()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class HelperStore:
+    """A :class:`Store` in the helper: ``store.<method>(...)`` is that call of the helper's Store for ``uri``."""
+
+    def __init__(self, helper: Helper, uri: str):
+        self.helper, self.tracking_uri = helper, uri
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.helper.call(self.tracking_uri, name, args, kwargs)
+
+
+_HELPER: list = []
+
+
+def start_helper() -> None:
+    """Start this process's helper (``isparse-run`` does, first): from now on :func:`helper_for` hands sqlite stores
+    to it. Closed at exit, after its calls are done."""
+    if not _HELPER:
+        _HELPER.append(Helper())
+        atexit.register(_HELPER[0].close)
+
+
+def helper_for(uri: str):
+    """A :class:`HelperStore` for ``uri`` when this process has a helper and ``uri`` is a sqlite store, else None."""
+    if _HELPER and not _HELPER[0].closed and uri.startswith("sqlite:///"):
+        return HelperStore(_HELPER[0], uri)
+    return None
+
+
+def serve(fd: int) -> None:
+    """The helper's loop: import MLflow, then run the calls that arrive, in order, until the pipe closes."""
+    import signal
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    conn = Connection(fd)
+    import mlflow.tracking  # noqa: F401 - the import this process exists to take off the job's path
+    import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+    pending = None   # the first error of a call nobody waits for: raised with the next answer
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            conn.send((True, None))
+            return
+        uri, name, args, kwargs, answer = msg
+        try:
+            value = getattr(local_store(uri), name)(*args, **kwargs)
+            ok = True
+        except Exception as exc:  # noqa: BLE001 - sent back to the job process
+            ok, value = False, exc
+        if not answer:
+            if not ok and pending is None:
+                pending = value
+            continue
+        if pending is not None:
+            ok, value, pending = False, pending, None
+        try:
+            conn.send((ok, value))
+        except Exception as exc:  # noqa: BLE001 - an answer that cannot be pickled
+            conn.send((False, RuntimeError(f"{name}: {type(exc).__name__}: {exc}")))
+
+
+if __name__ == "__main__":
+    sys.path.pop(0)   # pipeline/ itself, put first by running this file as a script
+    serve(int(sys.argv[1]))
