@@ -382,3 +382,46 @@ def _anchor(tree: dict) -> None:
 
 
 register()   # importing the schema registers it: isparse-run, isparse-plan and a test composing conf/ import it first
+
+
+def keys_markdown() -> str:
+    """docs/config.md: every key of isparse-run's config, what it may be and what it means, from the schema (the
+    sections, each method's options, each data source's and each cluster kind's keys)."""
+    from isparse.methods import METHODS
+    from isparse.sources import SOURCES
+
+    def cell(text):
+        return str(text).replace("|", "\\|")
+
+    def rows(cls, key=""):
+        return [f"| `{k}` | {cell(allowed)} | {cell(doc)} |" for k, allowed, doc in cls.keys_doc(key)
+                if not k.endswith((".name", ".kind")) or k.count(".") > 1]
+
+    head = ["| key | allowed | meaning |", "|---|---|---|"]
+    out = ["# The keys of isparse-run's config", "",
+           "Written by `python -m pipeline.schema` from the dataclasses that declare them (a test checks it is up to",
+           "date): `isparse/spec.py` (the run), each method's `options` (`isparse/methods/`), `isparse/sources.py` (the",
+           "data sources), `pipeline/cluster/options.py` (the clusters) and `pipeline/schema.py` (the pipeline's own",
+           "sections). `isparse-run --cfg job` prints a composed config with its values.", "",
+           "## The run and the pipeline", "", *head]
+    base = [r for r in rows(JobConfig) if not r.startswith(("| `algorithm.", "| `data.", "| `cluster."))]
+    out += base + ["", "## algorithm=<name>: each method's options", ""]
+    seen = {}
+    for name, cls in METHODS.items():
+        seen.setdefault(cls.options, []).append(name)
+    for options, names in seen.items():
+        out += [f"`algorithm={'`, `algorithm='.join(names)}` ({options.__name__}):", "", *head, *rows(options, "algorithm"), ""]
+    out += ["## data=<name>: each data source's keys", ""]
+    kinds = {}
+    for name, src in SOURCES.items():
+        kinds.setdefault(type(src), []).append(name)
+    for cls, names in kinds.items():
+        out += [f"`data={'`, `data='.join(names)}` ({cls.__name__}):", "", *head, *rows(cls, "data"), ""]
+    out += ["## cluster=<kind>: each cluster's keys", ""]
+    for kind, cls in KINDS.items():
+        out += [f"`cluster={kind}` ({cls.__name__}):", "", *head, *rows(cls, "cluster"), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+if __name__ == "__main__":   # python -m pipeline.schema: rewrite docs/config.md
+    Path(__file__).resolve().parent.parent.joinpath("docs", "config.md").write_text(keys_markdown())

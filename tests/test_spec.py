@@ -70,3 +70,14 @@ def test_the_same_spec_builds_the_same_run_as_the_command_line(compose):
     assert a.bound.theorem == b.bound.theorem
     ra, rb = a.run(max_iter=30, tol=0, keep_iterates=True), b.run(max_iter=30, tol=0, keep_iterates=True)
     np.testing.assert_array_equal(ra.iterates[-1], rb.iterates[-1])
+
+
+def test_the_keys_doc_is_the_schemas():
+    """docs/config.md lists every key as the schema declares it: regenerate it (python -m pipeline.schema) when a key,
+    its constraint or its meaning changes."""
+    from pathlib import Path
+
+    from pipeline.schema import keys_markdown
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "config.md"
+    assert doc.read_text() == keys_markdown(), "docs/config.md is stale: run python -m pipeline.schema"
