@@ -143,10 +143,11 @@ def slurm():
 
 def slurm_overrides(log_dir):
     """cluster=slurm with what a user changes: the jobs, each job's cores, memory and walltime, the partition
-    (queue) and account, the network interface of the scheduler and workers (lo: 127.0.0.1), the jobs' logs."""
+    (queue) and account, the network interface of the scheduler and workers (lo: 127.0.0.1), the jobs' logs (None:
+    the default, the run's directory)."""
     return ["cluster=slurm", "cluster.jobs=2", "cluster.options.cores=1", "cluster.options.memory=2GB",
             "cluster.options.walltime=00:10:00", "+cluster.options.queue=debug", "+cluster.options.account=isparse",
-            "+cluster.options.interface=lo", f"+cluster.options.log_directory={log_dir}"]
+            "+cluster.options.interface=lo"] + ([f"+cluster.options.log_directory={log_dir}"] if log_dir else [])
 
 
 def _job_workers(s) -> dict[int, str]:
@@ -166,7 +167,7 @@ def _same_iterates_on_two_hosts(proc, output, out, x_inprocess, tmp_path):
 
 def test_slurm_run_converges_to_the_inprocess_iterates(tmp_path, slurm, x_inprocess):
     out = tmp_path / "slurm"
-    with _running(out, *slurm_overrides(tmp_path / "slurm-logs"), env=slurm["env"]) as proc:
+    with _running(out, *slurm_overrides(None), env=slurm["env"]) as proc:
         _wait_past(proc, out, 1)   # iterating: the jobs' workers are up
         assert len(daemons.squeue(slurm["env"])) == 2
         workers = _job_workers(slurm)
@@ -174,6 +175,8 @@ def test_slurm_run_converges_to_the_inprocess_iterates(tmp_path, slurm, x_inproc
     _same_iterates_on_two_hosts(proc, output, out, x_inprocess, tmp_path)   # both jobs' workers host 2 logical workers
     _gone(workers)                                                # the jobs' processes ended with the run
     assert daemons.squeue(slurm["env"]) == []                     # and the jobs left the queue
+    # without cluster.options.log_directory the jobs' output goes under the run's directory, not the current one
+    assert not list(out.glob("slurm-*.out")) and len(list((out / "run" / "slurm").glob("*.out"))) == 2
 
 
 def test_slurm_job_cancelled_mid_run_is_recovered(tmp_path, slurm, x_inprocess):

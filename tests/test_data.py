@@ -9,16 +9,17 @@ from isparse.data import to_pm1
 pytestmark = pytest.mark.needs_data
 
 
-@pytest.mark.parametrize("name, N, d, n_pos", [
-    ("mushrooms", 8124, 112, 4208),   # labels {1, 2}: 2 -> +1
-    ("phishing", 11055, 68, 6157),    # labels {0, 1}
-    ("a1a", 1605, 123, 395),          # labels +-1, only indices up to 119 used
+@pytest.mark.parametrize("name, N, d, n_pos, labels", [
+    ("mushrooms", 8124, 112, 4208, "1 -> -1, 2 -> +1"),   # labels {1, 2}: 2 -> +1
+    ("phishing", 11055, 68, 6157, "0 -> -1, 1 -> +1"),    # labels {0, 1}
+    ("a1a", 1605, 123, 395, "-1 -> -1, 1 -> +1"),         # labels +-1, only indices up to 119 used
 ])
-def test_named_sets_shapes_and_labels(name, N, d, n_pos):
+def test_named_sets_shapes_and_labels(name, N, d, n_pos, labels):
     ds = load_dataset(name)
     assert ds.A.shape == (N, d)
     assert set(np.unique(ds.b)) == {-1.0, 1.0}
     assert int((ds.b == 1).sum()) == n_pos  # counts from ../shared/datasets/SOURCES.md
+    assert ds.labels == labels              # the mapping the run logs as data.labels
 
 
 def test_breast_cancer_is_bundled_and_standardized():

@@ -45,6 +45,7 @@ def test_default_run_on_local_dask_cluster(tmp_path):
     for key in ("n", "m", "d", "N", "tau", "tau_m", "L", "mu", "gamma", "r0", "f_star", "workers.n", "engine"):
         assert key in p, key
     assert p["engine"] == "dask" and p["data.name"] == "breast_cancer" and p["algorithm.name"] == "isega"
+    assert p["data.labels"] == "0 -> -1, 1 -> +1 (0 malignant, 1 benign)"   # how the labels were mapped to +-1
     assert m["converged"] == 1.0
     assert m["dist_sq"] <= m["bound"]
     assert m["dist_sq"] <= float(p["tol"]) * float(p["r0"])

@@ -81,3 +81,33 @@ def test_the_keys_doc_is_the_schemas():
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "config.md"
     assert doc.read_text() == keys_markdown(), "docs/config.md is stale: run python -m pipeline.schema"
+
+
+@pytest.mark.parametrize("override, key, text", [
+    ("tracking.run_name=1.10", "run_name", "1.10"),        # Hydra reads a float, 1.1
+    ("tracking.run_name=007", "run_name", "007"),          # Hydra keeps it a string
+    ("tracking.experiment=2024", "experiment", "2024"),    # an int
+    ("tracking.experiment=True", "experiment", "True"),    # a boolean
+    ("resume=12e4", None, "12e4"),                         # a run id that Hydra reads as the float 120000.0
+])
+def test_a_string_key_gets_the_text_as_typed(override, key, text):
+    (job,) = check_command(["engine=inprocess", override])
+    assert (getattr(job.tracking, key) if key else job.resume) == text
+
+
+def test_the_text_as_typed_reaches_the_run(tmp_path):
+    """Through the real isparse-run: the experiment and the run are named as typed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mlflow.tracking import MlflowClient
+
+    cli = str(Path(sys.executable).parent / "isparse-run")
+    proc = subprocess.run([cli, "engine=inprocess", "progress=false", "checkpoint.every=0", "max_iter=1",
+                           f"paths.outputs={tmp_path}", "tracking.experiment=2024", "tracking.run_name=1.10"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    (run,) = client.search_runs([client.get_experiment_by_name("2024").experiment_id])
+    assert run.info.run_name == "1.10" and run.data.params["tracking.run_name"] == "1.10"

@@ -151,8 +151,8 @@ class WorkerHost:
     def snapshot(self) -> HostSnapshot:
         """The hosted workers' state and counters, as a value (no copy: the next step will not write into it)."""
         self._shared = True
-        l = getattr(self.data, "l", np.ones(self.ids.size, np.int64))    # examples per worker, for per-example arrays
-        return HostSnapshot(self.ids.copy(), self.state, self.t.copy(), np.asarray(l, np.int64))
+        # examples per worker (the stacked data's l), for splitting per-example arrays by worker
+        return HostSnapshot(self.ids.copy(), self.state, self.t.copy(), np.asarray(self.data.l, np.int64))
 
     def restore(self, snapshots) -> None:
         """Put back the state and counters of the hosted workers from ``snapshots`` (any grouping)."""

@@ -161,7 +161,7 @@ class MasterLoop:
         self._master_shared = False                       # a checkpoint holds the master state: do not write into it
         self.offsets = {}                                 # counters of the run before a resume
         self.grad_sq = [0.0, 0]                           # Theorem 7: the average of ||grad f(x^s)||^2 over every s
-        self.weight = getattr(bound, "lyapunov_weight", None)
+        self.weight = bound.lyapunov_weight if bound is not None else None
         self.result = RunResult(x=self.x, iterations=0, converged=self.r0 <= self.target, uplink_per_worker=self.uplink,
                                 iterates=[self.x.copy()] if options.keep_iterates else None)
 
@@ -177,7 +177,7 @@ class MasterLoop:
         return t % self.opt.log_every == 0 or t == self.opt.max_iter
 
     def track_gradient(self):
-        if getattr(self.bound, "quantity", None) == "grad_norm_sq_avg":
+        if self.bound is not None and self.bound.quantity == "grad_norm_sq_avg":
             self.grad_sq[0] += float(np.sum(self.problem.grad(self.current()) ** 2))
             self.grad_sq[1] += 1
 

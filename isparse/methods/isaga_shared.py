@@ -40,6 +40,7 @@ class SharedRows:
 
     def __init__(self, whole, ids):
         self.whole, self.ids = whole, np.asarray(ids, dtype=np.int64)
+        self.l = np.ones(self.ids.size, dtype=np.int64)   # no per-worker examples: the state lives on the master
 
     @property
     def k(self) -> int:

@@ -115,6 +115,7 @@ class NoBound:
     gamma_max: float | None = None
     source: str = "none"
     derivation: str = ""
+    lyapunov_weight: float | None = None    # no Lyapunov function: none is monitored
 
     def __call__(self, t: int) -> float:
         return math.nan
@@ -141,6 +142,7 @@ class SublinearBound:
     gamma_max: float | None = None
     source: str = "paper"
     derivation: str = ""
+    lyapunov_weight: float | None = None    # a bound on the quantity itself: no Lyapunov function is monitored
 
     def __post_init__(self):
         _check_source(self)
