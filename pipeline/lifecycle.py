@@ -146,33 +146,17 @@ def load_resume(job, overrides: list[str], outdir, cls):
                                     f"RUNNING); run {run_id!r} is FINISHED: nothing to resume.")
     import yaml
 
-    with _quiet_downloads():
-        try:
-            stored = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", str(outdir()))).read_text())
-            with open(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir())), "rb") as fh:
-                checkpoint = pickle.load(fh)
-        except Exception as exc:
-            raise ConfigError("resume", f"The 'resume' parameter must name a run with a checkpoint (checkpoint.every "
-                                        f"> 0 and at least that many iterations); {run_id!r} has none: "
-                                        f"{type(exc).__name__}") from None
+    try:   # (no download progress bars: pipeline.store sets MLflow's switch)
+        stored = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", str(outdir()))).read_text())
+        with open(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir())), "rb") as fh:
+            checkpoint = pickle.load(fh)
+    except Exception as exc:
+        raise ConfigError("resume", f"The 'resume' parameter must name a run with a checkpoint (checkpoint.every "
+                                    f"> 0 and at least that many iterations); {run_id!r} has none: "
+                                    f"{type(exc).__name__}") from None
     here = {"engine": job.engine, "cluster": job.cluster, "progress": job.progress, "resume": job.resume,
             "paths": job.paths, "tracking": dataclasses.replace(cls.from_dict(stored).tracking, uri=uri)}
     return dataclasses.replace(cls.from_dict(stored), **here), checkpoint
-
-
-@contextlib.contextmanager
-def _quiet_downloads():
-    """No MLflow progress bars while a resumed run's config and checkpoint download."""
-    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-    saved = os.environ.get(key)
-    os.environ[key] = "false"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = saved
 
 
 def logged_until(logger) -> tuple[int, float | None]:

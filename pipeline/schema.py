@@ -178,27 +178,32 @@ GROUPS = ("algorithm", "data", "cluster")
 DEFAULT_OPTIONS = {"algorithm": "isega", "data": "breast_cancer", "cluster": "local"}
 
 
-def hydra_node(cls, values: dict | None = None, skip=(), defaults=None) -> type:
+def hydra_node(cls, values: dict | None = None, skip=(), defaults=None, name: str | None = None) -> type:
     """A structured-config dataclass with the keys of the Section ``cls`` (nested sections nested; the ``skip``ped
     keys, the groups the defaults list fills, untyped), every leaf typed ``Any`` (Hydra checks the keys; the values are
     checked by :func:`load_job`), with the defaults ``values`` (default: ``cls()``'s). ``defaults``: the node's own
-    defaults list (Hydra's, e.g. the default option of each group)."""
+    defaults list (Hydra's, e.g. the default option of each group). The class is a name of this module (``name``,
+    default ``<cls>Node``), so a composed config pickles (the Dask and joblib launchers send it to their workers)."""
     values = values if values is not None else cls().to_dict()
+    node_name = name or f"{cls.__name__}Node"
     fields = [] if defaults is None else [("defaults", list, dataclasses.field(default_factory=lambda: list(defaults)))]
-    for name, f in cls.fields().items():
-        if name in skip:   # a group the defaults list fills with one of its options
-            fields.append((name, Any, dataclasses.field(default=None)))
+    for field_name, f in cls.fields().items():
+        if field_name in skip:   # a group the defaults list fills with one of its options
+            fields.append((field_name, Any, dataclasses.field(default=None)))
             continue
         sub = f.metadata.get("section")
-        default = values.get(name)
-        if sub is not None and name not in GROUPS:
-            node = hydra_node(sub, default)
-            fields.append((name, node, dataclasses.field(default_factory=node)))
+        default = values.get(field_name)
+        if sub is not None and field_name not in GROUPS:
+            node = hydra_node(sub, default, name=f"{node_name}_{field_name}")
+            fields.append((field_name, node, dataclasses.field(default_factory=node)))
         elif isinstance(default, (list, dict)):
-            fields.append((name, Any, dataclasses.field(default_factory=lambda v=default: _copy(v))))
+            fields.append((field_name, Any, dataclasses.field(default_factory=lambda v=default: _copy(v))))
         else:
-            fields.append((name, Any, dataclasses.field(default=default)))
-    return dataclasses.make_dataclass(f"{cls.__name__}Node", fields)
+            fields.append((field_name, Any, dataclasses.field(default=default)))
+    node = dataclasses.make_dataclass(node_name, fields)
+    node.__module__ = __name__
+    globals()[node_name] = node   # importable by name: pickle finds it
+    return node
 
 
 def _copy(value):
@@ -220,12 +225,12 @@ def register() -> None:
 
     cs = ConfigStore.instance()
     defaults = ["_self_"] + [{group: option} for group, option in DEFAULT_OPTIONS.items()]   # the groups after _self_
-    cs.store(name="isparse_run", node=hydra_node(JobConfig, skip=GROUPS, defaults=defaults))
-    cs.store(name="isparse_plan", node=hydra_node(PlanConfig, skip=GROUPS, defaults=defaults))
+    cs.store(name="isparse_run", node=hydra_node(JobConfig, skip=GROUPS, defaults=defaults, name="JobNode"))
+    cs.store(name="isparse_plan", node=hydra_node(PlanConfig, skip=GROUPS, defaults=defaults, name="PlanNode"))
     for group, options in group_options().items():
         base = {"algorithm": _algorithm_class, "data": _data_class, "cluster": _cluster_class}[group]
         for option, values in options.items():
-            cs.store(group=group, name=option, node=hydra_node(base(option), values))
+            cs.store(group=group, name=option, node=hydra_node(base(option), values, name=f"{group}_{option}_Node"))
     _REGISTERED.append(True)
 
 

@@ -34,11 +34,15 @@ NO_ANSWER = frozenset({"log_batch_plain", "set_tag", "log_artifact", "log_text",
 
 class Store:
     """An ``MlflowClient`` with the calls the pipeline makes, in plain data: ``log_batch_plain`` takes tuples (no
-    MLflow entity is built by the caller) and every result is converted by :func:`plain`."""
+    MLflow entity is built by the caller) and every result is converted by :func:`plain`. Pickled, it is the
+    unpickling process's own store of the same URI."""
 
     def __init__(self, client):
         self.client = client
         self.tracking_uri = client.tracking_uri
+
+    def __reduce__(self):
+        return (local_store, (self.tracking_uri,))
 
     def log_batch_plain(self, run_id, metrics=(), params=(), tags=()):
         """``log_batch`` of ``metrics`` (key, value, timestamp ms, step), ``params`` (key, value) and ``tags``."""
@@ -105,9 +109,11 @@ def local_store(uri: str) -> Store:
 
 def _new_client(uri: str, db: str):
     import logging
+    import os
 
     from mlflow.tracking import MlflowClient
 
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")   # a resume's downloads: no progress bars
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)   # "Creating initial MLflow database
     logging.getLogger("alembic").setLevel(logging.WARNING)                  # tables...": not the run's business
     if db in ("", ":memory:"):
@@ -174,10 +180,15 @@ class Helper:
 
 
 class HelperStore:
-    """A :class:`Store` in the helper: ``store.<method>(...)`` is that call of the helper's Store for ``uri``."""
+    """A :class:`Store` in the helper: ``store.<method>(...)`` is that call of the helper's Store for ``uri``. Sent
+    to another process (a parallel launcher pickles the sweep's callback with its run), it becomes that process's
+    own :func:`local_store`."""
 
     def __init__(self, helper: Helper, uri: str):
         self.helper, self.tracking_uri = helper, uri
+
+    def __reduce__(self):
+        return (local_store, (self.tracking_uri,))
 
     def __getattr__(self, name):
         if name.startswith("__"):

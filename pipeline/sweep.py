@@ -112,6 +112,9 @@ class SweepParentRun(Callback):
         self.logger = None
         self.completed = False
 
+    def __getstate__(self):   # the copy a parallel launcher sends its workers: the parent run is this process's
+        return {"logger": None, "completed": self.completed}
+
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         from hydra.core.hydra_config import HydraConfig
 

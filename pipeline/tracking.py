@@ -258,8 +258,9 @@ class RunLogger:
         params = {str(k): str(v) for k, v in params.items()}
         long = {k: v for k, v in params.items() if len(v) > MAX_PARAM_VALUE or len(k) > MAX_KEY}
         items = [(k[:MAX_KEY], v[:MAX_PARAM_VALUE]) for k, v in params.items()]
-        for i in range(0, len(items), MAX_PARAMS):
-            self.client.log_batch_plain(self.run_id, params=items[i:i + MAX_PARAMS])
+        for i in range(0, len(items), MAX_PARAMS):   # queued like tags while a tracking server is away
+            chunk = items[i:i + MAX_PARAMS]
+            self._do(lambda chunk=chunk: self.client.log_batch_plain(self.run_id, params=chunk))
         if long:
             self._truncated.update(long)
             self.log_dict(self._truncated, "truncated_params.json")
