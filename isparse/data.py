@@ -8,6 +8,7 @@ to ±1, the smaller label to -1.
 
 from __future__ import annotations
 
+import io
 import re
 import warnings
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ def to_pm1(y, source: str = "labels", line_of=None) -> np.ndarray:
 
     if not np.all(np.isfinite(y)):
         row = int(np.flatnonzero(~np.isfinite(y))[0])
-        raise DataError(f"{source}: labels contain NaN or infinite values, the first in {at(row)}: {y[row]!r}; "
+        raise DataError(f"{source}: labels contain NaN or infinite values, the first in {at(row)}: {float(y[row])}; "
                         f"a label must be a finite number.")
     classes = np.unique(y)
     if classes.size != 2:
@@ -199,6 +200,9 @@ def _number(tok: bytes) -> bool:
         return False
 
 
+#: the largest feature index scikit-learn's svmlight reader converts (a C int)
+_MAX_INDEX = 2**31 - 1
+
 _LABEL_RULE = "a label must be one number (a binary class: -1/+1, 0/1 or 1/2)"
 
 
@@ -221,6 +225,8 @@ def _line_problem(tokens: list[bytes], n_features: int | None) -> str | None:
         idx = int(idx)
         if idx < 1:
             return f"feature index {idx}: LIBSVM indices start at 1"
+        if idx > _MAX_INDEX:
+            return f"feature index {idx} is too large (scikit-learn's reader takes indices up to {_MAX_INDEX})"
         if idx == prev:
             return f"feature index {idx} repeats: the indices of a line must be increasing, each at most once"
         if idx < prev:
@@ -292,8 +298,16 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
+    source = str(path)
+    if path.suffix in (".gz", ".bz2"):   # decompressed whole first: a truncated or corrupt file is an error, not a
+        try:                             # shorter data set
+            with open_binary(path) as fh:
+                source = io.BytesIO(fh.read())
+        except (OSError, EOFError, ValueError) as exc:
+            raise DataError(f"{path} cannot be decompressed as a {path.suffix} file ({type(exc).__name__}: {exc}): "
+                            f"it is truncated or not {path.suffix}-compressed.") from exc
     try:
-        A, y, qid = load_svmlight_file(str(path), n_features=n_features, zero_based=False, query_id=True)
+        A, y, qid = load_svmlight_file(source, n_features=n_features, zero_based=False, query_id=True)
     except Exception as exc:  # sklearn raises ValueError / RuntimeError with terse texts, naming no line
         where = _first_malformed_line(path, n_features)
         if where:

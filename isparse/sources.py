@@ -199,10 +199,14 @@ class LibsvmFile(_LibsvmSource):
             raise required(f"{key}.path", "a LIBSVM file for data=libsvm")
 
     def file(self) -> Path:
-        p = Path(self.path).expanduser().resolve()
+        given = Path(self.path).expanduser()
+        p = given.resolve()
         if not p.is_file():
+            what = ("a directory" if p.is_dir() else f"a link to {str(p)!r}, which does not exist" if given.is_symlink()
+                    else "no such file")
             raise ConfigError("data.path", f"The 'data.path' parameter must be an existing file (relative paths are "
-                                           f"read from the directory the command ran in); got {str(p)!r}.")
+                                           f"read from the directory the command ran in); got {str(given)!r}: "
+                                           f"{what}.")
         return p
 
     def read(self):

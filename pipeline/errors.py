@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -49,8 +50,13 @@ def user_message(exc: BaseException) -> str | None:
     """
     from isparse.engines import DivergenceError
 
-    if isinstance(exc, (ConfigError, DataError, DivergenceError)):
-        return one_line(exc)
+    cause = exc
+    while cause is not None:   # raised inside OmegaConf (a resolver) or Hydra: the project's own error is the message
+        if isinstance(cause, (ConfigError, DataError, DivergenceError)):
+            return one_line(cause)
+        # OmegaConf wraps a resolver's exception raising inside its except clause (no "from"): its context
+        cause = cause.__cause__ or (cause.__context__ if type(cause).__name__ == "InterpolationResolutionError"
+                                    else None)
     hydra_text = _hydra_message(exc)
     if hydra_text is not None:
         return hydra_text
@@ -82,6 +88,15 @@ def _hydra_message(exc: BaseException) -> str | None:
         if isinstance(cause, (ConfigAttributeError, ConfigKeyError)) and cause.full_key:
             return unknown_key_message(cause.full_key, cause.parent_node)
         text = str(exc)
+        override = text[len("Error merging override "):] if text.startswith("Error merging override ") else None
+        if override is not None and cause is not None:
+            key = override.partition("=")[0].lstrip("~+")
+            if "does not support deletion" in str(cause) or override.startswith("~"):
+                return (f"The '{key}' parameter cannot be deleted ({override}): every key of the schema has a "
+                        f"value; set it instead ({key}=<value>, or null where it may be null).")
+            if "is not a subclass of" in str(cause):
+                return (f"The '{key}' parameter is a section, not a value: set one of its keys ({key}.<key>=<value>; "
+                        f"isparse-run --cfg job shows them); got {override!r}.")
         if text.startswith("Could not append to config. An item is already at"):
             key = text.split("'")[1]
             return f"The '{key}' parameter is already a key of the config: set it without + ({key}=...)."
@@ -91,6 +106,8 @@ def _hydra_message(exc: BaseException) -> str | None:
     if isinstance(exc, SearchPathException):
         return one_line(exc)
     if isinstance(exc, OmegaConfBaseException):
+        if isinstance(exc.__cause__, ConfigError):   # raised by one of the project's resolvers (pipeline/__init__.py)
+            return one_line(exc.__cause__)
         return "the config cannot be resolved: " + one_line(str(exc).split("\n    full_key")[0])
     return None
 
@@ -132,11 +149,18 @@ def console(program: str, func, *args, **kwargs):
 
     Hydra's own error printing (``hydra._internal.utils.run_and_report``, which writes its multi-line messages and
     exits 1) is bypassed for user errors while ``func`` runs (:func:`hydra_reports_user_errors_to`)."""
+    import warnings
+
+    original = warnings.formatwarning
+    # a warning is one line too, "<program>: warning: <message>" (not Python's file:line and source line)
+    warnings.formatwarning = lambda message, category, *a, **k: f"{program}: warning: {one_line(message)}\n"
     try:
         with exits_on_user_error(program), hydra_reports_user_errors_to():
             return func(*args, **kwargs)
     except KeyboardInterrupt as exc:
         sys.exit(exit_status_of_signal(getattr(exc, "signal", None)))
+    finally:
+        warnings.formatwarning = original
 
 
 @contextlib.contextmanager
@@ -159,13 +183,35 @@ def exits_on_user_error(program: str):
 @contextlib.contextmanager
 def hydra_reports_user_errors_to():
     """Within, Hydra's ``run_and_report`` lets user errors (:func:`user_message`) propagate to :func:`console`
-    instead of printing them its way and exiting 1; other errors it reports as before."""
+    instead of printing them its way and exiting 1; other errors it reports as before. Hydra's command-line parser
+    (``hydra.main``'s) words its errors in one line (:class:`ArgumentParser`'s way), and a group's override
+    (``algorithm=``, ``data=``, ``cluster=``) must name one option: a number, null or a list is refused
+    (:func:`check_group_overrides`) before Hydra composes."""
     try:
         import hydra._internal.utils as hydra_utils
+
+        hydra_main = importlib.import_module("hydra.main")   # the module (the package's attribute is the decorator)
     except ImportError:   # pragma: no cover
         yield
         return
-    original = hydra_utils.run_and_report
+    original, original_parser = hydra_utils.run_and_report, hydra_main.get_args_parser
+
+    def get_args_parser():
+        parser = original_parser()
+        parse_args = parser.parse_args
+
+        def error(message):
+            print_error(os.path.basename(sys.argv[0]) or parser.prog,
+                        one_line(message) + f" (see {os.path.basename(sys.argv[0]) or parser.prog} --help)")
+            sys.exit(2)
+
+        def checked_parse_args(*args, **kwargs):
+            namespace = parse_args(*args, **kwargs)
+            check_group_overrides(namespace.overrides or [])
+            return namespace
+
+        parser.error, parser.parse_args = error, checked_parse_args
+        return parser
 
     def run_and_report(func):
         try:
@@ -175,11 +221,51 @@ def hydra_reports_user_errors_to():
                 raise
             return original(lambda: _raise(exc))
 
-    hydra_utils.run_and_report = run_and_report
+    hydra_utils.run_and_report, hydra_main.get_args_parser = run_and_report, get_args_parser
     try:
         yield
     finally:
-        hydra_utils.run_and_report = original
+        hydra_utils.run_and_report, hydra_main.get_args_parser = original, original_parser
+
+
+def check_group_overrides(overrides: list[str]) -> None:
+    """A group's override names one option (``algorithm=ibcd``, or a sweep over options ``algorithm=isega,ibcd``).
+
+    Raises
+    ------
+    ConfigError
+        An override without a key (``=3``); a group set to a number, null or a list (Hydra would read
+        ``algorithm=[isega,ibcd]`` as two options merged into one node); a group deleted (``~algorithm``).
+    """
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Override
+
+    parser = OverridesParser.create()
+    for text in overrides:
+        if text.lstrip("+~").startswith("="):
+            raise ConfigError("overrides", f"The override {text!r} has no key: write key=value (e.g. workers.n=3).")
+        try:
+            override: Override = parser.parse_override(text)
+        except Exception:  # noqa: BLE001 - a malformed override is Hydra's to report (OverrideParseException)
+            continue
+        group = override.key_or_group
+        if group not in _GROUP_NAME or override.package is not None:
+            continue
+        options = sorted(name.removesuffix(".yaml") for name in ConfigStore.instance().list(group))
+        choices = f"one of {', '.join(options)}" if options else "one of its options"
+        if override.is_delete():
+            raise ConfigError(group, f"The '{group}' parameter cannot be deleted ({text}): it must be {choices}.")
+        if override.is_sweep_override():
+            values = list(override.sweep_iterator()) if override.is_discrete_sweep() else []
+        else:
+            values = [override.value()]
+        for value in values:
+            if isinstance(value, list):
+                raise ConfigError(group, f"The '{group}' parameter must be one option ({choices}), not a list; got "
+                                         f"{text!r} (to run each: isparse-run -m {group}={','.join(map(str, value))}).")
+            if not isinstance(value, str):
+                raise ConfigError(group, f"The '{group}' parameter must be {choices}; got {text!r}.")
 
 
 def _raise(exc):

@@ -46,6 +46,7 @@ def task(cfg: DictConfig):
     from hydra.types import RunMode
 
     from .job import output_dir, run_job
+    from .schema import job_overrides
     from .sweep import failed_job_run
     from .sweep import PARENT_ENV, job_env
 
@@ -62,7 +63,7 @@ def task(cfg: DictConfig):
         sys.exit(exit_status_of_signal(name))
     except Exception as exc:  # noqa: BLE001 - every failure is reported here, once
         message = user_message(exc)
-        overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+        overrides = job_overrides()
         run_id = made.get("run_id")
         if run_id is None and job_env(PARENT_ENV):   # every job of a sweep has its run, a failed one too
             run_id = failed_job_run(cfg, exc, overrides, output_dir(), message is not None)

@@ -20,6 +20,7 @@ A Python user's ``RunSpec.from_dict`` and the command line therefore refuse the 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -284,8 +285,61 @@ def load_job(cfg, cls=JobConfig, overrides=None):
 def job_overrides() -> list[str]:
     """The running job's command-line overrides (Hydra's ``overrides.task``), or [] outside a Hydra job."""
     from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
 
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    if not HydraConfig.initialized():
+        return []
+    # as typed: an override's text may hold an interpolation (workers.n=${oops}) that must not be resolved here
+    overrides = list(OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False))
+    from .sweep import TYPED_ENV, job_env
+
+    typed = job_env(TYPED_ENV)
+    return as_typed(overrides, json.loads(typed)) if typed else overrides
+
+
+def as_typed(job: list[str], typed: list[str]) -> list[str]:
+    """A sweep job's overrides (the sweeper's rendering of each value: ``data.path=1.10`` comes as ``1.1``) with
+    each value's text as the sweep's command line typed it: a key set once, or an element of a comma-separated
+    list (``data.path=1.10,2.0``) whose value is the job's. Other sweeps (``range(...)``, ``glob(...)``) keep
+    the sweeper's text."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    as_typed_by_key = {o.partition("=")[0]: o.partition("=")[2] for o in typed if "=" in o}
+    out = []
+    for override in job:
+        key, sep, text = override.partition("=")
+        raw = as_typed_by_key.get(key)
+        if sep and raw is not None and raw != text:
+            try:
+                value = parser.parse_override(override).value()
+                for element in _top_level_split(raw):
+                    if parser.parse_override(f"{key}={element}").value() == value:
+                        override = f"{key}={element}"
+                        break
+            except Exception:  # noqa: BLE001 - a sweep function or an odd text: the sweeper's rendering stays
+                pass
+        out.append(override)
+    return out
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside quotes and brackets (Hydra's choice sweep ``a,b,c``)."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
 
 
 def _unmissing(node) -> None:
@@ -363,7 +417,7 @@ def absolute(path) -> str:
     if not path.is_absolute():
         base = HydraConfig.get().runtime.cwd if HydraConfig.initialized() else os.getcwd()
         path = Path(base) / path
-    return str(path.resolve())
+    return os.path.normpath(path)   # links kept as named (an error shows the path given; the reader resolves them)
 
 
 def _anchor(tree: dict) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -18,7 +19,7 @@ import threading
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,9 @@ PARENT_ENV = "ISPARSE_PARENT_RUN_ID"
 SWEEP_WORKER_ENV = "ISPARSE_SWEEP_WORKER"
 #: the keys the sweep varies, comma-separated (a job's run name starts with them)
 SWEPT_ENV = "ISPARSE_SWEPT_KEYS"
+#: the sweep's command-line overrides as typed, as a JSON list (a job's string keys get the text as typed, not the
+#: sweeper's rendering of the value: pipeline.schema.job_overrides)
+TYPED_ENV = "ISPARSE_TYPED_OVERRIDES"
 #: the tag of a FAILED run saying whether the failure was bad input (``input``) or an error (``error``)
 FAILURE_TAG = "failure"
 #: values of the variables above for the job running in this thread (hydra/launcher=dask runs several jobs, possibly
@@ -35,7 +39,7 @@ _JOB_ENV = threading.local()
 
 
 def job_env(key: str) -> str | None:
-    """``key`` (PARENT_ENV, SWEPT_ENV or SWEEP_WORKER_ENV) for the job running in this thread: the value set by
+    """``key`` (PARENT_ENV, SWEPT_ENV, TYPED_ENV or SWEEP_WORKER_ENV) for the job running in this thread: the value set by
     :func:`job_env_set` in this thread, else ``os.environ[key]`` (the basic and joblib launchers), else None."""
     values = getattr(_JOB_ENV, "values", None) or {}
     return values.get(key) or os.environ.get(key) or None
@@ -116,6 +120,14 @@ class SweepParentRun(Callback):
         return {"logger": None, "completed": self.completed}
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        from .errors import exits_on_user_error
+
+        # bad input (an empty paths.outputs, an unreachable tracking server) ends the sweep here with its one line
+        # and exit status 2 (Hydra would print a callback's exception as a warning and go on)
+        with exits_on_user_error("isparse-run"):
+            self._start(config)
+
+    def _start(self, config: DictConfig) -> None:
         from hydra.core.hydra_config import HydraConfig
 
         from .tracking import RunLogger, check_reachable, ui_link
@@ -127,10 +139,11 @@ class SweepParentRun(Callback):
         sweep_dir = HydraConfig.get().sweep.dir
         self.logger = RunLogger(uri, experiment, run_name=f"sweep-{Path(sweep_dir).name}", spill_dir=sweep_dir,
                                 tags={"isparse.sweep": "true", "sweep_dir": str(Path(sweep_dir).resolve())})
-        overrides = list(HydraConfig.get().overrides.task)
+        overrides = list(OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False))
         self.logger.set_tags({"sweep_overrides": " ".join(overrides)})
         os.environ[PARENT_ENV] = self.logger.run_id
         os.environ[SWEPT_ENV] = ",".join(swept_keys(overrides, config.hydra.sweeper.get("params")))
+        os.environ[TYPED_ENV] = json.dumps(overrides)
         log.info("MLflow sweep run %s; its runs: %s", self.logger.run_id, ui_link(uri, self.logger.experiment_id))
         atexit.register(self._end)
 
@@ -181,6 +194,7 @@ class SweepParentRun(Callback):
         logger.end(status)
         os.environ.pop(PARENT_ENV, None)
         os.environ.pop(SWEPT_ENV, None)
+        os.environ.pop(TYPED_ENV, None)
         if not self.completed:      # interrupted, or the launcher failed
             log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
                         logger.run_id, logger.run_id)

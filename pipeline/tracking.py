@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from isparse.errors import ConfigError
+from isparse.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -28,29 +28,44 @@ PARENT_RUN_TAG = "mlflow.parentRunId"
 MAX_METRICS, MAX_PARAMS = 1000, 100
 
 
-def check_reachable(uri: str, timeout: float = 5.0) -> None:
-    """Fail fast, before any work, if the tracking store cannot be used.
+def check_reachable(uri: str, timeout: float = 5.0, *, key: str = "tracking.uri", must_exist: bool = False) -> None:
+    """Fail fast, before any work, if the tracking store cannot be used. ``key`` names the setting in the error
+    (``tracking.uri``, or a console script's ``--uri``); ``must_exist``: a sqlite file must already be a store (a
+    report or an import reads one; a run makes it).
 
     Raises
     ------
     ConfigError
-        An http(s) server that does not answer ``/health``, or a sqlite file whose directory cannot be made.
+        A URI that is neither ``sqlite:///<file>`` nor ``http(s)://<host>[:port]``; an http(s) server that does not
+        answer ``/health``; a sqlite path that is a directory, or whose directory cannot be made.
     """
+    prefix = f"The '{key}' parameter"
+    if not isinstance(uri, str) or not uri.startswith(("http://", "https://", "sqlite:///")) \
+            or uri.rstrip("/") in ("http:", "https:", "sqlite:"):
+        raise ConfigError(key, f"{prefix} must be an MLflow store isparse can use: sqlite:///<file> (e.g. "
+                               f"sqlite:///outputs/mlflow.db) or an http(s)://<host>:<port> tracking server; got "
+                               f"{uri!r}.")
     if uri.startswith(("http://", "https://")):
         try:
             with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout) as resp:
                 if resp.status != 200:
                     raise OSError(f"HTTP {resp.status}")
-        except (OSError, urllib.error.URLError) as exc:
-            raise ConfigError("tracking.uri", f"The 'tracking.uri' parameter must point at a reachable MLflow "
-                                              f"tracking server; {uri!r} did not answer: {exc}") from exc
-    elif uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///"):])
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError("tracking.uri", f"The 'tracking.uri' parameter names a sqlite file whose directory "
-                                              f"cannot be created: {uri!r}: {exc}") from exc
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            raise ConfigError(key, f"{prefix} must point at a reachable MLflow tracking server; {uri!r} did not "
+                                   f"answer: {exc}") from exc
+        return
+    path = Path(uri[len("sqlite:///"):].split("?", 1)[0])
+    if path.is_dir():
+        raise ConfigError(key, f"{prefix} must name a sqlite file, not a directory; got {uri!r} ({str(path)!r} is a "
+                               f"directory: e.g. sqlite:///{path / 'mlflow.db'}).")
+    if must_exist and not path.is_file():
+        raise ConfigError(key, f"{prefix} must name an existing MLflow store (isparse-run writes "
+                               f"sqlite:///<paths.outputs>/mlflow.db); got {uri!r}: no such file.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(key, f"{prefix} names a sqlite file whose directory cannot be created: {uri!r}: "
+                               f"{exc.strerror or exc}") from exc
 
 
 def client_for(uri: str):
@@ -320,22 +335,74 @@ class RunLogger:
 
 
 def import_metrics(path, uri: str) -> int:
-    """Send the points of an ``unsent_metrics.jsonl`` file to ``uri``; returns how many."""
+    """Send the points of an ``unsent_metrics.jsonl`` file to ``uri``; returns how many.
+
+    Raises
+    ------
+    DataError
+        Before anything is sent: a line that is not a JSON object of a metric point (run_id, key, value,
+        timestamp, step) or of a run's end (run_id, status FINISHED, FAILED or KILLED), naming the file and the
+        line; a run id the store does not have.
+    """
+    by_run, statuses, first_line = _read_unsent(path)
     client = client_for(uri)
-    by_run, statuses = {}, {}
-    with open(path) as fh:
-        for line in fh:
-            r = json.loads(line)
-            if "status" in r:
-                statuses[r["run_id"]] = r["status"]
-            else:
-                by_run.setdefault(r["run_id"], []).append((r["key"], r["value"], r["timestamp"], r["step"]))
+    for run_id, line in first_line.items():
+        try:
+            client.get_run(run_id)
+        except Exception as exc:  # noqa: BLE001 - MLflow's "not found", through the helper or not
+            raise DataError(f"{path}, line {line}: run {run_id!r} is not a run of {uri} ({one_line_text(exc)}); "
+                            f"import the file into the store its run logged to.") from exc
     for run_id, points in by_run.items():
         for i in range(0, len(points), MAX_METRICS):
             client.log_batch_plain(run_id, metrics=points[i:i + MAX_METRICS])
     for run_id, status in statuses.items():
         client.set_terminated(run_id, status=status)
     return sum(len(p) for p in by_run.values())
+
+
+_END_STATUSES = ("FINISHED", "FAILED", "KILLED")
+
+
+def _read_unsent(path):
+    """The points and end statuses of an ``unsent_metrics.jsonl`` file, checked line by line (see
+    :func:`import_metrics`); and the first line of each run id."""
+    by_run, statuses, first_line = {}, {}, {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for k, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}, line {k}"
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{where} is not JSON ({exc.msg} at column {exc.colno}); each line of an "
+                                f"unsent_metrics.jsonl file is one JSON object.") from exc
+            if not isinstance(r, dict) or not isinstance(r.get("run_id"), str) or not r["run_id"]:
+                raise DataError(f"{where}: a JSON object with a non-empty string run_id expected; got {line.strip()[:80]!r}.")
+            first_line.setdefault(r["run_id"], k)
+            if "status" in r:
+                if r["status"] not in _END_STATUSES:
+                    raise DataError(f"{where}: status must be one of {', '.join(_END_STATUSES)}; got {r['status']!r}.")
+                statuses[r["run_id"]] = r["status"]
+                continue
+            missing = [f for f in ("key", "value", "timestamp", "step") if f not in r]
+            if missing:
+                raise DataError(f"{where}: a metric point needs run_id, key, value, timestamp and step; "
+                                f"{', '.join(missing)} missing.")
+            if not isinstance(r["key"], str) or not r["key"]:
+                raise DataError(f"{where}: key must be a non-empty string; got {r['key']!r}.")
+            if not isinstance(r["value"], (int, float)) or isinstance(r["value"], bool):
+                raise DataError(f"{where}: value must be a number; got {r['value']!r}.")
+            for field in ("timestamp", "step"):
+                if not isinstance(r[field], int) or isinstance(r[field], bool) or r[field] < 0:
+                    raise DataError(f"{where}: {field} must be an integer >= 0; got {r[field]!r}.")
+            by_run.setdefault(r["run_id"], []).append((r["key"], float(r["value"]), r["timestamp"], r["step"]))
+    return by_run, statuses, first_line
+
+
+def one_line_text(exc: BaseException) -> str:
+    """An exception's text on one line, its first 160 characters."""
+    return " ".join(str(exc).split())[:160]
 
 
 def main(argv=None) -> None:
@@ -350,10 +417,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     def body():
-        check_reachable(args.uri)
         if not Path(args.file).is_file():
             raise ConfigError("file", f"The 'file' parameter must be an existing unsent_metrics.jsonl file; got "
                                       f"{args.file!r}.")
+        check_reachable(args.uri, key="--uri", must_exist=True)
         print(f"imported {import_metrics(args.file, args.uri)} metric points")
 
     console("python -m pipeline.tracking", body)

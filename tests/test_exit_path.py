@@ -39,6 +39,9 @@ def files(tmp_path_factory):
     """A malformed LIBSVM file (unsorted indices on line 3), a store with a finished run, an unsent-metrics file."""
     d = tmp_path_factory.mktemp("files")
     (d / "bad.svm").write_text("1 1:1\n# comment\n-1 3:1.0 1:2.0\n")
+    (d / "huge.svm").write_text("1 1:1\n-1 3000000000:1\n")
+    (d / "trunc.svm.gz").write_bytes(gzip.compress(b"1 1:1\n-1 2:1\n" * 50)[:20])
+    (d / "unsent.jsonl").write_text('{"run_id": "abc", "status": "RUNNING"}\n')
     return d
 
 
@@ -50,6 +53,24 @@ CASES = [
     ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/missing.svm"], "'data.path' parameter must be an existing file"),
     ("isparse-run", [*TINY, "cluster=yarn"], "The 'cluster' parameter must be one of address, kubernetes, local, slurm, ssh; got 'yarn'"),
     ("isparse-run", [*TINY, "workers.n=(4"], "the override 'workers.n=(4' cannot be parsed"),
+    ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/huge.svm"],
+     "huge.svm is not a valid LIBSVM file (line 2: '-1 3000000000:1': feature index 3000000000 is too large"),
+    ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/trunc.svm.gz"],
+     "trunc.svm.gz cannot be decompressed as a .gz file"),
+    ("isparse-run", [*TINY, "data=libsvm", "data.path={files}"], "got '{files}': a directory"),
+    ("isparse-run", [*TINY, "workers.n=${{oops}}"], "the config cannot be resolved: Interpolation key 'oops' not found"),
+    ("isparse-run", [*TINY, "algorithm=3"], "The 'algorithm' parameter must be one of asgd, "),
+    ("isparse-run", [*TINY, "algorithm=[isgd,isega]"], "not a list; got 'algorithm=[isgd,isega]' (to run each: "
+                                                       "isparse-run -m algorithm=isgd,isega)"),
+    ("isparse-run", [*TINY, "~algorithm"], "The 'algorithm' parameter cannot be deleted (~algorithm)"),
+    ("isparse-run", [*TINY, "~workers.n"], "The 'workers.n' parameter cannot be deleted (~workers.n)"),
+    ("isparse-run", [*TINY, "workers=3"], "The 'workers' parameter is a section, not a value"),
+    ("isparse-run", [*TINY, "tracking.uri=file:///tmp/x"], "The 'tracking.uri' parameter must be an MLflow store"),
+    ("isparse-run", [*TINY, "tracking.uri=sqlite:///{files}"], "must name a sqlite file, not a directory"),
+    ("isparse-run", [*TINY, "cluster=address", "cluster.address=tcp://127.0.0.1:99999"],
+     "The 'cluster.address' parameter must be null or a scheduler address"),
+    ("isparse-run", [*TINY, "cluster=address", "cluster.address=nohost"], "got 'nohost'"),
+    ("isparse-run", [*TINY, "--nosuchflag"], "unrecognized arguments: --nosuchflag"),
     ("isparse-plan", [*TINY, "plan.rounds=1"], "The 'plan.rounds' parameter must be in [2, inf]; got 1."),
     ("isparse-plan", [*TINY, "data=libsvm", "data.path={files}/bad.svm"], "feature index 1 follows index 3"),
     ("isparse-plan", [*TINY, "data=libsvm", "data.path={files}/missing.svm"], "'data.path' parameter must be an existing file"),
@@ -59,6 +80,8 @@ CASES = [
     ("isparse-report", ["--experiment"], "argument --experiment: expected one argument"),
     ("python -m pipeline.tracking", ["import", "{files}/missing.jsonl", "--uri", "sqlite:///{files}/s.db"],
      "The 'file' parameter must be an existing unsent_metrics.jsonl file"),
+    ("python -m pipeline.tracking", ["import", "{files}/unsent.jsonl", "--uri", "sqlite:///{files}/missing.db"],
+     "The '--uri' parameter must name an existing MLflow store"),
     ("python -m pipeline.tracking", ["export", "x", "--uri", "u"], "argument command: invalid choice: 'export'"),
 ]
 
@@ -95,6 +118,27 @@ def test_a_gzipped_libsvm_file_is_read_with_the_same_checks(tmp_path):
     with pytest.raises(DataError, match=r"bad.svm.gz is not a valid LIBSVM file \(line 3: '-1 2:1 1:3': feature index 1 "
                                         r"follows index 2"):
         load_libsvm(bad)
+
+
+def test_an_empty_outputs_path_is_refused_before_any_directory_is_made(tmp_path):
+    proc = subprocess.run([*PROGRAMS["isparse-run"], *TINY, "paths.outputs="], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    one_line(proc, "isparse-run", "The 'paths.outputs' parameter must be a non-empty path")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unsent_metrics_file_is_checked_line_by_line(tmp_path):
+    from pipeline.tracking import client_for
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    run_id = client_for(uri).create_run(client_for(uri).create_experiment("e")).info.run_id
+    bad = tmp_path / "unsent.jsonl"
+    bad.write_text(f'{{"run_id": "{run_id}", "status": "FINISHED"}}\nnot json\n')
+    proc = run("python -m pipeline.tracking", "import", str(bad), "--uri", uri, tmp_path=tmp_path)
+    one_line(proc, "python -m pipeline.tracking", "line 2")
+    bad.write_text('{"run_id": "0123456789abcdef", "status": "FINISHED"}\n')
+    proc = run("python -m pipeline.tracking", "import", str(bad), "--uri", uri, tmp_path=tmp_path)
+    one_line(proc, "python -m pipeline.tracking", "0123456789abcdef")
 
 
 def test_the_traceback_only_with_hydra_full_error(tmp_path):

@@ -111,3 +111,22 @@ def test_the_text_as_typed_reaches_the_run(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     (run,) = client.search_runs([client.get_experiment_by_name("2024").experiment_id])
     assert run.info.run_name == "1.10" and run.data.params["tracking.run_name"] == "1.10"
+
+
+def test_the_text_as_typed_reaches_each_job_of_a_sweep(tmp_path):
+    """In a multirun each job's overrides come from the sweep's text (Hydra's sweeper re-types 1.10 as 1.1)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mlflow.tracking import MlflowClient
+
+    cli = str(Path(sys.executable).parent / "isparse-run")
+    proc = subprocess.run([cli, "-m", "engine=inprocess", "progress=false", "checkpoint.every=0", "max_iter=1",
+                           f"paths.outputs={tmp_path}", "tracking.experiment=2024", "tracking.run_name=1.10,007"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = [r for r in client.search_runs([client.get_experiment_by_name("2024").experiment_id])
+            if "mlflow.parentRunId" in r.data.tags]
+    assert sorted(r.data.params["tracking.run_name"] for r in runs) == ["007", "1.10"]

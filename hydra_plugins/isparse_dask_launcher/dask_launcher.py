@@ -37,13 +37,13 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
 from isparse.errors import ConfigError
-from pipeline.sweep import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV
+from pipeline.sweep import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, TYPED_ENV
 
 log = logging.getLogger(__name__)
 
 #: environment variables of the launching process that a job needs in the Dask worker (the sweep's parent run and
 #: the keys it varies)
-PASSED_ENV = (PARENT_ENV, SWEPT_ENV)
+PASSED_ENV = (PARENT_ENV, SWEPT_ENV, TYPED_ENV)
 #: set, while a job runs, to the address of the Dask worker running it (pipeline.main tags the run with it)
 WORKER_ENV = SWEEP_WORKER_ENV
 

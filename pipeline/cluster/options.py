@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Optional
@@ -82,12 +83,31 @@ def security_from(cluster) -> object | None:
                         require_encryption=sec.require_encryption is not False, **roles)
 
 
+class SchedulerAddress(Text):
+    """A Dask scheduler's address: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` or ``HOST:PORT`` (tcp); HOST a name, an
+    IPv4 address or a bracketed IPv6 one, PORT in [1, 65535]."""
+
+    _FORM = re.compile(r"^(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
+
+    def __init__(self):
+        super().__init__()
+        self.text = "tcp://HOST:PORT, tls://HOST:PORT or HOST:PORT"
+
+    def __call__(self, key, value):
+        value = super().__call__(key, value)
+        form = self._FORM.match(value.strip())
+        if form is None or not 1 <= int(form.group(1)) <= 65535:
+            raise ConfigError(key, f"The '{key}' parameter must be a scheduler address, {self.text} (PORT in "
+                                   f"[1, 65535]); got {value!r}.")
+        return value.strip()
+
+
 @dataclass
 class ClusterOptions(Section):
     """The keys every cluster option has. ``cluster=<kind>`` picks the option (:data:`KINDS`)."""
 
     kind: str = param("local", Text(), "the kind of cluster (cluster=<kind>)")
-    address: Optional[str] = param(None, Nullable(Text()), "tcp://HOST:PORT or tls://HOST:PORT of a running "
+    address: Optional[str] = param(None, Nullable(SchedulerAddress()), "tcp://HOST:PORT or tls://HOST:PORT of a running "
                                                            "scheduler (null: the run starts the cluster)")
     timeout: float = param(10.0, Interval(float, 0.0, None, low_open=True),
                            "seconds to wait for the scheduler (and, for started clusters, the workers)")

@@ -59,10 +59,7 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
         The tracking URI is unreachable, the experiment or parent run does not exist, or the sweep has no
         finished child run.
     """
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):].split("?", 1)[0]).is_file():
-        raise ConfigError("uri", f"The '--uri' parameter must name an existing MLflow store (isparse-run writes "
-                                 f"sqlite:///<paths.outputs>/mlflow.db); got {uri!r}: no such file.")
-    check_reachable(uri)
+    check_reachable(uri, key="--uri", must_exist=True)
     client = client_for(uri)
     parents = []
     for pid in (parent_id.split(",") if parent_id else []):
