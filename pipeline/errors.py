@@ -219,7 +219,7 @@ def hydra_reports_user_errors_to():
         except Exception as exc:  # noqa: BLE001
             if user_message(exc) is not None:
                 raise
-            return original(lambda: _raise(exc))
+            return original(lambda exc=exc: _raise(exc))
 
     hydra_utils.run_and_report, hydra_main.get_args_parser = run_and_report, get_args_parser
     try:

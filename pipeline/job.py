@@ -24,7 +24,8 @@ from isparse.engines import DivergenceError, InProcessPool
 from .errors import user_message
 from .lifecycle import (MetricsLog, checkpoint_saver, end_line, load_resume, logged_until, run_name, start_run,
                         stop_on_signals, warn_if_predicted_beyond)
-from .schema import JobConfig, job_overrides, load_job
+from .schema import JobConfig, load_job
+from .typed import job_overrides
 from .sweep import FAILURE_TAG
 from .tracking import check_reachable, client_for, flatten
 

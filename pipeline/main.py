@@ -46,7 +46,7 @@ def task(cfg: DictConfig):
     from hydra.types import RunMode
 
     from .job import output_dir, run_job
-    from .schema import job_overrides
+    from .typed import job_overrides
     from .sweep import failed_job_run
     from .sweep import PARENT_ENV, job_env
 

@@ -29,7 +29,7 @@ SWEEP_WORKER_ENV = "ISPARSE_SWEEP_WORKER"
 #: the keys the sweep varies, comma-separated (a job's run name starts with them)
 SWEPT_ENV = "ISPARSE_SWEPT_KEYS"
 #: the sweep's command-line overrides as typed, as a JSON list (a job's string keys get the text as typed, not the
-#: sweeper's rendering of the value: pipeline.schema.job_overrides)
+#: sweeper's rendering of the value: pipeline.typed.job_overrides)
 TYPED_ENV = "ISPARSE_TYPED_OVERRIDES"
 #: the tag of a FAILED run saying whether the failure was bad input (``input``) or an error (``error``)
 FAILURE_TAG = "failure"

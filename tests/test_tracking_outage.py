@@ -81,7 +81,8 @@ def test_metrics_survive_a_tracking_server_restart(tmp_path):
 
 
 def test_points_unsent_at_the_end_are_written_and_import_back(tmp_path):
-    from pipeline.tracking import RunLogger, import_metrics
+    from pipeline.tracking import RunLogger
+    from pipeline.unsent import import_metrics
 
     port = _free_port()
     uri = f"http://127.0.0.1:{port}"

@@ -11,7 +11,6 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 
