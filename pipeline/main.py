@@ -28,15 +28,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from . import schema  # noqa: F401 - registers the config's schema with Hydra's ConfigStore
-from .errors import console, exit_status_of_signal, full_error, print_error, user_message
-
 log = logging.getLogger("isparse")
 PROG = "isparse-run"
 #: conf/ at the root of the checkout (the package is installed editable from it: pip install -e .)
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-
-
 
 
 def task(cfg: DictConfig):
@@ -45,10 +40,10 @@ def task(cfg: DictConfig):
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from .errors import exit_status_of_signal, full_error, print_error, user_message
     from .job import output_dir, run_job
+    from .sweep import PARENT_ENV, failed_job_run, job_env
     from .typed import job_overrides
-    from .sweep import failed_job_run
-    from .sweep import PARENT_ENV, job_env
 
     np.seterr(over="ignore")
     sweep = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
@@ -89,9 +84,12 @@ def _app(cfg: DictConfig):
 def main() -> None:
     """The console script ``isparse-run``: Hydra's command line (``--help`` for the app's help)."""
     from .store import start_helper
+
+    start_helper()   # first: MLflow's import in a helper process, beside this one's imports (pipeline.store)
+    from . import schema  # noqa: F401 - registers the config's schema with Hydra's ConfigStore
+    from .errors import console
     from .sweep import exit_status, mark_sweep_failed
 
-    start_helper()   # MLflow's import in a helper process, beside this one's start-up (pipeline.store)
     try:
         console(PROG, _app)
     except SystemExit as exc:   # a sweep that ended on an error outside its jobs: its parent run ends FAILED
