@@ -91,9 +91,11 @@ class MessagesSpec(Section):
 class StepSpec(Section):
     """The stepsize gamma."""
 
-    rule: str = param("theory", OneOf("theory", "paper"),
+    rule: str = param("theory", OneOf("theory", "paper", "paper_literal"),
                       "theory: each theorem's gamma; paper: the gamma of the paper's plots where it differs (ISEGA "
-                      "4x, ISGD 1/(5L), ISAGA 1/(L(3/n+tau)))")
+                      "4x, ISGD and async ISGD gamma tau = 1/(5 L_f), one-worker SGD's step, L_f of f itself; "
+                      "ISAGA 1/(L(3/n+tau))); paper_literal: as paper, but ISGD's caption read literally, gamma = "
+                      "1/(5L) with L = max_i L_i")
     multiplier: float = param(1.0, Interval(float, 0.0, None, low_open=True), "gamma = multiplier x the rule's gamma")
 
 

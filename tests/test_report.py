@@ -160,7 +160,7 @@ def test_report_of_unknown_parent_names_the_field(quick_sweep):
 
 
 def test_paper_step_rule_gives_the_papers_gammas():
-    """step.rule=paper: ISEGA 4x Theorem 3's gamma, ISGD 1/(5L), shared ISAGA 1/(L_example(3/n + tau)); GD unchanged."""
+    """step.rule=paper: ISEGA 4x Theorem 3's gamma, ISGD gamma tau = 1/(5 L_f), shared ISAGA 1/(L_example(3/n + tau)); GD unchanged."""
     from isparse import ConfigError
     from isparse.data import load_dataset
     from specs import make
@@ -170,7 +170,21 @@ def test_paper_step_rule_gives_the_papers_gammas():
     assert isega[1].method.gamma == pytest.approx(4 * isega[0].method.gamma, rel=1e-14)
     assert not isega[1].bound.applicable and isega[0].bound.applicable
     L = isega[0].problem.L
-    assert make(algorithm="isgd", step_rule="paper", **kw).method.gamma == pytest.approx(1 / (5 * L), rel=1e-14)
+    # ISGD: step.rule=paper is the effective step gamma tau = one-worker SGD's 1/(5 L_f), L_f of f itself (computed
+    # here from the data matrix, apart from the library); paper_literal is the caption's 1/(5L), L = max_i L_i
+    import numpy as np
+
+    A = kw["data"].A.toarray()
+    L_f = np.linalg.eigvalsh(A.T @ A)[-1] / (4 * A.shape[0]) + 1e-3
+    assert L_f < L
+    isgd = make(algorithm="isgd", step_rule="paper", **kw)
+    tau = isgd.method.tau_m / isgd.method.blocks.m
+    assert isgd.method.gamma * tau == pytest.approx(1 / (5 * L_f), rel=1e-10)
+    assert make(algorithm="isgd", step_rule="paper_literal", **kw).method.gamma == pytest.approx(1 / (5 * L), rel=1e-14)
+    sgd = make(algorithm="sgd", step_rule="paper", **dict(kw, n=1))
+    assert sgd.method.gamma == pytest.approx(isgd.method.gamma * tau, rel=1e-10)     # the baseline's step
+    asyn = make(algorithm="async_isgd", step_rule="paper", **kw)
+    assert asyn.method.gamma == pytest.approx(isgd.method.gamma, rel=1e-14)
     gd = [make(algorithm="gd", step_rule=r, **kw).method.gamma for r in ("theory", "paper")]
     assert gd[0] == gd[1] == pytest.approx(1 / (2 * L), rel=1e-14)
     shared = make(algorithm="isaga_shared", step_rule="paper", **kw)

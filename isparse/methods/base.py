@@ -90,7 +90,7 @@ class Context:
     blocks : BlockPartition
     tau, tau_m : float, int
     step_multiplier : float
-    step_rule : {"theory", "paper"}
+    step_rule : {"theory", "paper", "paper_literal"}
     seed : int
     send_ids : bool
     options : AlgorithmOptions
@@ -288,6 +288,8 @@ class Method:
         raise NotImplementedError
 
     paper_stepsize = None     # (L, mu, n, tau) -> gamma of the paper's plots (``step.rule=paper``), or None
+    #: the caption's gamma read literally (``step.rule=paper_literal``), where it differs from ``paper_stepsize``
+    paper_literal_stepsize = None
 
     @classmethod
     def check_spec(cls, spec) -> None:
@@ -340,10 +342,21 @@ class Method:
     @classmethod
     def configure(cls, ctx: Context):
         """(method, bound) for the run described by ``ctx``: gamma = multiplier x the rule's gamma."""
-        rule = cls.paper_stepsize if ctx.step_rule == "paper" and cls.paper_stepsize else cls.stepsize
+        rule = cls.stepsize_rule(ctx.step_rule)
         gamma = ctx.step_multiplier * rule(cls.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau)
         method = cls(ctx.n, ctx.blocks, ctx.tau_m, gamma, seed=ctx.seed, send_ids=ctx.send_ids, **cls.options_of(ctx))
         return method, cls.bound(ctx, method)
+
+    @classmethod
+    def stepsize_rule(cls, rule: str):
+        """The stepsize function of ``step.rule``: the theorem's (``theory``, and for a method without a paper
+        stepsize), the paper's plots' (``paper``) or the caption read literally (``paper_literal``; the same as
+        ``paper`` unless the method says otherwise)."""
+        if rule == "paper_literal" and cls.paper_literal_stepsize is not None:
+            return cls.paper_literal_stepsize
+        if rule in ("paper", "paper_literal") and cls.paper_stepsize is not None:
+            return cls.paper_stepsize
+        return cls.stepsize
 
     @classmethod
     def shards(cls, ctx: Context) -> tuple[list, list | None]:

@@ -23,7 +23,7 @@ from ..params import Interval, OneOf, param
 from ..sampling import EXAMPLES
 from ..theory import isgd_bound, isgd_schedule, theorem1_stepsize
 from ..theory.isgd import theorem7_stepsize
-from ..theory.paper import sgd_paper_stepsize
+from ..theory.paper import sgd_effective_paper_stepsize, sgd_paper_stepsize
 from .base import AlgorithmOptions, Method
 
 
@@ -62,7 +62,8 @@ class ISGD(Method):
     options = IsgdOptions
     needs = ("minibatch_grads_at",)
     stepsize = staticmethod(theorem1_stepsize)
-    paper_stepsize = staticmethod(sgd_paper_stepsize)
+    paper_stepsize = staticmethod(sgd_effective_paper_stepsize)   # takes L_f, the smoothness of f (see configure)
+    paper_literal_stepsize = staticmethod(sgd_paper_stepsize)
 
     def __init__(self, n, blocks, tau_m, gamma, *, batch=1, schedule=None, l_min=1, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)
@@ -119,8 +120,10 @@ class ISGD(Method):
         elif p.mu <= 0:                                    # non-convex: Theorem 7's stepsize
             gamma = ctx.step_multiplier * theorem7_stepsize(p.L, p.mu, n, tau)
         else:
-            rule = cls.paper_stepsize if ctx.step_rule == "paper" else cls.stepsize
-            gamma = ctx.step_multiplier * rule(p.L, p.mu, n, tau)
+            rule = cls.stepsize_rule(ctx.step_rule)
+            # step.rule=paper: gamma tau = one-worker SGD's 1/(5 L_f), L_f of f itself; else L = max_i L_i
+            L = p.L_f if rule is cls.paper_stepsize else p.L
+            gamma = ctx.step_multiplier * rule(L, p.mu, n, tau)
         method = cls(n, ctx.blocks, ctx.tau_m, gamma, seed=ctx.seed, send_ids=ctx.send_ids, batch=cls.batch_of(ctx),
                      schedule=schedule, l_min=min(s.l for s in p.shards))
         return method, cls.bound(ctx, method)

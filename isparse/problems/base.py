@@ -40,6 +40,8 @@ class Problem:
         R (zero unless a proximal method's).
     L, mu, L_example : float
         Smoothness of the f_i (max_i L_i), strong convexity of f, smoothness of the examples' f_ij.
+    L_f : float
+        Smoothness of f itself (one worker holding all the data: L_f <= mean_i L_i <= L).
     L_i : ndarray of shape (n,)
     """
 

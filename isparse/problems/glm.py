@@ -371,6 +371,14 @@ class GLMProblem(Problem):
         return float(self.L_i.max())
 
     @property
+    def L_f(self) -> float:
+        """Smoothness of f = (1/n) sum_i f_i itself: c lambda_max(A^T A)/N + smoothness of P (one worker's L on the
+        whole data; L_f <= mean_i L_i <= L). Computed once, when asked (``step.rule=paper`` of ISGD)."""
+        if "_L_f" not in self.__dict__:
+            self._L_f = self.loss.curvature * _top_eig(self._A) / self.N + self.penalty.smoothness
+        return self._L_f
+
+    @property
     def L_example(self) -> float:
         """Smoothness of every f_ij: max_i (n l_i/N) c max_j ||a_j||^2 + smoothness of P (SAGA-type theorems)."""
         l = np.diff(self._ptr)

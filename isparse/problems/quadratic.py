@@ -153,6 +153,7 @@ class QuadraticProblem(Problem):
         self.L_i = np.array([np.linalg.eigvalsh(M)[-1] for M in mats])
         self.L = float(self.L_i.max())
         self.L_example = self.L
+        self.L_f = float(eig[-1])
 
     def start(self) -> np.ndarray:
         """x^0: a standard normal vector from the problem's seed (x* = 0 would make the run trivial)."""

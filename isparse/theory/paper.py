@@ -4,7 +4,10 @@ Selected with ``step.rule=paper``; every other method keeps its theorem's stepsi
 has the signature of the theorems' stepsize rules, ``(L, mu, n, tau) -> gamma`` (gamma in 1/L units).
 
 - ISEGA: 4x Theorem 3's gamma (the theorem claims nothing for it).
-- ISGD and SGD: gamma = 1/(5L).
+- ISGD and SGD: the effective step gamma tau = 1/(5 L_f), L_f of f itself (one-worker SGD's L): Algorithm 6
+  averages the sampled blocks with no 1/tau, so E x+ = x - gamma tau grad f(x), and Fig. 5's "gamma = 1/(5L) for
+  each algorithm" compares equal expected steps (Theorem 6's gamma_0 tau ~ 1/(6L) at tau = 1/n says the same;
+  docs/algorithms.md section 5). ``step.rule=paper_literal``: gamma = 1/(5L) on each side, L = max_i L_i.
 - shared-data ISAGA (Alg. 4) and SAGA: gamma = 1/(L(3/n + tau)) (L the examples' smoothness).
 - GD: gamma = 1/(2L), which is Theorem 1's gamma at tau = 1 already.
 """
@@ -19,8 +22,14 @@ def isega_paper_stepsize(L: float, mu: float, n: int, tau: float) -> float:
 
 
 def sgd_paper_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """gamma = 1/(5L) (the paper's ISGD vs SGD plots)."""
+    """gamma = 1/(5L) (the paper's ISGD vs SGD plots read literally: ``step.rule=paper_literal``)."""
     return 1.0 / (5.0 * L)
+
+
+def sgd_effective_paper_stepsize(L_f: float, mu: float, n: int, tau: float) -> float:
+    """gamma = 1/(5 L_f tau): the effective step gamma tau equals one-worker SGD's 1/(5 L_f) (``step.rule=paper``;
+    ``L_f`` the smoothness of f itself). At tau = 1 it is SGD's own 1/(5 L_f)."""
+    return 1.0 / (5.0 * L_f * tau)
 
 
 def saga_paper_stepsize(L: float, mu: float, n: int, tau: float) -> float:
