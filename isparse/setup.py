@@ -76,15 +76,18 @@ class RunSetup:
     @property
     def derived(self) -> dict:
         """The derived parameters to log: n, m, d, N, tau, tau_m, L, mu, gamma, gamma_theory (the theorem's rule),
-        gamma_max (the largest stepsize its bound allows; nan where no bound), r0, f_star."""
+        gamma_max (the largest stepsize its bound allows; nan where no bound), r0, f_star, null_space_dim (k of
+        ``dist_sq_null``'s basis; -1 where not computed) and null_space (how it was found)."""
         p, m = self.problem, self.method
+        Z, how = p.null_space()
         return {"n": m.n, "m": m.blocks.m, "d": p.d, "N": p.N, "tau": m.tau, "tau_m": m.tau_m,
                 "L": p.L, "mu": p.mu, "gamma": m.gamma, "gamma_theory": self.bound.gamma_theory,
                 "gamma_max": self.bound.gamma_max if self.bound.gamma_max is not None else float("nan"),
                 "r0": float(np.sum((self.x0 - self.reference.x_star) ** 2)), "f_star": self.reference.F_star,
                 "sum_sq_local_grads_star": self.reference.sum_sq_local_grads,
                 "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate,
-                "bound_quantity": self.bound.quantity, "send_ids": m.sends_ids, **m.derived_params()}
+                "bound_quantity": self.bound.quantity, "send_ids": m.sends_ids,
+                "null_space_dim": Z.shape[1] if Z is not None else -1, "null_space": how, **m.derived_params()}
 
 
 def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None = None,

@@ -162,6 +162,7 @@ class MasterLoop:
         self.offsets = {}                                 # counters of the run before a resume
         self.grad_sq = [0.0, 0]                           # Theorem 7: the average of ||grad f(x^s)||^2 over every s
         self.weight = bound.lyapunov_weight if bound is not None else None
+        self.null_basis = problem.null_space()[0]        # dist_sq_null: the part of ||x - x*||^2 in null(A)
         self.result = RunResult(x=self.x, iterations=0, converged=self.r0 <= self.target, uplink_per_worker=self.uplink,
                                 iterates=[self.x.copy()] if options.keep_iterates else None)
 
@@ -192,6 +193,8 @@ class MasterLoop:
                "bound": self.bound(t) if self.bound is not None else math.nan,
                "uplink_bytes": int(self.uplink.sum()), "downlink_bytes": int(self.models_sent * self.d * VALUE_BYTES),
                **self.counters()}
+        if self.null_basis is not None:
+            rec["dist_sq_null"] = float(np.sum((self.null_basis.T @ (z - self.ref.x_star)) ** 2))
         if self.grad_sq[1]:
             rec["grad_norm_sq_avg"] = self.grad_sq[0] / self.grad_sq[1]
         if self.weight is not None:

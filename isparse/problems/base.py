@@ -76,6 +76,12 @@ class Problem:
     def check_constants(self) -> None:
         """Refuse, before any work, constants that would not be finite (a no-op unless the problem can overflow)."""
 
+    def null_space(self):
+        """(Z, how): an orthonormal basis Z of shape (d, k) of the directions where f has no curvature but the
+        penalty's (null(A) of a linear model; the part of x - x* there is logged as ``dist_sq_null``), and how it
+        was found; or (None, "not computed") where the problem has none to offer (the default)."""
+        return None, "not computed"
+
     def strong_growth_constant(self) -> float | None:
         """rho_tilde of (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2 (capability ``strong_growth``),
         or None where it cannot be computed."""

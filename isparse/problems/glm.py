@@ -370,6 +370,12 @@ class GLMProblem(Problem):
         """L = max_i L_i (Assumption 1: one constant for all workers)."""
         return float(self.L_i.max())
 
+    def null_space(self):
+        """(Z, how): null(A) of the whole data matrix (:func:`null_space_basis`), computed once."""
+        if "_null" not in self.__dict__:
+            self._null = null_space_basis(self._A)
+        return self._null
+
     @property
     def L_f(self) -> float:
         """Smoothness of f = (1/n) sum_i f_i itself: c lambda_max(A^T A)/N + smoothness of P (one worker's L on the
@@ -426,6 +432,42 @@ def _rows(A: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
 
 #: shards of at most this many rows get lambda_max from their rows' Gram matrices, batched (see :func:`top_eigs`)
 GRAM_ROWS = 64
+
+
+#: null(A) by a dense eigendecomposition of A^T A up to this d; above it only the empty columns (see null_space_basis)
+NULL_DENSE_MAX_D = 1000
+#: an eigenvalue of A^T A at most this fraction of the largest counts as zero
+NULL_REL_TOL = 1e-10
+
+
+def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_tol: float = NULL_REL_TOL):
+    """An orthonormal basis of null(A) and how it was found (issue 21: the part of ||x - x*||^2 that only the
+    penalty's curvature lambda pulls back; one-hot groups that sum to a constant, duplicated and empty columns).
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (N, d)
+
+    Returns
+    -------
+    Z : ndarray of shape (d, k)
+        Orthonormal columns: for d <= ``dense_max_d`` the eigenvectors of A^T A whose eigenvalue is at most
+        ``rel_tol`` x the largest (exact null directions have eigenvalues at rounding level, about 1e-16 x the
+        largest; a direction of curvature below 1e-10 x L is, next to lambda, null in practice); for larger d the
+        unit vectors of the empty columns only (a subspace of null(A)).
+    how : str
+        ``"eigh of A^T A (d x d)"`` or ``"empty columns only (d > <dense_max_d>)"``.
+    """
+    d = A.shape[1]
+    if d <= dense_max_d:
+        G = (A.T @ A).toarray()
+        w, V = np.linalg.eigh(G)
+        keep = w <= rel_tol * max(float(w[-1]), 0.0)
+        return V[:, keep].copy(), "eigh of A^T A (d x d)"
+    empty = np.flatnonzero(np.diff(sp.csc_matrix(A).indptr) == 0)
+    Z = np.zeros((d, empty.size))
+    Z[empty, np.arange(empty.size)] = 1.0
+    return Z, f"empty columns only (d > {dense_max_d})"
 
 
 def top_eigs(A: sp.csr_matrix, ptr: np.ndarray) -> np.ndarray:
