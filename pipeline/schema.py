@@ -47,6 +47,9 @@ class ReportSpec(Section):
 
     auto: bool = param(False, Boolean(), "at the end of a sweep (-m), write isparse-report's figures and tables "
                                          "(conf/experiment/* set true)")
+    measure: str = param("both", OneOf("both", "subopt", "dist_sq"),
+                         "the error measure of the comparison tables (compare.md): F(x) - F*, ||x - x*||^2, or a row "
+                         "of each (isparse-report --measure)")
 
 
 @dataclass

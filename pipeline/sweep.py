@@ -155,7 +155,7 @@ class SweepParentRun(Callback):
             self.logger.flush()
             try:
                 result = build_report(str(config.tracking.uri), parent_id=self.logger.run_id,
-                                      outputs=config.paths.outputs)
+                                      outputs=config.paths.outputs, measure=config.report.get("measure", "both"))
                 log.info("report of sweep %s: %s", self.logger.run_id, result["dir"])
             except Exception as exc:  # noqa: BLE001 - the sweep's runs are logged; the report can be rebuilt
                 log.error("report failed (%s: %s); rebuild it with: isparse-report --uri %s --parent %s",

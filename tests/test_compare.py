@@ -32,7 +32,8 @@ def rec(arm, role, n, seed, *, hit=None, level=None, up_per_step=10.0, steps=100
     config = {tune: value} if tune else {}
     r = RunRecord(run_id=f"{arm}{n}{seed}{value}", status=status, algorithm=arm.split("_")[0], data=data, n=n, m=m,
                   tau=tau_m / m, tau_m=tau_m, seed=seed, tol=tol, r0=2.0, label_extra="", predicted=None,
-                  bound_quantity="dist_sq", history={"dist_sq": (s, d), "uplink_bytes": (s, [up_per_step * t for t in s])},
+                  bound_quantity="dist_sq", history={"dist_sq": (s, d), "subopt": (s, [v / 2 for v in d]),
+                                                     "uplink_bytes": (s, [up_per_step * t for t in s])},
                   config=config, role=role, arm=arm, tune=tune)
     r.group = ((tune, value),) if tune else ()
     return r
@@ -44,7 +45,7 @@ def test_iterations_ratio_per_seed_against_the_n1_baseline():
                rec("isgd_n10", "method", 10, 2, hit=50),
                rec("sgd_n1", "baseline", 1, 0, hit=20, up_per_step=4), rec("sgd_n1", "baseline", 1, 1, hit=30),
                rec("sgd_n1", "baseline", 1, 2, hit=50)]
-    rows, grid, gaps = comparison(records)
+    rows, grid, gaps = comparison(records, measures=("dist_sq",))
     assert not grid and not gaps and len(rows) == 1
     r = rows[0]
     assert (r["method"], r["n"], r["baseline"], r["baseline_n"], r["measure"]) == (
@@ -54,14 +55,14 @@ def test_iterations_ratio_per_seed_against_the_n1_baseline():
     # uplink to eps: seed 0 320/80 = 4, seed 1 600/300 = 2, seed 2 500/500 = 1
     assert (r["uplink_ratio"], r["uplink_ratio_low"], r["uplink_ratio_high"]) == (2.0, 1.0, 4.0)
     md = compare_markdown(rows)
-    assert "| d | isgd_n10 | 10 | 1/4 | sgd_n1 | 1 | iterations to ε = 0.001 | 50 | 30 | 2 [1–2] |" in md
+    assert "| d | isgd_n10 | 10 | 1/4 | sgd_n1 | 1 | ‖x − x*‖² / r₀ | iterations to ε = 0.001 | 50 | 30 | 2 [1–2] |" in md
 
 
 def test_same_n_baseline_is_preferred_and_a_missing_one_is_a_gap():
     records = [rec("isega", "method", 10, 0, hit=30), rec("isega", "method", 100, 0, hit=40),
                rec("gd", "baseline", 10, 0, hit=30), rec("gd", "baseline", 100, 0, hit=20),
                rec("isega", "method", 10, 0, hit=30, data="other")]
-    rows, _, gaps = comparison(records)
+    rows, _, gaps = comparison(records, measures=("dist_sq",))
     assert [(r["n"], r["baseline_n"], r["ratio"]) for r in rows] == [(10, 10, 1.0), (100, 100, 2.0)]
     assert len(gaps) == 1 and gaps[0].startswith("other isega n=10: no baseline run")
 
@@ -69,7 +70,7 @@ def test_same_n_baseline_is_preferred_and_a_missing_one_is_a_gap():
 def test_final_error_when_eps_is_not_reached():
     """Constant-step runs: the ratio of the mean dist_sq / r0 over the last 20% of the steps, uplink of the budget."""
     records = [rec("isgd_n10", "method", 10, 0, level=0.3, up_per_step=2), rec("sgd_n1", "baseline", 1, 0, level=0.1)]
-    (r,), _, _ = comparison(records)
+    (r,), _, _ = comparison(records, measures=("dist_sq",))
     assert r["measure"] == "final error" and r["budget"] == 100
     assert r["method_value"] == pytest.approx(0.3) and r["ratio"] == pytest.approx(3.0)
     assert r["uplink_ratio"] == pytest.approx(0.2)     # 200 B against 1,000 B over the 100 steps
@@ -87,7 +88,7 @@ def test_tuned_key_uses_each_sides_best_value_and_skips_a_diverged_one():
                                                                                          ("32", 0.3))]
     records.append(rec("iasgd_n10", "method", 10, 0, level=0.01, tune=key, value="1"))    # best, but another seed ...
     failed = [rec("iasgd_n10", "method", 10, 1, tune=key, value="1", status="FAILED")]   # ... of it diverged
-    rows, grid, _ = comparison(records, failed)
+    rows, grid, _ = comparison(records, failed, measures=("dist_sq",))
     (r,) = rows
     assert (r["tuned"], r["method_best"], r["baseline_best"]) == (key, "8", "8")
     assert r["ratio"] == pytest.approx(0.2 / 0.05)
@@ -96,6 +97,25 @@ def test_tuned_key_uses_each_sides_best_value_and_skips_a_diverged_one():
     assert [g["best"] for g in method_grid] == [False, False, True, False]
     assert method_grid[0]["failed"] == 1 and method_grid[0]["runs"] == 1
     assert "| d | iasgd_n10 | method | 10 | algorithm.rho | 1 | 1 | 1 (diverged or failed) |" in grid_markdown(grid)
+
+
+def test_both_measures_by_default_each_relative_to_its_start_and_the_null_share():
+    """One row per measure (subopt first): the final F - F* may match while ||x - x*||^2 does not (issue 21)."""
+    method = rec("isgd_n10", "method", 10, 0, level=0.5)
+    base = rec("sgd_n1", "baseline", 1, 0, level=0.1)
+    s = method.history["dist_sq"][0]
+    method.history["subopt"] = (s, [3.0 if t < 80 else 0.3 for t in s])      # relative 0.1, the baseline's
+    base.history["subopt"] = (s, [6.0 if t < 80 else 0.6 for t in s])        # relative 0.1
+    method.history["dist_sq_null"] = (s, [0.0 if t < 80 else 0.6 for t in s])   # 0.6 of the final dist_sq 1.0
+    base.history["dist_sq_null"] = (s, [0.0] * len(s))
+    sub, dist = comparison([method, base])[0]
+    assert (sub["error"], dist["error"]) == ("subopt", "dist_sq")
+    assert sub["ratio"] == pytest.approx(1.0) and dist["ratio"] == pytest.approx(5.0)
+    assert sub["method_null_share"] is None
+    assert dist["method_null_share"] == pytest.approx(0.6) and dist["baseline_null_share"] == 0.0
+    md = compare_markdown([sub, dist])
+    assert "(F(x) − F*) / (F(x⁰) − F*)" in md and "| 60% / 0% |" in md
+    assert [r["error"] for r in comparison([method, base], measures=("subopt",))[0]] == ["subopt"]
 
 
 def test_runs_without_a_role_give_no_comparison():
@@ -147,12 +167,13 @@ def _table(client, parent, name):
     return list(csv.DictReader(Path(client.download_artifacts(parent.info.run_id, f"report/{name}.csv")).open()))
 
 
-def _measured(client, run):
-    """(iterations to eps, uplink to eps, mean dist_sq / r0 over the last 20% of the logged steps, final uplink),
-    from the run's logged metrics: dist_sq <= tol * r0 at a logged step."""
+def _measured(client, run, measure="dist_sq"):
+    """(iterations to eps, uplink to eps, mean measure / its t = 0 value over the last 20% of the logged steps, final
+    uplink), from the run's logged metrics: measure <= tol x its t = 0 value (r0 for dist_sq) at a logged step."""
     p = run.data.params
-    r0, tol = float(p["r0"]), float(p["tol"])
-    dist = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "dist_sq"))
+    dist = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, measure))
+    r0, tol = (float(p["r0"]) if measure == "dist_sq" else dist[0][1]), float(p["tol"])
+    assert dist[0][0] == 0
     up = dict((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "uplink_bytes"))
     hit = next((s for s, v in dist if v <= tol * r0), None)
     last = dist[-1][0]
@@ -160,7 +181,7 @@ def _measured(client, run):
     return hit, (up[hit] if hit is not None else None), sum(tail) / len(tail), up[last]
 
 
-def _expected(client, runs, pick=None):
+def _expected(client, runs, pick=None, measure="dist_sq"):
     """{(method arm, n): (median ratio, min, max, median uplink ratio)} recomputed from the store, pairing each method
     run with the baseline run of the same seed (same n if there is one, else n = 1); ``pick(arm, n) -> value`` of
     the tuned key keeps only that grid value."""
@@ -169,7 +190,7 @@ def _expected(client, runs, pick=None):
         p = run.data.params
         if pick is not None and p["algorithm.rho"] != pick(p["compare.arm"], int(p["n"])):
             continue
-        info.append((p["compare.arm"], p["compare.role"], int(p["n"]), int(p["seed"]), _measured(client, run)))
+        info.append((p["compare.arm"], p["compare.role"], int(p["n"]), int(p["seed"]), _measured(client, run, measure)))
     base = {(n, s): m for a, role, n, s, m in info if role == "baseline"}
     reach = all(m[0] is not None for *_, m in info)
     out = {}
@@ -187,9 +208,9 @@ def _expected(client, runs, pick=None):
 
 def _check_table(client, parent, runs, expected_rows, pick=None):
     rows = _table(client, parent, "compare")
-    expected, reach = _expected(client, runs, pick)
-    assert sorted((r["method"], int(r["n"]), r["baseline"], int(r["baseline_n"])) for r in rows) == expected_rows
+    assert sorted(r["error"] for r in rows) == sorted(["dist_sq", "subopt"] * len(expected_rows))   # both, by default
     for r in rows:
+        expected, reach = _expected(client, runs, pick, r["error"])
         ratio, low, high, up = expected[(r["method"], int(r["n"]))]
         assert float(r["ratio"]) == pytest.approx(ratio, rel=1e-9)
         assert (float(r["ratio_low"]), float(r["ratio_high"])) == pytest.approx((low, high), rel=1e-9)
@@ -197,6 +218,8 @@ def _check_table(client, parent, runs, expected_rows, pick=None):
         assert r["measure"] == ("iterations to ε" if reach else "final error")
     readme = Path(client.download_artifacts(parent.info.run_id, "report/README.md")).read_text()
     assert "compare.md" in readme and "compare.csv" in readme
+    rows = [r for r in rows if r["error"] == "dist_sq"]
+    assert sorted((r["method"], int(r["n"]), r["baseline"], int(r["baseline_n"])) for r in rows) == expected_rows
     return rows
 
 

@@ -87,6 +87,8 @@ def main(argv=None) -> None:
     parser.add_argument("--parent", default=None, help="the sweep's parent run id (instead of the newest); several "
                         "comma-separated ids merge sweeps (a later one's runs replace an earlier one's)")
     parser.add_argument("--outputs", default="outputs", help="directory for reports/<experiment>/<run id>/")
+    parser.add_argument("--measure", default="both", choices=["both", "subopt", "dist_sq"],
+                        help="the comparison tables' error measure: F(x) - F*, ||x - x*||^2 or both (default)")
     args = parser.parse_args(argv)
     console("isparse-report", _report, args)
 
@@ -94,7 +96,8 @@ def main(argv=None) -> None:
 def _report(args) -> None:
     from .writing import build_report    # imports matplotlib (figures.py)
 
-    result = build_report(args.uri, experiment=args.experiment, parent_id=args.parent, outputs=args.outputs)
+    result = build_report(args.uri, experiment=args.experiment, parent_id=args.parent, outputs=args.outputs,
+                          measure=args.measure)
     keys = ", ".join(result["series_keys"]) or "none"
     print(f"report of sweep {result['parent']} ({len(result['records'])} runs; series keys besides data, method, n: "
           f"{keys}) in {result['dir']}:")

@@ -9,7 +9,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from .records import ALIASES, RunRecord
+from .records import ALIASES, MEASURES, RunRecord
 from .tables import _fmt
 
 
@@ -35,26 +35,32 @@ def _score(runs: list[RunRecord]) -> tuple:
     return (1, err if math.isfinite(err) else math.inf)
 
 
-def comparison(records: list[RunRecord], failed: list[RunRecord] = ()) -> tuple[list[dict], list[dict], list[str]]:
+def comparison(records: list[RunRecord], failed: list[RunRecord] = (),
+               measures: tuple[str, ...] = MEASURES) -> tuple[list[dict], list[dict], list[str]]:
     """The method-vs-baseline tables of a comparison sweep (runs with ``compare.role``).
 
     An *arm* is the runs of one ``compare.arm`` (or method label) on one data set and n, with one value of every
     series key but the tuned one (``compare.tune``, e.g. ``algorithm.rho``). Where a key is tuned, each arm keeps its
     best grid value (:func:`_score`: fewest median iterations to eps, else the lowest median final error).
     Each method arm is compared with the baseline arm of the same data set and series keys, at the same n if the
-    baseline has that n, else at the baseline's single n (e.g. the paper's n = 1 SGD). Per seed (the baseline run of
-    the same seed, else the baseline's median) the ratio method / baseline of
+    baseline has that n, else at the baseline's single n (e.g. the paper's n = 1 SGD). For each error measure of
+    ``measures`` (``subopt``: F(x) - F*, ``dist_sq``: ||x - x*||^2, each relative to its value at t = 0), one row:
+    per seed (the baseline run of the same seed, else the baseline's median) the ratio method / baseline of
 
-    - iterations to eps and uplink bytes to eps, when every run of both arms reaches eps ("iterations to ε");
-    - else the final error (mean dist_sq / r0 over the last ``TAIL`` of the logged steps) and the uplink bytes of
-      the whole budget ("final error"): constant-step methods that settle in a neighbourhood;
+    - iterations to eps and uplink bytes to eps, when every run of both arms reaches eps on that measure
+      ("iterations to ε");
+    - else the final error (the mean of the measure / its t = 0 value over the last ``TAIL`` of the logged steps)
+      and the uplink bytes of the whole budget ("final error"): constant-step methods that settle in a
+      neighbourhood;
 
-    with the median and the range (min, max) over seeds.
+    with the median and the range (min, max) over seeds. The dist_sq rows also give the share of the final
+    ||x - x*||^2 that lies in null(A) (``dist_sq_null``; median over each arm's seeds), where it was logged.
 
     Returns
     -------
     (rows, grid, gaps)
-        ``rows``: one dict per method arm (keys: data, n, method, baseline, baseline_n, measure, eps, budget,
+        ``rows``: one dict per method arm and error measure (keys: data, n, method, baseline, baseline_n, error
+        (subopt or dist_sq), measure, eps, budget, method_null_share, baseline_null_share,
         method_value, baseline_value, ratio, ratio_low, ratio_high, method_uplink, baseline_uplink, uplink_ratio,
         uplink_ratio_low, uplink_ratio_high, seeds, context, tuned, method_best, baseline_best).
         ``grid``: one dict per arm and grid value when a key is tuned (data, n, arm, role, context, key, value, runs,
@@ -107,35 +113,44 @@ def comparison(records: list[RunRecord], failed: list[RunRecord] = ()) -> tuple[
         bkey = cands[0]
         bpick, bruns = baselines[bkey]
         by_seed = {r.seed: r for r in bruns}
-        reach = all(r.to_eps()[0] is not None for r in runs + bruns)
-        if reach:
-            value = lambda r: r.to_eps()[0]                       # noqa: E731
-            uplink = lambda r: r.to_eps()[1]                      # noqa: E731
-        else:
-            value = lambda r: r.tail_relative()                   # noqa: E731
-            uplink = lambda r: r.final_uplink()                   # noqa: E731
-        b_value = statistics.median(value(r) for r in bruns)
-        b_up = _median_range([uplink(r) for r in bruns])[0]
-        ratios, up_ratios = [], []
-        for r in runs:
-            b = by_seed.get(r.seed)
-            bv, bu = (value(b), uplink(b)) if b is not None else (b_value, b_up)
-            ratios.append(value(r) / bv if bv else None)
-            up_ratios.append(uplink(r) / bu if bu and uplink(r) is not None else None)
-        ratio = _median_range(ratios)
-        up_ratio = _median_range(up_ratios)
-        rows.append(dict(data=data, n=n, method=side, baseline=bkey[1], baseline_n=bkey[2],
-                         measure="iterations to ε" if reach else "final error", eps=runs[0].tol,
-                         budget=max(r.history.get("dist_sq", ([0], []))[0][-1] for r in runs + bruns),
-                         method_value=statistics.median(value(r) for r in runs), baseline_value=b_value,
-                         ratio=ratio[0], ratio_low=ratio[1], ratio_high=ratio[2],
-                         method_uplink=_median_range([uplink(r) for r in runs])[0], baseline_uplink=b_up,
-                         uplink_ratio=up_ratio[0], uplink_ratio_low=up_ratio[1], uplink_ratio_high=up_ratio[2],
-                         seeds=len(runs), context=_context_label(context), tuned=runs[0].tune or "",
-                         method_best=pick if runs[0].tune else "", baseline_best=bpick if runs[0].tune else "",
-                         method_tau=f"{runs[0].tau_m}/{runs[0].m}", baseline_tau=f"{bruns[0].tau_m}/{bruns[0].m}"))
+        for measure in measures:
+            rows.append(_row(measure, data, n, side, context, pick, runs, bkey, bpick, bruns, by_seed))
     rows.sort(key=lambda r: (r["data"], r["context"], r["n"], r["method"]))
     return rows, grid, gaps
+
+
+def _row(measure, data, n, side, context, pick, runs, bkey, bpick, bruns, by_seed) -> dict:
+    """One row of :func:`comparison`: a method arm against its baseline arm on one error measure."""
+    reach = all(r.to_eps(measure)[0] is not None for r in runs + bruns)
+    if reach:
+        value = lambda r: r.to_eps(measure)[0]                # noqa: E731
+        uplink = lambda r: r.to_eps(measure)[1]               # noqa: E731
+    else:
+        value = lambda r: r.tail_relative(measure=measure)    # noqa: E731
+        uplink = lambda r: r.final_uplink()                   # noqa: E731
+    b_value = statistics.median(value(r) for r in bruns)
+    b_up = _median_range([uplink(r) for r in bruns])[0]
+    ratios, up_ratios = [], []
+    for r in runs:
+        b = by_seed.get(r.seed)
+        bv, bu = (value(b), uplink(b)) if b is not None else (b_value, b_up)
+        ratios.append(value(r) / bv if bv else None)
+        up_ratios.append(uplink(r) / bu if bu and uplink(r) is not None else None)
+    ratio = _median_range(ratios)
+    up_ratio = _median_range(up_ratios)
+    null = measure == "dist_sq"
+    return dict(data=data, n=n, method=side, baseline=bkey[1], baseline_n=bkey[2], error=measure,
+                measure="iterations to ε" if reach else "final error", eps=runs[0].tol,
+                budget=max(r.history.get("dist_sq", ([0], []))[0][-1] for r in runs + bruns),
+                method_value=statistics.median(value(r) for r in runs), baseline_value=b_value,
+                ratio=ratio[0], ratio_low=ratio[1], ratio_high=ratio[2],
+                method_uplink=_median_range([uplink(r) for r in runs])[0], baseline_uplink=b_up,
+                uplink_ratio=up_ratio[0], uplink_ratio_low=up_ratio[1], uplink_ratio_high=up_ratio[2],
+                method_null_share=_median_range([r.null_share() for r in runs])[0] if null else None,
+                baseline_null_share=_median_range([r.null_share() for r in bruns])[0] if null else None,
+                seeds=len(runs), context=_context_label(context), tuned=runs[0].tune or "",
+                method_best=pick if runs[0].tune else "", baseline_best=bpick if runs[0].tune else "",
+                method_tau=f"{runs[0].tau_m}/{runs[0].m}", baseline_tau=f"{bruns[0].tau_m}/{bruns[0].m}")
 
 
 def _num(v):
@@ -157,13 +172,24 @@ def _ratio_cell(mid, low, high, spec="{:.3g}") -> str:
     return text if low == high else f"{text} [{spec.format(low)}–{spec.format(high)}]"
 
 
+#: how the table names each error measure (relative to its value at t = 0)
+ERROR_LABELS = {"subopt": "(F(x) − F*) / (F(x⁰) − F*)", "dist_sq": "‖x − x*‖² / r₀"}
+
+
+def _share(v) -> str:
+    return "—" if v is None or not math.isfinite(v) else f"{100 * v:.0f}%"
+
+
 def compare_markdown(rows: list[dict]) -> str:
-    """The method-vs-baseline table as Markdown: ratios are method / baseline, median [min–max] over seeds."""
+    """The method-vs-baseline table as Markdown: ratios are method / baseline, median [min–max] over seeds; one row
+    per error measure; the final ||x - x*||^2's share in null(A), where logged."""
     tuned = any(r["tuned"] for r in rows)
     context = any(r["context"] for r in rows)
+    null = any(r.get("method_null_share") is not None for r in rows)
     head = ["data"] + (["keys"] if context else []) + [
-        "method", "n", "τ", "baseline", "baseline n", "measure", "method", "baseline", "ratio (median [min–max])",
-        "uplink, method (B)", "uplink, baseline (B)", "uplink ratio (median [min–max])", "seeds"]
+        "method", "n", "τ", "baseline", "baseline n", "error", "measure", "method", "baseline",
+        "ratio (median [min–max])", "uplink, method (B)", "uplink, baseline (B)", "uplink ratio (median [min–max])",
+        "seeds"] + (["in null(A): method / baseline"] if null else [])
     if tuned:
         head += ["tuned key", "method's best", "baseline's best"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -172,10 +198,14 @@ def compare_markdown(rows: list[dict]) -> str:
         fmt = (lambda v: _fmt(v)) if iters else (lambda v: "—" if v is None else f"{v:.3g}")
         measure = f"iterations to ε = {r['eps']:g}" if iters else f"final error after {r['budget']:,}"
         cells = [r["data"]] + ([r["context"]] if context else []) + [
-            r["method"], str(r["n"]), r["method_tau"], r["baseline"], str(r["baseline_n"]), measure,
-            fmt(r["method_value"]), fmt(r["baseline_value"]), _ratio_cell(r["ratio"], r["ratio_low"], r["ratio_high"]),
-            _fmt(r["method_uplink"]), _fmt(r["baseline_uplink"]),
+            r["method"], str(r["n"]), r["method_tau"], r["baseline"], str(r["baseline_n"]), ERROR_LABELS[r["error"]],
+            measure, fmt(r["method_value"]), fmt(r["baseline_value"]),
+            _ratio_cell(r["ratio"], r["ratio_low"], r["ratio_high"]), _fmt(r["method_uplink"]),
+            _fmt(r["baseline_uplink"]),
             _ratio_cell(r["uplink_ratio"], r["uplink_ratio_low"], r["uplink_ratio_high"], "{:.4f}"), str(r["seeds"])]
+        if null:
+            cells.append(_share(r.get("method_null_share")) + " / " + _share(r.get("baseline_null_share"))
+                         if r.get("method_null_share") is not None else "")
         if tuned:
             cells += [r["tuned"], str(r["method_best"]), str(r["baseline_best"])]
         lines.append("| " + " | ".join(cells) + " |")

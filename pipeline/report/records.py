@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__package__)   # "pipeline.report": the logger's name before the package was split
 
 #: metrics read back for each run
-METRICS = ("dist_sq", "bound", "uplink_bytes", "lyapunov")
+METRICS = ("dist_sq", "subopt", "dist_sq_null", "bound", "uplink_bytes", "lyapunov")
+#: the error measures a comparison may use (report.measure): ||x - x*||^2 and F(x) - F*, each relative to its t = 0
+MEASURES = ("subopt", "dist_sq")
 
 #: the share of a run's last logged steps whose mean dist_sq / r0 is its final error (RunRecord.tail_relative)
 TAIL = 0.2
@@ -117,11 +119,20 @@ class RunRecord:
         group = f" {self.group_label}" if self.group else ""
         return f"{self.algorithm}{self.label_extra} n={self.n}{group} τ={tau}"
 
-    def to_eps(self) -> tuple[int | None, float | None]:
-        """(iterations, cumulative uplink bytes) at the first logged step with dist_sq <= tol * r0; (None, None) if never."""
-        steps, values = self.history.get("dist_sq", ([], []))
+    def start(self, measure: str = "dist_sq") -> float:
+        """The measure at t = 0: r0 for dist_sq, F(x^0) - F* for subopt (its first logged value)."""
+        if measure == "dist_sq":
+            return self.r0
+        steps, values = self.history.get(measure, ([], []))
+        return values[0] if steps and steps[0] == 0 else math.nan
+
+    def to_eps(self, measure: str = "dist_sq") -> tuple[int | None, float | None]:
+        """(iterations, cumulative uplink bytes) at the first logged step with ``measure`` <= tol x its value at
+        t = 0 (dist_sq <= tol * r0: the runs' own stopping rule); (None, None) if never."""
+        steps, values = self.history.get(measure, ([], []))
+        start = self.start(measure)
         for s, v in zip(steps, values):
-            if v <= self.tol * self.r0:
+            if v <= self.tol * start:
                 return s, _value_at(self.history.get("uplink_bytes", ([], [])), s)
         return None, None
 
@@ -130,14 +141,24 @@ class RunRecord:
         steps, values = self.history.get("dist_sq", ([], []))
         return values[-1] / self.r0 if values else math.nan
 
-    def tail_relative(self, fraction: float = TAIL) -> float:
-        """The mean of dist_sq / r0 over the logged steps t >= (1 - fraction) x the last step: the level of the
-        neighbourhood a constant-step stochastic method settles in (less noisy than the last value alone)."""
-        steps, values = self.history.get("dist_sq", ([], []))
-        if not values:
+    def tail_relative(self, fraction: float = TAIL, measure: str = "dist_sq") -> float:
+        """The mean of ``measure`` / its value at t = 0 over the logged steps t >= (1 - fraction) x the last step
+        (the final error): the level of the neighbourhood a constant-step stochastic method settles in (less noisy
+        than the last value alone)."""
+        tail = self._tail(measure, fraction)
+        return statistics.fmean(tail) / self.start(measure) if tail else math.nan
+
+    def _tail(self, measure: str, fraction: float) -> list[float]:
+        steps, values = self.history.get(measure, ([], []))
+        return [v for s, v in zip(steps, values) if s >= (1.0 - fraction) * steps[-1]] if values else []
+
+    def null_share(self, fraction: float = TAIL) -> float:
+        """The share of the final ||x - x*||^2 that lies in null(A): mean dist_sq_null / mean dist_sq over the same
+        tail (nan where dist_sq_null was not logged)."""
+        null, dist = self._tail("dist_sq_null", fraction), self._tail("dist_sq", fraction)
+        if not null or len(null) != len(dist) or not statistics.fmean(dist):
             return math.nan
-        tail = [v for s, v in zip(steps, values) if s >= (1.0 - fraction) * steps[-1]]
-        return statistics.fmean(tail) / self.r0
+        return statistics.fmean(null) / statistics.fmean(dist)
 
     def final_uplink(self) -> float | None:
         """Cumulative uplink bytes at the last logged step (the whole budget's)."""

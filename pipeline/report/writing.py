@@ -11,7 +11,7 @@ from isparse.errors import ConfigError
 
 from ..tracking import check_reachable, client_for
 from .figures import convergence_figures, plt, tau_figure   # plt: pyplot with the Agg backend figures.py selects
-from .records import ALIASES, RunRecord, assign_series, latest_sweep, load_children
+from .records import ALIASES, MEASURES, RunRecord, assign_series, latest_sweep, load_children
 from .compare import comparison, write_comparison
 from .tables import (_tau_list, add_slopes, single_tau_series, table99, table99_gaps, tau_rows, write_table,
                      write_tau_table)
@@ -40,8 +40,9 @@ def write_readme(out: Path, *, parent: str, experiment: str, records: list[RunRe
 
 # ------------------------------------------------------------------------------------------ entry
 def build_report(uri: str, *, experiment: str | None = None, parent_id: str | None = None,
-                 outputs: str | Path = "outputs") -> dict:
-    """Build the report of one sweep.
+                 outputs: str | Path = "outputs", measure: str = "both") -> dict:
+    """Build the report of one sweep; ``measure`` (``both``, ``subopt`` or ``dist_sq``) is the comparison tables'
+    error measure (``report.measure``, ``isparse-report --measure``).
 
     Returns
     -------
@@ -118,7 +119,10 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
                          "(its arms are compared in compare.md)")
     else:
         not_built.append(f"table99 not built: {'; '.join(gaps)}")
-    compare, grid, compare_gaps = comparison(records, failed)
+    if measure not in ("both", *MEASURES):
+        raise ConfigError("measure", f"The '--measure' parameter must be one of both, {', '.join(MEASURES)}; got "
+                                     f"{measure!r}.")
+    compare, grid, compare_gaps = comparison(records, failed, MEASURES if measure == "both" else (measure,))
     if compare:
         files += write_comparison(compare, grid, out)
         notes += [f"compare leaves out {g}" for g in compare_gaps]
