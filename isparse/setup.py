@@ -142,7 +142,7 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     tau, tau_m = resolve_tau(1.0 if cls.full else spec.tau, blocks.m, n)
     regularizer = problem.reg
     ctx = Context(algorithm=cls.name, problem=problem, reference=None, n=n, blocks=blocks, tau=tau, tau_m=tau_m,
-                  step_multiplier=spec.step.multiplier, step_rule=spec.step.rule, seed=spec.seed,
+                  step_multiplier=spec.step.multiplier, step_rule=spec.step.rule, step_L=spec.step.L, seed=spec.seed,
                   send_ids=spec.messages.send_ids, options=spec.algorithm, regularizer=regularizer, data=data)
     problem.check_constants()                      # L, mu, kappa finite and > 0, before the reference solve
     cls.check(ctx)                                 # what the method needs, before the reference solve

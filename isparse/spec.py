@@ -97,6 +97,10 @@ class StepSpec(Section):
                       "ISAGA 1/(L(3/n+tau))); paper_literal: as paper, but ISGD's caption read literally, gamma = "
                       "1/(5L) with L = max_i L_i")
     multiplier: float = param(1.0, Interval(float, 0.0, None, low_open=True), "gamma = multiplier x the rule's gamma")
+    L: str = param("shards", OneOf("shards", "f"),
+                   "the L a rule that takes L uses: shards: L = max_i L_i of the workers' f_i (Assumption 1; the "
+                   "paper's choice for GD beside ISEGA); f: L_f of f itself, one machine holding all the data "
+                   "(methods whose stepsize takes L: not ISAGA's L_example, not IASGD's rho)")
 
 
 def _data_fits_run(spec: "RunSpec", key: str) -> None:

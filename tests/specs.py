@@ -7,7 +7,7 @@ from isparse import RunSpec, build
 #: short keyword -> the config key it sets
 KEYS = {"n": "workers.n", "block_size": "blocks.size", "lam": "problem.lam", "split": "workers.split",
         "split_seed": "workers.split_seed", "tau": "tau", "seed": "seed", "step_multiplier": "step.multiplier",
-        "step_rule": "step.rule", "reg": "problem.reg", "reg_strength": "problem.reg_strength",
+        "step_rule": "step.rule", "step_L": "step.L", "reg": "problem.reg", "reg_strength": "problem.reg_strength",
         "reg_l2": "problem.reg_l2", "box": "problem.box", "loss": "problem.loss", "penalty": "problem.penalty",
         "send_ids": "messages.send_ids", "max_iter": "max_iter", "tol": "tol"}
 

@@ -191,27 +191,28 @@ def _expected(client, runs, pick=None, measure="dist_sq"):
         if pick is not None and p["algorithm.rho"] != pick(p["compare.arm"], int(p["n"])):
             continue
         info.append((p["compare.arm"], p["compare.role"], int(p["n"]), int(p["seed"]), _measured(client, run, measure)))
-    base = {(n, s): m for a, role, n, s, m in info if role == "baseline"}
-    reach = all(m[0] is not None for *_, m in info)
-    out = {}
+    base = {(a, n, s): m for a, role, n, s, m in info if role == "baseline"}
+    out, reaches = {}, {}
     for arm in sorted({a for a, role, *_ in info if role == "method"}):
         for n in sorted({n for a, role, n, *_ in info if a == arm}):
-            ratios, ups = [], []
-            for a, role, nn, s, m in info:
-                if a == arm and nn == n:
-                    b = base.get((n, s)) or base[(1, s)]
-                    ratios.append(m[0] / b[0] if reach else m[2] / b[2])
-                    ups.append(m[1] / b[1] if reach else m[3] / b[3])
-            out[(arm, n)] = (statistics.median(ratios), min(ratios), max(ratios), statistics.median(ups))
-    return out, reach
+            for barm in sorted({a for a, role, *_ in info if role == "baseline"}):
+                mine = [(s, m) for a, role, nn, s, m in info if a == arm and nn == n]
+                pairs = [(m, base.get((barm, n, s)) or base[(barm, 1, s)]) for s, m in mine]
+                reach = all(m[0] is not None and b[0] is not None for m, b in pairs)
+                ratios = [m[0] / b[0] if reach else m[2] / b[2] for m, b in pairs]
+                ups = [m[1] / b[1] if reach else m[3] / b[3] for m, b in pairs]
+                out[(arm, n, barm)] = (statistics.median(ratios), min(ratios), max(ratios), statistics.median(ups))
+                reaches[(arm, n, barm)] = reach
+    return out, reaches
 
 
 def _check_table(client, parent, runs, expected_rows, pick=None):
     rows = _table(client, parent, "compare")
     assert sorted(r["error"] for r in rows) == sorted(["dist_sq", "subopt"] * len(expected_rows))   # both, by default
     for r in rows:
-        expected, reach = _expected(client, runs, pick, r["error"])
-        ratio, low, high, up = expected[(r["method"], int(r["n"]))]
+        expected, reaches = _expected(client, runs, pick, r["error"])
+        ratio, low, high, up = expected[(r["method"], int(r["n"]), r["baseline"])]
+        reach = reaches[(r["method"], int(r["n"]), r["baseline"])]
         assert float(r["ratio"]) == pytest.approx(ratio, rel=1e-9)
         assert (float(r["ratio_low"]), float(r["ratio_high"])) == pytest.approx((low, high), rel=1e-9)
         assert float(r["uplink_ratio"]) == pytest.approx(up, rel=1e-9)
@@ -257,8 +258,17 @@ def test_isaga_vs_saga_compares_with_the_single_worker_saga(short_sweeps):
 
 def test_isega_vs_gd_compares_iterations_to_eps_at_the_same_n(short_sweeps):
     client, parent, runs = short_sweeps["isega_vs_gd"]
-    (row,) = _check_table(client, parent, runs, [("isega", 4, "gd", 4)])
-    assert row["measure"] == "iterations to ε"
+    paper, whole = _check_table(client, parent, runs, [("isega", 4, "gd", 4), ("isega", 4, "gd_whole", 4)])
+    assert paper["measure"] == whole["measure"] == "iterations to ε"
+    L = {r.data.params["compare.arm"]: (float(r.data.params["L"]), float(r.data.params["gamma"])) for r in runs}
+    assert L["gd_whole"][1] > L["gd"][1] == pytest.approx(1 / (2 * L["gd"][0]))   # 1/(2 L_f) > 1/(2 max_i L_i)
+    assert float(whole["baseline_value"]) < float(paper["baseline_value"])          # the larger step: fewer iterations
+    import numpy as np
+    from isparse.data import load_dataset
+
+    A = load_dataset("breast_cancer").A.toarray()                                   # L_f from the data, here
+    lam = float(next(iter(runs)).data.params["problem.lam"])
+    assert L["gd_whole"][1] == pytest.approx(1 / (2 * (np.linalg.eigvalsh(A.T @ A)[-1] / (4 * len(A)) + lam)), rel=1e-9)
     md = Path(client.download_artifacts(parent.info.run_id, "report/compare.md")).read_text()
     assert "| isega | 4 |" in md and "iterations to ε = 0.0001" in md
 

@@ -410,3 +410,22 @@ def test_series_keys_are_the_config_keys_that_vary_besides_seed_and_tau():
     assert assign_series(lams) == ["data.lam"] and lams[1].group_label == "data.lam=0.01"
     same = [rec("a1a", 1, 0.1, seed, t) for seed in (0, 1) for t in (1, 2)]
     assert assign_series(same) == [] and same[0].label() == "isega n=4 τ=1/30"
+
+
+def test_step_L_f_is_the_smoothness_of_f_itself_and_refused_where_no_rule_takes_L():
+    """step.L=f: GD's gamma = 1/(2 L_f), L_f = lambda_max(A^T A)/(4N) + lambda computed here; ISAGA's L_example and
+    IASGD's rho take no L: refused, naming the key."""
+    import numpy as np
+
+    from isparse import ConfigError
+    from isparse.data import load_dataset
+    from specs import make, spec
+
+    data = load_dataset("breast_cancer")
+    A = data.A.toarray()
+    L_f = np.linalg.eigvalsh(A.T @ A)[-1] / (4 * A.shape[0]) + 1e-3
+    gd = make(algorithm="gd", data=data, lam=1e-3, n=8, **{"step_L": "f"})
+    assert gd.method.gamma == pytest.approx(1 / (2 * L_f), rel=1e-10) and gd.problem.L > L_f
+    for algorithm in ("isaga", "iasgd"):
+        with pytest.raises(ConfigError, match=rf"'step.L' parameter must be shards for algorithm={algorithm}"):
+            spec(algorithm, step_L="f").check()

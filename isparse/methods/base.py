@@ -91,6 +91,8 @@ class Context:
     tau, tau_m : float, int
     step_multiplier : float
     step_rule : {"theory", "paper", "paper_literal"}
+    step_L : {"shards", "f"}
+        ``step.L``: the stepsize's L is max_i L_i (shards) or L_f of f itself (f).
     seed : int
     send_ids : bool
     options : AlgorithmOptions
@@ -109,6 +111,7 @@ class Context:
     tau_m: int
     step_multiplier: float = 1.0
     step_rule: str = "theory"
+    step_L: str = "shards"
     seed: int = 0
     send_ids: bool = False
     options: AlgorithmOptions = field(default_factory=AlgorithmOptions)
@@ -171,6 +174,7 @@ class Method:
     asynchronous = False
     derivable_ids = True
     smoothness = "L"        # which constant of the problem is "L" in the stepsize: L (of f_i) or L_example (of f_ij)
+    step_L_choice = True    # step.L=f is allowed (the stepsize takes L through smooth(); not IASGD's rho)
 
     def __init__(self, n: int, blocks: BlockPartition, tau_m: int, gamma: float, *, seed: int = 0,
                  send_ids: bool = False):
@@ -304,6 +308,10 @@ class Method:
         if cls.full and spec.tau not in ("auto", 1, 1.0):
             raise ConfigError("tau", f"The 'tau' parameter must be auto or 1 for algorithm={cls.name} "
                                      f"(a full-communication baseline); got {spec.tau!r}.")
+        if spec.step.L == "f" and not (cls.step_L_choice and cls.smoothness == "L"):
+            raise ConfigError("step.L", f"The 'step.L' parameter must be shards for algorithm={cls.name} (its "
+                                        f"stepsize takes {'L_example' if cls.smoothness != 'L' else 'rho'}, not L); "
+                                        f"got 'f'.")
         if spec.problem.reg != "none" and not cls.prox:
             from . import METHODS
 
@@ -336,8 +344,10 @@ class Method:
 
     @classmethod
     def smooth(cls, ctx: Context) -> float:
-        """The smoothness constant the stepsize uses."""
-        return ctx.problem.L if cls.smoothness == "L" else ctx.problem.L_example
+        """The smoothness constant the stepsize uses: L = max_i L_i, L_f of f itself (``step.L=f``) or L_example."""
+        if cls.smoothness != "L":
+            return ctx.problem.L_example
+        return ctx.problem.L_f if ctx.step_L == "f" else ctx.problem.L
 
     @classmethod
     def configure(cls, ctx: Context):

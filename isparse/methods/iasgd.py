@@ -61,6 +61,7 @@ class IASGD(ISGD):
     """
 
     name = "iasgd"
+    step_L_choice = False   # its step is 1/(rho L) with the strong-growth constant rho of max_i L_i's problem
     options = IasgdOptions
 
     def __init__(self, n, blocks, tau_m, gamma=None, *, L, mu, rho, batch=1, l_min=1, **common):

@@ -114,15 +114,15 @@ class ISGD(Method):
         p, n, tau = ctx.problem, ctx.n, ctx.tau
         schedule = None
         if cls.decreasing(ctx):
-            a, c = isgd_schedule(p.L, p.mu, n, tau)
+            a, c = isgd_schedule(cls.smooth(ctx), p.mu, n, tau)
             schedule = (a / ctx.step_multiplier, c / ctx.step_multiplier)
             gamma = 1.0 / schedule[0]                     # gamma_0 of the decreasing schedule
         elif p.mu <= 0:                                    # non-convex: Theorem 7's stepsize
-            gamma = ctx.step_multiplier * theorem7_stepsize(p.L, p.mu, n, tau)
+            gamma = ctx.step_multiplier * theorem7_stepsize(cls.smooth(ctx), p.mu, n, tau)
         else:
             rule = cls.stepsize_rule(ctx.step_rule)
-            # step.rule=paper: gamma tau = one-worker SGD's 1/(5 L_f), L_f of f itself; else L = max_i L_i
-            L = p.L_f if rule is cls.paper_stepsize else p.L
+            # step.rule=paper: gamma tau = one-worker SGD's 1/(5 L_f), L_f of f itself; else step.L's
+            L = p.L_f if rule is cls.paper_stepsize else cls.smooth(ctx)
             gamma = ctx.step_multiplier * rule(L, p.mu, n, tau)
         method = cls(n, ctx.blocks, ctx.tau_m, gamma, seed=ctx.seed, send_ids=ctx.send_ids, batch=cls.batch_of(ctx),
                      schedule=schedule, l_min=min(s.l for s in p.shards))

@@ -42,8 +42,9 @@ def comparison(records: list[RunRecord], failed: list[RunRecord] = (),
     An *arm* is the runs of one ``compare.arm`` (or method label) on one data set and n, with one value of every
     series key but the tuned one (``compare.tune``, e.g. ``algorithm.rho``). Where a key is tuned, each arm keeps its
     best grid value (:func:`_score`: fewest median iterations to eps, else the lowest median final error).
-    Each method arm is compared with the baseline arm of the same data set and series keys, at the same n if the
-    baseline has that n, else at the baseline's single n (e.g. the paper's n = 1 SGD). For each error measure of
+    Each method arm is compared with each baseline arm of the same data set and series keys (e.g. GD with
+    max_i L_i and one-machine GD with L_f), at the same n if the baseline has that n, else at the baseline's single
+    n (e.g. the paper's n = 1 SGD). For each error measure of
     ``measures`` (``subopt``: F(x) - F*, ``dist_sq``: ||x - x*||^2, each relative to its value at t = 0), one row:
     per seed (the baseline run of the same seed, else the baseline's median) the ratio method / baseline of
 
@@ -105,17 +106,17 @@ def comparison(records: list[RunRecord], failed: list[RunRecord] = (),
         same_n = [k for k in cands if k[2] == n]
         if same_n:
             cands = same_n
-        if len(cands) != 1:
+        if not cands or len({k[1] for k in cands}) != len(cands):
             gaps.append(f"{data} {side} n={n}{(' ' + _context_label(context)) if context else ''}: "
                         + ("no baseline run (compare.role=baseline) of the same data set and series keys" if not cands
                            else f"{len(cands)} baselines fit ({', '.join(f'{k[1]} n={k[2]}' for k in cands)})"))
             continue
-        bkey = cands[0]
-        bpick, bruns = baselines[bkey]
-        by_seed = {r.seed: r for r in bruns}
-        for measure in measures:
-            rows.append(_row(measure, data, n, side, context, pick, runs, bkey, bpick, bruns, by_seed))
-    rows.sort(key=lambda r: (r["data"], r["context"], r["n"], r["method"]))
+        for bkey in sorted(cands, key=lambda k: k[1]):    # each baseline arm (e.g. GD with max_i L_i and with L_f)
+            bpick, bruns = baselines[bkey]
+            by_seed = {r.seed: r for r in bruns}
+            for measure in measures:
+                rows.append(_row(measure, data, n, side, context, pick, runs, bkey, bpick, bruns, by_seed))
+    rows.sort(key=lambda r: (r["data"], r["context"], r["n"], r["method"], r["baseline"]))
     return rows, grid, gaps
 
 

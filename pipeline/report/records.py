@@ -31,7 +31,8 @@ MEASURES = ("subopt", "dist_sq")
 TAIL = 0.2
 
 #: params that are part of every label already (or vary along a series): never a series key
-IDENTITY = ("seed", "tau", "tau_setting", "algorithm.name", "data.name", "workers.n", "step.rule", "step.multiplier")
+IDENTITY = ("seed", "tau", "tau_setting", "algorithm.name", "data.name", "workers.n", "step.rule", "step.multiplier",
+            "step.L")
 #: params (or prefixes ending in ".") that say where and how a run was logged, not what it computed
 BOOKKEEPING = ("paths.", "tracking.uri", "tracking.experiment", "tracking.run_name", "report.", "hydra.", "progress",
                "resume", "cache", "data.dir", "data.source", "compare.")
@@ -260,6 +261,8 @@ def load_children(client: MlflowClient, parent, notes: list | None = None,
             extra += f" ({p['step.rule']} γ)"
         if float(p.get("step.multiplier", 1)) != 1:
             extra += f" ×{float(p['step.multiplier']):g}γ"
+        if p.get("step.L", "shards") != "shards":
+            extra += f" (L_{p['step.L']})"
         pred = t.get("predicted_iterations")
         role, arm, tune = (None if p.get(k) in (None, "", "None") else p[k]
                            for k in ("compare.role", "compare.arm", "compare.tune"))
