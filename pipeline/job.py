@@ -192,7 +192,22 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
     log.info("%s: %d iterations, dist_sq %.3e (%s), converged=%s, uplink %d B, %.2f s",
              name, result.iterations, last["dist_sq"], bound_text(bound, last["bound"]), result.converged,
              last["uplink_bytes"], summary["wall_s_total"])
+    if job.compare.objective is not None:   # a sweeper that minimizes (Optuna) gets one number
+        start = {"dist_sq": derived["r0"], "subopt": setup.problem.F(setup.x0) - derived["f_star"]}
+        return objective(job.compare.objective, result, start)
     return summary
+
+
+def objective(measure: str, result, start: dict) -> float:
+    """``compare.objective`` of a finished run: its iterations, or its final error on ``measure`` (the mean of
+    measure / its value at t = 0, ``start[measure]``, over the last 20% of the logged steps, as the report's
+    comparison tables take it)."""
+    from .report.records import tail
+
+    if measure == "iterations":
+        return float(result.iterations)
+    values = tail([r["step"] for r in result.records], [r[measure] for r in result.records])
+    return float(np.mean(values) / start[measure]) if values and start[measure] > 0 else math.inf
 
 
 def _log_figure(logger, outdir: Path, records, title, job, derived, bound) -> None:

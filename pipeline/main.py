@@ -69,6 +69,8 @@ def task(cfg: DictConfig):
         if sweep:
             job = f"job #{HydraConfig.get().job.num} ({' '.join(overrides)})"
             print_error(PROG, f"{job}: {message or f'{type(exc).__name__}: {exc}'}" + (f" [{where}]" if where else ""))
+            if (cfg.get("compare") or {}).get("objective"):   # a minimizing sweeper (Optuna) gets a number
+                return float("inf")
             return {"failed": True, "bad_input": message is not None}
         if message is None:
             raise

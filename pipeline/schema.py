@@ -61,6 +61,11 @@ class CompareSpec(Section):
     arm: Optional[str] = param(None, Nullable(Text()), "the arm's name (conf/arm/<arm>.yaml sets it)")
     tune: Optional[str] = param(None, Nullable(Text()), "a tuned key (e.g. algorithm.rho): the report picks each "
                                                         "arm's best grid value and shows the grid")
+    objective: Optional[str] = param(None, Nullable(OneOf("subopt", "dist_sq", "iterations")),
+                                     "what each job returns to a sweeper that minimizes it (hydra/sweeper=optuna): "
+                                     "its final error on that measure (the mean of measure / its t = 0 value over the "
+                                     "last 20% of the logged steps; inf for a failed job) or its iterations; null: "
+                                     "the job's summary")
 
 
 @dataclass

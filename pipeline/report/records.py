@@ -150,8 +150,7 @@ class RunRecord:
         return statistics.fmean(tail) / self.start(measure) if tail else math.nan
 
     def _tail(self, measure: str, fraction: float) -> list[float]:
-        steps, values = self.history.get(measure, ([], []))
-        return [v for s, v in zip(steps, values) if s >= (1.0 - fraction) * steps[-1]] if values else []
+        return tail(*self.history.get(measure, ([], [])), fraction)
 
     def null_share(self, fraction: float = TAIL) -> float:
         """The share of the final ||x - x*||^2 that lies in null(A): mean dist_sq_null / mean dist_sq over the same
@@ -175,6 +174,11 @@ class RunRecord:
     def side(self) -> str:
         """The arm's name (``compare.arm``), or the method's label when the run names no arm."""
         return self.arm or f"{self.algorithm}{self.label_extra} n={self.n}"
+
+
+def tail(steps, values, fraction: float = TAIL) -> list[float]:
+    """The values logged at steps t >= (1 - fraction) x the last step (the final error is their mean)."""
+    return [v for s, v in zip(steps, values) if s >= (1.0 - fraction) * steps[-1]] if len(values) else []
 
 
 def assign_series(records: list[RunRecord]) -> list[str]:
