@@ -318,3 +318,19 @@ MaxSessions 50
         left = descendants(proc.pid)   # the sessions' processes (a failed test's Dask scheduler and workers)
         stop([proc])
         stop_pids(list(left))
+
+
+def logged_step(db: Path, key: str = "dist_sq") -> int:
+    """The last step at which a run in the sqlite MLflow store ``db`` logged ``key``, 0 before there is one. Read
+    with sqlite3, read-only: an MlflowClient would make (migrate) the store itself while the polled run's own
+    process is making it (MLflow's migration then fails in one of the two: "No such index ...")."""
+    import sqlite3
+
+    if not Path(db).exists():
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
+            row = con.execute("SELECT MAX(step) FROM metrics WHERE key = ?", (key,)).fetchone()
+        return int(row[0] or 0)
+    except sqlite3.Error:   # the store's tables are not there yet
+        return 0

@@ -77,14 +77,7 @@ def x_inprocess(tmp_path_factory):
 
 
 def _step(out) -> int:
-    """The last iteration logged (dist_sq) by the run in ``out``'s store, 0 before there is one."""
-    try:
-        client = MlflowClient(f"sqlite:///{out}/mlflow.db")
-        runs = client.search_runs([client.get_experiment_by_name("isparse").experiment_id])
-        hist = client.get_metric_history(runs[0].info.run_id, "dist_sq") if runs else []
-        return max((m.step for m in hist), default=0)
-    except Exception:   # noqa: BLE001 -- the store or the run is not there yet
-        return 0
+    return daemons.logged_step(out / "mlflow.db")
 
 
 @contextlib.contextmanager
@@ -106,7 +99,9 @@ def _wait_past(proc, out, step, timeout=300):
     while time.time() < deadline and proc.poll() is None and _step(out) < step:
         time.sleep(0.2)
     got = _step(out)
-    assert proc.poll() is None and got >= step, f"the run ended or stalled before iteration {step} (at {got})"
+    ended = proc.poll() is not None
+    assert not ended and got >= step, (f"the run ended or stalled before iteration {step} (at {got})"
+                                       + (f":\n{proc.stdout.read()[-4000:]}" if ended and proc.stdout else ""))
 
 
 def _check_recovered(out, proc, x_inprocess, killed_at):

@@ -17,12 +17,15 @@ def setup():
     return make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
 
 
-@pytest.mark.parametrize("sig,timeout", [
-    (signal.SIGKILL, 20),                                              # process gone: the call fails at once
-    pytest.param(signal.SIGSTOP, 3, marks=pytest.mark.slow),           # process hung: found by cluster.worker_timeout
+@pytest.mark.parametrize("sig,timeout,removed", [
+    (signal.SIGKILL, 20, False),                                       # process gone: the call fails at once
+    (signal.SIGKILL, 20, True),    # ... and the scheduler removed it before the next call: "Worker holding Actor was lost"
+    pytest.param(signal.SIGSTOP, 3, False, marks=pytest.mark.slow),    # process hung: found by cluster.worker_timeout
 ])
-def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout):
+def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed):
     """A Dask worker killed (or stopped) at round 150: its logical workers restart elsewhere, same iterates."""
+    import time
+
     from distributed import Client, LocalCluster
 
     local = setup.run(InProcessPool(*setup.pool_args()), max_iter=300, tol=1e-300, keep_iterates=True, log_every=50)
@@ -36,6 +39,10 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
         def kill_at_150(rec):
             if rec["step"] == 150:
                 os.kill(pid, sig)
+                deadline = time.time() + 30
+                while removed and victim in client.scheduler_info()["workers"] and time.time() < deadline:
+                    time.sleep(0.1)
+                assert not removed or victim not in client.scheduler_info()["workers"]
 
         try:
             res = setup.run(pool, max_iter=300, tol=1e-300, keep_iterates=True, log_every=50, observer=kill_at_150)

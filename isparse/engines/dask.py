@@ -33,6 +33,8 @@ from .protocol import AsynchronousView
 
 #: Exceptions of an actor call that mean "the Dask worker is gone or does not answer".
 LOST = (OSError, TimeoutError)
+#: distributed's RuntimeError when a call is made on an actor whose worker the scheduler already removed
+ACTOR_LOST = "Worker holding Actor was lost"
 
 #: Measured overhead of a host's serialized reply over its batch's analytic bytes (distributed 2026.8, numpy 2,
 #: pickle 5): about 486 B per reply (Dask's 175 B header of the reply's bytes, the pickled tuple and Messages with
@@ -209,6 +211,10 @@ class DaskPool:
             try:
                 pending[h] = getattr(h.actor, name)(*args_of(h))
             except LOST as exc:
+                lost.append((h, exc))
+            except RuntimeError as exc:   # the scheduler saw the worker leave first: the actor's future is lost
+                if not str(exc).startswith(ACTOR_LOST):
+                    raise
                 lost.append((h, exc))
         for h, fut in pending.items():
             try:
