@@ -52,3 +52,14 @@ def test_a_readme_command_composes(program, command, monkeypatch, tmp_path):
         overrides.append("plan.json=true")
     configs = check_command(overrides, multirun=multirun, config_name="plan" if program == "isparse-plan" else "config")
     assert configs
+
+
+@pytest.mark.parametrize("command", ["cluster=nonexistent workers.N=3", "workers.N=3", "-m algorithm=isega,nope",
+                                     "tau=2"])
+def test_a_command_that_does_not_compose_fails_the_check(command):
+    """The check the README's commands pass cannot pass everything (issue 20: it once returned silently)."""
+    from isparse import ConfigError
+
+    words = shlex.split(command)
+    with pytest.raises(ConfigError):
+        check_command([w for w in words if w != "-m"], multirun="-m" in words)
