@@ -15,7 +15,7 @@ def test_a_short_optuna_search_returns_the_best_trial_of_the_store(tmp_path):
     from mlflow.tracking import MlflowClient
 
     cli = str(Path(sys.executable).parent / "isparse-run")
-    proc = subprocess.run([cli, "-m", "+experiment=rho_optuna", "+arm=iasgd_n10", "data=breast_cancer",
+    proc = subprocess.run([cli, "-m", "+experiment=rho_optuna", "data=breast_cancer",
                            "hydra.sweeper.n_trials=5", "max_iter=300", f"paths.outputs={tmp_path}",
                            f"hydra.sweep.dir={tmp_path}/sweep", "progress=false", "checkpoint.every=0"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path, env=dict(os.environ))

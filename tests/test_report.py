@@ -134,6 +134,10 @@ def test_every_experiment_composes_and_its_sweep_values_are_valid(compose, name)
     cfg = compose([f"+experiment={name}"])
     assert cfg.report.auto is True and cfg.engine == "inprocess"
     assert cfg.tracking.experiment == f"paper-{name}"
+    if name.endswith("_optuna"):   # Optuna samples its intervals itself (tests/test_optuna.py): one trial's job
+        (job,) = check_command([f"+experiment={name}", "algorithm.rho=8"])
+        assert job.compare.objective is not None and job.compare.role == "method"
+        return
     jobs = check_command([f"+experiment={name}"], multirun=True)
     arms = {j.compare.arm for j in jobs if j.compare.role}
     assert not arms or {j.compare.role for j in jobs} == {"method", "baseline"}   # a comparison: both sides
