@@ -14,7 +14,7 @@ from isparse import ConfigError
 from pipeline.errors import user_message
 from pipeline.schema import JobConfig, PlanConfig, load_job
 
-#: at most this many combinations of a sweep are composed
+#: at most about this many combinations of a sweep are composed (spread over the whole sweep)
 MAX_JOBS = 64
 #: the config groups of conf/ and the ConfigStore (an override of one picks an option; the others set keys)
 GROUPS = ("algorithm", "data", "cluster", "experiment", "arm")
@@ -34,7 +34,9 @@ def job_overrides(overrides, multirun: bool = False, config_name: str = "config"
                 lists.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
             else:
                 lists.append([o.input_line])
-        return [list(c) for c in itertools.islice(itertools.product(*lists), MAX_JOBS)]
+        jobs = [list(c) for c in itertools.islice(itertools.product(*lists), 100 * MAX_JOBS)]
+        step = -(-len(jobs) // MAX_JOBS)   # a larger sweep: every step-th job, so each value of each key is met
+        return jobs[::step]
 
     groups = [o for o in expand(parsed)[0] if o.lstrip("+").split("=")[0] in GROUPS or o.startswith("hydra/")]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):   # the experiment's sweep, if any

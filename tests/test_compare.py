@@ -126,8 +126,8 @@ def test_runs_without_a_role_give_no_comparison():
 #: each comparison experiment, shortened: one bundled data set, a tiny budget (a few seconds of iterations)
 SHORT = {
     "isgd_vs_sgd": ["+arm=isgd_n10,sgd_n1", "seed=0,1", "max_iter=200"],
-    "iasgd_vs_asgd": ["algorithm.rho=2,16", "max_iter=200"],
-    "isaga_vs_saga": ["+arm=isaga_shared_n10,saga_n1", "max_iter=200"],
+    "iasgd_vs_asgd": ["algorithm.rho=2,16", "seed=0", "max_iter=200"],
+    "isaga_vs_saga": ["+arm=isaga_shared_n10,saga_n1", "seed=0", "max_iter=200"],
     "isega_vs_gd": ["workers.n=4", "problem.lam=0.1", "tol=1e-4", "max_iter=2000"],
 }
 
