@@ -60,6 +60,15 @@ def check_reachable(uri: str, timeout: float = 5.0, *, key: str = "tracking.uri"
     if must_exist and not path.is_file():
         raise ConfigError(key, f"{prefix} must name an existing MLflow store (isparse-run writes "
                                f"sqlite:///<paths.outputs>/mlflow.db); got {uri!r}: no such file.")
+    if path.is_file() and path.stat().st_size > 0:   # an existing file must be a sqlite database (an empty one is new)
+        try:
+            with open(path, "rb") as fh:
+                header = fh.read(16)
+        except OSError as exc:
+            raise ConfigError(key, f"{prefix} names a file that cannot be read: {uri!r}: {exc.strerror or exc}") from exc
+        if header != b"SQLite format 3\x00":
+            raise ConfigError(key, f"{prefix} must name a sqlite database (an MLflow store); got {uri!r}: the file is "
+                                   f"not a sqlite database.")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

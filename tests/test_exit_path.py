@@ -42,6 +42,7 @@ def files(tmp_path_factory):
     (d / "huge.svm").write_text("1 1:1\n-1 3000000000:1\n")
     (d / "trunc.svm.gz").write_bytes(gzip.compress(b"1 1:1\n-1 2:1\n" * 50)[:20])
     (d / "unsent.jsonl").write_text('{"run_id": "abc", "status": "RUNNING"}\n')
+    (d / "notadb.db").write_text("not a database\n")
     return d
 
 
@@ -67,6 +68,8 @@ CASES = [
     ("isparse-run", [*TINY, "workers=3"], "The 'workers' parameter is a section, not a value"),
     ("isparse-run", [*TINY, "tracking.uri=file:///tmp/x"], "The 'tracking.uri' parameter must be an MLflow store"),
     ("isparse-run", [*TINY, "tracking.uri=sqlite:///{files}"], "must name a sqlite file, not a directory"),
+    ("isparse-run", [*TINY, "tracking.uri=sqlite:///{files}/notadb.db"], "the file is not a sqlite database"),
+    ("isparse-report", ["--uri", "sqlite:///{files}/notadb.db"], "the file is not a sqlite database"),
     ("isparse-run", [*TINY, "cluster=address", "cluster.address=tcp://127.0.0.1:99999"],
      "The 'cluster.address' parameter must be null or a scheduler address"),
     ("isparse-run", [*TINY, "cluster=address", "cluster.address=nohost"], "got 'nohost'"),
