@@ -450,11 +450,11 @@ def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_
 
     Returns
     -------
-    Z : ndarray of shape (d, k)
-        Orthonormal columns: for d <= ``dense_max_d`` the eigenvectors of A^T A whose eigenvalue is at most
+    Z : ndarray or sparse matrix of shape (d, k)
+        Orthonormal columns: for d <= ``dense_max_d`` (dense) the eigenvectors of A^T A whose eigenvalue is at most
         ``rel_tol`` x the largest (exact null directions have eigenvalues at rounding level, about 1e-16 x the
         largest; a direction of curvature below 1e-10 x L is, next to lambda, null in practice); for larger d the
-        unit vectors of the empty columns only (a subspace of null(A)).
+        unit vectors of the empty columns only (a subspace of null(A); sparse).
     how : str
         ``"eigh of A^T A (d x d)"`` or ``"empty columns only (d > <dense_max_d>)"``.
     """
@@ -465,8 +465,8 @@ def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_
         keep = w <= rel_tol * max(float(w[-1]), 0.0)
         return V[:, keep].copy(), "eigh of A^T A (d x d)"
     empty = np.flatnonzero(np.diff(sp.csc_matrix(A).indptr) == 0)
-    Z = np.zeros((d, empty.size))
-    Z[empty, np.arange(empty.size)] = 1.0
+    # sparse: at d = 10^6 a dense d x k basis of the empty columns would not fit in memory
+    Z = sp.csc_matrix((np.ones(empty.size), (empty, np.arange(empty.size))), shape=(d, empty.size))
     return Z, f"empty columns only (d > {dense_max_d})"
 
 
