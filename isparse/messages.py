@@ -2,16 +2,20 @@
 
 A batch carries, for k logical workers, the values each one sends, worker after worker. By default
 it carries **values only**: the master recomputes every worker's block ids from (seed, i, t)
-(``isparse.sampling``), so ``uplink_bytes`` counts values x 8 B. With ``send_ids`` (the old
-convention, for comparison) and for compressors whose ids cannot be derived (EF21's Top-K), the
-batch also carries the block ids, counted at 4 B each; a dense message (all m blocks) never needs ids.
+(``isparse.sampling``), so ``uplink_bytes`` counts the coded values (``isparse.codecs``: 8 B each for the
+default float64, 9 bits for ``natural``, ...). With ``send_ids`` (the old convention, for comparison) and for
+compressors whose ids cannot be derived (EF21's Top-K), the batch also carries the block ids, counted at 4 B each;
+a dense message (all m blocks) never needs ids.
+
+On the wire (pickled, e.g. a Dask reply) a batch carries its codec's packed payload, not the decoded values: the
+receiver decodes it on first use of ``values``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from .codecs import FLOAT64, Codec
 
 #: Bytes per transmitted value (float64) and per block id (int32).
 VALUE_BYTES = 8
@@ -19,7 +23,6 @@ BLOCK_ID_BYTES = 4
 BLOCK_ID_DTYPE = np.int32
 
 
-@dataclass(frozen=True)
 class Messages:
     """The messages of k logical workers in one round.
 
@@ -32,25 +35,64 @@ class Messages:
     counts : ndarray of int32, shape (k,)
         Number of values each worker sends (framing; derivable by the master, not counted as payload).
     values : ndarray of float64, shape (counts.sum(),)
-        Worker ``workers[0]``'s values in block order, then the next worker's, ...
+        Worker ``workers[0]``'s (decoded) values in block order, then the next worker's, ...
     blocks : ndarray of int32, shape (k, tau*m), or None
         Block ids sent with the values; None when the master derives them (values-only messages). The ids of a
         worker that sends all m blocks are neither needed nor counted.
+    codec : Codec
+        How the values are coded on the wire (``isparse.codecs``; float64 by default).
+    payload : ndarray or None
+        The packed codes (what travels); None for a batch made on the master from decoded values (``concat``).
     """
 
-    workers: np.ndarray
-    t: int
-    counts: np.ndarray
-    values: np.ndarray
-    blocks: np.ndarray | None = None
+    __slots__ = ("workers", "t", "counts", "_values", "blocks", "codec", "payload")
+
+    def __init__(self, workers, t, counts, values=None, blocks=None, *, codec: Codec = FLOAT64, payload=None):
+        self.workers, self.t, self.counts, self.blocks = workers, int(t), counts, blocks
+        self.codec, self.payload = codec, payload
+        if values is None and payload is None:
+            raise ValueError("a batch needs its values or its payload")
+        if values is None and codec.exact:
+            values = payload
+        if payload is None and codec.exact:
+            self.payload = values
+        self._values = values
+
+    @classmethod
+    def encoded(cls, workers, t, counts, values, blocks=None, *, codec: Codec = FLOAT64, uniforms=None):
+        """The batch of ``values`` coded by ``codec`` (``uniforms``: its draws, one per value, for a random codec);
+        ``values`` of the result are the decoded ones, what the master will see."""
+        if codec.exact:
+            return cls(workers, t, counts, values, blocks)
+        payload = codec.encode(values, counts, uniforms)
+        return cls(workers, t, counts, codec.decode(payload, counts), blocks, codec=codec, payload=payload)
+
+    @property
+    def values(self) -> np.ndarray:
+        if self._values is None:
+            self._values = self.codec.decode(self.payload, self.counts)
+        return self._values
+
+    def __reduce__(self):   # the wire form: the payload, never the decoded values
+        if self.payload is None or self.codec.exact:
+            return (Messages, (self.workers, self.t, self.counts, self._values, self.blocks))
+        return (_from_wire, (self.workers, self.t, self.counts, self.payload, self.blocks, self.codec))
 
     @property
     def k(self) -> int:
         return int(self.workers.size)
 
     def bytes_per_worker(self, m: int) -> np.ndarray:
-        """Uplink payload of each worker in bytes, shape (k,): values x 8 + sent block ids x 4 (none for all m blocks)."""
-        out = self.counts.astype(np.int64) * VALUE_BYTES
+        """Uplink payload of each worker in bytes (float64: a coded message of 9-bit values need not fill whole bytes;
+        the batch's packed buffer holds them back to back), shape (k,): coded values (``codec.bits`` / 8) + sent
+        block ids x 4 (none for all m blocks)."""
+        return self._with_ids(self.codec.bits(self.counts) / 8.0, m)
+
+    def float64_bytes(self, m: int) -> float:
+        """What the batch would cost with float64 values (8 B each, ids as sent): the tau-only uplink."""
+        return float(self._with_ids(self.counts.astype(np.int64) * VALUE_BYTES, m).sum())
+
+    def _with_ids(self, out, m: int):
         if self.blocks is not None and self.blocks.shape[1] < m:
             out = out + np.where(self.counts > 0, self.blocks.shape[1] * BLOCK_ID_BYTES, 0)
         return out
@@ -80,4 +122,8 @@ class Messages:
             values = np.concatenate([values[starts[j]:starts[j] + counts[j]] for j in order])
             workers, counts = workers[order], counts[order]
             blocks = None if blocks is None else blocks[order]
-        return Messages(workers, ts.pop(), counts, values, blocks)
+        return Messages(workers, ts.pop(), counts, values, blocks, codec=batches[0].codec)
+
+
+def _from_wire(workers, t, counts, payload, blocks, codec):
+    return Messages(workers, t, counts, None, blocks, codec=codec, payload=payload)

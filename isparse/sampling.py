@@ -12,8 +12,9 @@ owns the positions [i Q, (i + 1) Q) of that counter for iteration t, so
 - the master recomputes every worker's block ids itself, so messages carry values only.
 
 Streams (the last counter word) separate the purposes: block ids, the example indices of
-stochastic methods, IBGD's Bernoulli coins, and the streams all workers share (shared-data ISAGA's
-example indices, shared-block BCD's blocks).
+stochastic methods, IBGD's Bernoulli coins, the streams all workers share (shared-data ISAGA's
+example indices, shared-block BCD's blocks), and a random codec's draws (``isparse.codecs``: one uniform per
+value of worker i's message, independent of its block ids).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 #: the counter's last word: one independent stream per purpose
-BLOCKS, EXAMPLES, COINS, SHARED_EXAMPLES, SHARED_BLOCKS = 0, 1, 2, 3, 4
+BLOCKS, EXAMPLES, COINS, SHARED_EXAMPLES, SHARED_BLOCKS, CODEC = 0, 1, 2, 3, 4, 5
 #: below this fraction size/m a subset is drawn by rejecting repeats of 2*size uniform indices, above it by
 #: the size smallest of m uniform keys: both cost O(size) per worker and iteration
 _KEYS_ABOVE = 1.0 / 16.0

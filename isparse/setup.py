@@ -76,7 +76,8 @@ class RunSetup:
     @property
     def derived(self) -> dict:
         """The derived parameters to log: n, m, d, N, tau, tau_m, L, mu, gamma, gamma_theory (the theorem's rule),
-        gamma_max (the largest stepsize its bound allows; nan where no bound), r0, f_star, null_space_dim (k of
+        gamma_max (the largest stepsize its bound allows; nan where no bound), codec and omega (nan for a biased codec)
+        and bits_per_value, r0, f_star, null_space_dim (k of
         ``dist_sq_null``'s basis; -1 where not computed) and null_space (how it was found)."""
         p, m = self.problem, self.method
         Z, how = p.null_space()
@@ -86,8 +87,22 @@ class RunSetup:
                 "r0": float(np.sum((self.x0 - self.reference.x_star) ** 2)), "f_star": self.reference.F_star,
                 "sum_sq_local_grads_star": self.reference.sum_sq_local_grads,
                 "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate,
-                "bound_quantity": self.bound.quantity, "send_ids": m.sends_ids,
+                "bound_quantity": self.bound.quantity, "send_ids": m.sends_ids, "codec": m.codec.label,
+                "omega": m.codec.omega(m.values_per_message) if m.codec.omega(m.values_per_message) is not None
+                else float("nan"), "bits_per_value": m.codec.value_bits,
                 "null_space_dim": Z.shape[1] if Z is not None else -1, "null_space": how, **m.derived_params()}
+
+
+def _codec_bound(ctx, cls, method, bound):
+    """The bound with a lossy codec: the method's own where its theory carries omega (``Method.codec_theory``) and
+    the codec is unbiased; otherwise a NoBound that says why (a biased codec, or no derivation for the method)."""
+    from .theory import NoBound
+
+    if ctx.codec.exact or (cls.codec_theory and ctx.omega is not None):
+        return bound
+    why = (f"messages.codec={ctx.codec.label} is biased (deterministic rounding): no bound is derived with it"
+           if ctx.omega is None else f"no bound is derived for {cls.name} with messages.codec={ctx.codec.label}")
+    return NoBound(theorem=why, gamma_theory=bound.gamma_theory, gamma=method.gamma, quantity=bound.quantity)
 
 
 def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None = None,
@@ -143,7 +158,9 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     regularizer = problem.reg
     ctx = Context(algorithm=cls.name, problem=problem, reference=None, n=n, blocks=blocks, tau=tau, tau_m=tau_m,
                   step_multiplier=spec.step.multiplier, step_rule=spec.step.rule, step_L=spec.step.L, seed=spec.seed,
-                  send_ids=spec.messages.send_ids, options=spec.algorithm, regularizer=regularizer, data=data)
+                  send_ids=spec.messages.send_ids, options=spec.algorithm, regularizer=regularizer, data=data,
+                  codec=spec.messages.make_codec())
+    ctx.omega = ctx.codec.omega(cls.message_values(ctx))
     problem.check_constants()                      # L, mu, kappa finite and > 0, before the reference solve
     cls.check(ctx)                                 # what the method needs, before the reference solve
     if reference is None:
@@ -158,6 +175,7 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     ctx.reference = reference
     ctx.x0 = problem.start()
     method, bound = cls.configure(ctx)
+    bound = _codec_bound(ctx, cls, method, bound)
     if not (np.isfinite(method.gamma) and method.gamma > 0):   # a last guard: never run with a NaN/inf/0 step
         raise ConfigError("step.multiplier", f"The stepsize of algorithm={cls.name} must be a finite number > 0; got "
                                              f"gamma = {method.gamma!r} (L = {problem.L!r}, mu = {problem.mu!r}, "

@@ -130,11 +130,14 @@ def _pool(job, setup, stop):
 
 
 def _uplink_convention(method) -> str:
+    c = method.codec
+    per = "values x 8 B" if c.exact else (f"values x {c.value_bits} bits ({c.label}"
+                                          + (f", + {c.header_bits // 8} B per message)" if c.header_bits else ")"))
     if method.sends_ids:
-        return "values x 8 B + block ids x 4 B (none when dense)"
+        return f"{per} + block ids x 4 B (none when dense)"
     if method.tau_m == method.blocks.m:
-        return "values x 8 B (all blocks: no ids)"
-    return "values x 8 B (block ids recomputed by the master)"
+        return f"{per} (all blocks: no ids)"
+    return f"{per} (block ids recomputed by the master)"
 
 
 def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
@@ -174,6 +177,10 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
                "uplink_bytes_total": last["uplink_bytes"],
                "uplink_bytes_per_worker_max": float(result.uplink_per_worker.max()),
                "uplink_ratio_to_dense": last["uplink_bytes"] / max(1, result.iterations * method.n * setup.problem.d * 8),
+               # what tau alone would send (float64 values) against dense float64, and the codec's share of that
+               "uplink_ratio_tau_only": last["uplink_bytes_float64"] / max(1, result.iterations * method.n
+                                                                            * setup.problem.d * 8),
+               "uplink_ratio_codec": last["uplink_bytes"] / max(1.0, last["uplink_bytes_float64"]),
                "wall_s_total": last["wall_s"] + observer.shift}
     if pool.name == "dask":   # the Dask engine measured what it received
         traffic = pool.traffic()
@@ -182,7 +189,7 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
                            "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(reply)) per host reply, "
                                                         f"every {pool.measure_every} rounds"})
     logger.log_metrics(summary, step=result.iterations)
-    logger.log_dict({str(i): int(b) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
+    logger.log_dict({str(i): (int(b) if float(b).is_integer() else float(b)) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived, bound)
     if not result.converged:
         note = f"max_iter={job.max_iter} reached before tol={job.tol} (predicted iterations: {predicted})"

@@ -9,7 +9,8 @@ KEYS = {"n": "workers.n", "block_size": "blocks.size", "lam": "problem.lam", "sp
         "split_seed": "workers.split_seed", "tau": "tau", "seed": "seed", "step_multiplier": "step.multiplier",
         "step_rule": "step.rule", "step_L": "step.L", "reg": "problem.reg", "reg_strength": "problem.reg_strength",
         "reg_l2": "problem.reg_l2", "box": "problem.box", "loss": "problem.loss", "penalty": "problem.penalty",
-        "send_ids": "messages.send_ids", "max_iter": "max_iter", "tol": "tol"}
+        "send_ids": "messages.send_ids", "codec": "messages.codec", "levels": "messages.levels",
+        "max_iter": "max_iter", "tol": "tol"}
 
 
 def spec(algorithm: str = "isega", *, options: dict | None = None, data: str = "breast_cancer", **kw) -> RunSpec:

@@ -340,6 +340,16 @@ def _ignores_sigint(pid) -> bool:
     return bool(mask & (1 << (signal.SIGINT - 1)))
 
 
+def _spawned(child) -> bool:
+    """A multiprocessing spawn child (a short-lived helper may exit, or be a zombie, while it is looked at)."""
+    import psutil
+
+    try:
+        return any("spawn_main" in a for a in child.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return False
+
+
 def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
     """SIGINT to the process group while the LocalCluster starts (its two worker processes spawned and already
     ignoring SIGINT, still importing): the client takes it once the cluster is up and closes it quietly (interrupted
@@ -352,8 +362,7 @@ def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
     try:
         deadline = time.time() + 90
         while time.time() < deadline:
-            spawned = [c for c in psutil.Process(proc.pid).children(recursive=True)
-                       if any("spawn_main" in a for a in c.cmdline())]
+            spawned = [c for c in psutil.Process(proc.pid).children(recursive=True) if _spawned(c)]
             if len(spawned) >= 2 and all(_ignores_sigint(c.pid) for c in spawned):
                 break
             time.sleep(0.05)

@@ -51,7 +51,7 @@ class RunResult:
         The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s, the
         engine's counters; ``lyapunov`` where the theorem has one, ``subopt_avg`` for ISGD, ``delay_mean`` and
         ``delay_max`` for asynchronous methods).
-    uplink_per_worker : ndarray of int64, shape (n,)
+    uplink_per_worker : ndarray of float64, shape (n,)
         Bytes each worker sent in total.
     iterates : list of ndarray, optional
         Every measured iterate x^0..x^T when asked for (tests).
@@ -151,8 +151,9 @@ class MasterLoop:
         self.r0 = float(np.sum((self.x - reference.x_star) ** 2))
         self.target = options.tol * self.r0 if options.tol > 0 else -math.inf   # tol = 0: never stops early
         self.n, self.d = method.n, problem.d
-        self.uplink = np.zeros(self.n, dtype=np.int64)
+        self.uplink = np.zeros(self.n)   # bytes (float: coded values need not fill whole bytes)
         self.models_sent = 0
+        self.uplink64 = 0.0     # what the same messages would cost as float64 values (the tau-only uplink)
         self.version, self.received = 0, np.zeros(self.n, dtype=np.int64)   # asynchronous delays
         self.delays = []
         self.idle = np.arange(self.n)                     # the workers that get the next model
@@ -184,14 +185,15 @@ class MasterLoop:
 
     def counters(self) -> dict:
         """The cumulative counters of the run so far (continued from a resumed checkpoint's)."""
-        out = {"wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s, **self.engine.counters()}
+        out = {"wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s,
+               "uplink_bytes_float64": self.uplink64, **self.engine.counters()}
         return {k: v + self.offsets.get(k, 0) for k, v in out.items()}
 
     def record(self, dist_sq: float, memory: float | None) -> None:
         t, z = self.t, self.current()
         rec = {"step": t, "dist_sq": dist_sq, "subopt": self.problem.F(z) - self.ref.F_star,
                "bound": self.bound(t) if self.bound is not None else math.nan,
-               "uplink_bytes": int(self.uplink.sum()), "downlink_bytes": int(self.models_sent * self.d * VALUE_BYTES),
+               "uplink_bytes": _bytes(self.uplink.sum()), "downlink_bytes": int(self.models_sent * self.d * VALUE_BYTES),
                **self.counters()}
         if self.null_basis is not None:
             rec["dist_sq_null"] = float(np.sum((self.null_basis.T @ (z - self.ref.x_star)) ** 2))
@@ -242,6 +244,7 @@ class MasterLoop:
         self.version += 1
         self.idle = batch.workers
         sent = batch.bytes_per_worker(self.method.blocks.m)
+        self.uplink64 += sent.sum() if batch.codec.exact else batch.float64_bytes(self.method.blocks.m)
         if self.method.asynchronous:
             np.add.at(self.uplink, batch.workers, sent)
         else:                                     # a synchronous batch holds each worker once
@@ -313,3 +316,9 @@ def run(method, engine: Engine, problem, reference, bound=None, *, x0, max_iter:
     """
     loop = MasterLoop(method, engine, problem, reference, bound, x0, RunOptions(max_iter=max_iter, tol=tol, **options))
     return loop.run()
+
+
+def _bytes(total: float):
+    """A byte count as logged: an int when whole (float64 and float32 messages), else the float (9-bit codes)."""
+    total = float(total)
+    return int(total) if total.is_integer() else total

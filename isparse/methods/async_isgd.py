@@ -26,6 +26,7 @@ class AsyncISGD(ISGD):
 
     name = "async_isgd"
     asynchronous = True
+    codec_theory = False
 
     def master_init(self, x0):
         return None

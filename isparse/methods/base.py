@@ -39,7 +39,8 @@ from ..blocks import BlockPartition
 from ..errors import ConfigError
 from ..messages import BLOCK_ID_DTYPE, Messages
 from ..params import Nullable, Section, Text, param
-from ..sampling import BLOCKS, Sampler
+from ..codecs import FLOAT64, Codec
+from ..sampling import BLOCKS, CODEC, Sampler
 from ..theory import NoBound
 
 
@@ -95,6 +96,10 @@ class Context:
         ``step.L``: the stepsize's L is max_i L_i (shards) or L_f of f itself (f).
     seed : int
     send_ids : bool
+    codec : Codec
+        ``messages.codec`` (``isparse.codecs``).
+    omega : float or None
+        The codec's omega for this method's messages (0 for float64, None for a biased codec): set by ``build``.
     options : AlgorithmOptions
         The method's own options (``batch``, ``schedule``, ``alpha``, ``rho``, ...), checked.
     regularizer : Regularizer
@@ -119,6 +124,12 @@ class Context:
     data: object = None
     x0: np.ndarray | None = None
     cache: dict = field(default_factory=dict)   # what a method derives once per build (e.g. the whole-data problem)
+    codec: Codec = FLOAT64
+    omega: Optional[float] = 0.0
+
+    def common(self) -> dict:
+        """The keyword arguments every method's constructor takes from the run: seed, send_ids, codec."""
+        return dict(seed=self.seed, send_ids=self.send_ids, codec=self.codec)
 
     @property
     def r0(self) -> float:
@@ -128,7 +139,7 @@ class Context:
         """The keyword constants the theory functions take."""
         p = self.problem
         return dict(L=p.L, mu=p.mu, n=self.n, tau=self.tau, r0=self.r0,
-                    sum_sq_local_grads=self.reference.sum_sq_local_grads, **extra)
+                    sum_sq_local_grads=self.reference.sum_sq_local_grads, omega=self.omega or 0.0, **extra)
 
 
 class Method:
@@ -148,6 +159,8 @@ class Method:
         Seed of every random draw (``isparse.sampling.Sampler``).
     send_ids : bool
         Send the block ids with the values (the old convention); default False: values only.
+    codec : Codec
+        How each value is coded on the wire (``isparse.codecs``; default float64, exact).
 
     Class attributes (the algorithm box)
     ------------------------------------
@@ -175,12 +188,36 @@ class Method:
     derivable_ids = True
     smoothness = "L"        # which constant of the problem is "L" in the stepsize: L (of f_i) or L_example (of f_ij)
     step_L_choice = True    # step.L=f is allowed (the stepsize takes L through smooth(); not IASGD's rho)
+    #: the stepsize rule and the bound take the codec's omega (derived in ``isparse.theory``); otherwise a lossy
+    #: codec leaves the run without a bound (``isparse.setup.build`` says so in its NoBound)
+    codec_theory = False
 
     def __init__(self, n: int, blocks: BlockPartition, tau_m: int, gamma: float, *, seed: int = 0,
-                 send_ids: bool = False):
+                 send_ids: bool = False, codec: Codec = FLOAT64):
         self.n, self.blocks, self.tau_m, self.gamma = int(n), blocks, int(tau_m), float(gamma)
-        self.seed, self.send_ids = int(seed), bool(send_ids)
+        self.seed, self.send_ids, self.codec = int(seed), bool(send_ids), codec
         self.sampler = Sampler(self.seed)
+
+    @property
+    def values_per_message(self) -> int:
+        """The most values one worker sends in a round: tau*m blocks (at most d coordinates)."""
+        return min(self.blocks.d, self.tau_m * self.blocks.size)
+
+    @classmethod
+    def message_values(cls, ctx) -> int:
+        """:attr:`values_per_message` of the run ``ctx`` (what the codec's omega is computed for)."""
+        return min(ctx.problem.d, ctx.tau_m * ctx.blocks.size)
+
+    @property
+    def omega(self) -> float:
+        """The codec's omega for this method's messages; 0 for float64 and for a biased codec (which has none)."""
+        w = self.codec.omega(self.values_per_message)
+        return 0.0 if w is None else w
+
+    @property
+    def lossy_unbiased(self) -> bool:
+        """The codec is random and unbiased (natural, dither): a memory moves by 1/(1 + omega) of a decoded value."""
+        return self.codec.unbiased and not self.codec.exact
 
     @property
     def tau(self) -> float:
@@ -245,8 +282,20 @@ class Method:
         """The batch of the hosted workers: ``values`` (worker-major, block order) on their block sets U."""
         counts = np.bincount(owner, minlength=data.k).astype(np.int32)
         blocks = U.astype(BLOCK_ID_DTYPE) if self.sends_ids else None
-        return Messages(data.ids.astype(np.int32), int(t), counts, np.ascontiguousarray(values, dtype=np.float64),
-                        blocks)
+        return self.encode(data.ids, t, counts, values, blocks)
+
+    def encode(self, ids, t: int, counts: np.ndarray, values: np.ndarray, blocks=None) -> Messages:
+        """The batch of the workers ``ids``, coded by ``self.codec``; a random codec draws one uniform per value from
+        stream ``CODEC`` keyed by (seed, i, t), :attr:`values_per_message` per worker whatever it sends, so a worker's
+        draws do not depend on its host. The result's ``values`` are the decoded ones (what the master sees, what a
+        worker's memory must move by)."""
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        ids = np.asarray(ids)
+        u = None
+        if self.codec.random:
+            q = self.values_per_message
+            u = self.sampler.uniforms(CODEC, ids, t, q)[np.arange(q) < counts[:, None]]
+        return Messages.encoded(ids.astype(np.int32), int(t), counts, values, blocks, codec=self.codec, uniforms=u)
 
     def coords_of(self, batch: Messages) -> np.ndarray:
         """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t)."""
@@ -353,9 +402,15 @@ class Method:
     def configure(cls, ctx: Context):
         """(method, bound) for the run described by ``ctx``: gamma = multiplier x the rule's gamma."""
         rule = cls.stepsize_rule(ctx.step_rule)
-        gamma = ctx.step_multiplier * rule(cls.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau)
-        method = cls(ctx.n, ctx.blocks, ctx.tau_m, gamma, seed=ctx.seed, send_ids=ctx.send_ids, **cls.options_of(ctx))
+        gamma = ctx.step_multiplier * rule(cls.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau, **cls.omega_kw(ctx))
+        method = cls(ctx.n, ctx.blocks, ctx.tau_m, gamma, **ctx.common(), **cls.options_of(ctx))
         return method, cls.bound(ctx, method)
+
+    @classmethod
+    def omega_kw(cls, ctx: Context) -> dict:
+        """``{"omega": omega}`` for a method whose rules take the codec's omega and a codec that has one (unbiased);
+        else nothing (today's rules)."""
+        return {"omega": ctx.omega} if cls.codec_theory and ctx.omega else {}
 
     @classmethod
     def stepsize_rule(cls, rule: str):

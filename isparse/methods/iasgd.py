@@ -61,7 +61,8 @@ class IASGD(ISGD):
     """
 
     name = "iasgd"
-    step_L_choice = False   # its step is 1/(rho L) with the strong-growth constant rho of max_i L_i's problem
+    step_L_choice = False
+    codec_theory = False   # its step is 1/(rho L) with the strong-growth constant rho of max_i L_i's problem
     options = IasgdOptions
 
     def __init__(self, n, blocks, tau_m, gamma=None, *, L, mu, rho, batch=1, l_min=1, **common):
@@ -120,7 +121,7 @@ class IASGD(ISGD):
     def configure(cls, ctx):
         p = ctx.problem
         rho, computed = cls.rho_of(ctx)
-        method = cls(ctx.n, ctx.blocks, ctx.tau_m, seed=ctx.seed, send_ids=ctx.send_ids, L=p.L, mu=p.mu, rho=rho,
+        method = cls(ctx.n, ctx.blocks, ctx.tau_m, **ctx.common(), L=p.L, mu=p.mu, rho=rho,
                      batch=cls.batch_of(ctx), l_min=min(s.l for s in p.shards))
         bound = iasgd_bound(rho=rho, rho_is_computed=computed, subopt0=p.F(ctx.x0) - ctx.reference.F_star,
                             **ctx.constants())

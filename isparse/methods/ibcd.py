@@ -22,6 +22,7 @@ class IBCD(Method):
     name = "ibcd"
     stepsize = staticmethod(theorem1_stepsize)
     theorem = "Theorem 1 (IBCD)"
+    codec_theory = True
 
     def worker_step(self, data, state, x, t, donate=False):
         U = self.sample(data.ids, t)                             # line 3: U_i^t, tau*m-nice, every hosted i

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..messages import Messages
 from ..sampling import COINS
 from .ibcd import IBCD
 
@@ -38,7 +37,16 @@ class IBGD(IBCD):
         G = data.grads(x, send)                                  # grad f_i(x^t) of the workers with theta_i^t = 1
         counts = np.zeros(data.k, np.int32)
         counts[send] = self.blocks.d
-        return Messages(data.ids.astype(np.int32), int(t), counts, G.ravel()), state
+        return self.encode(data.ids, t, counts, G.ravel()), state
+
+    @property
+    def values_per_message(self) -> int:
+        """A sender sends its whole gradient: d values."""
+        return self.blocks.d
+
+    @classmethod
+    def message_values(cls, ctx) -> int:
+        return ctx.problem.d
 
     def coords_of(self, batch):
         send = self.senders(batch.workers, batch.t)

@@ -10,7 +10,9 @@ h_bar = (1/n) sum_i h_i and forms the unbiased estimate
     x^{t+1} = \\operatorname{prox}_{\\gamma R}(x^t - \\gamma g), \\qquad
     \\bar h \\leftarrow \\bar h + \\frac1n \\sum_i \\Delta_i,
 
-which is (1/n) sum_i g_i with g_i = h_i + (1/tau)(grad f_i(x) - h_i)_{U_i}. The memories learn
+which is (1/n) sum_i g_i with g_i = h_i + (1/tau)(grad f_i(x) - h_i)_{U_i}. With a lossy codec
+(``messages.codec``) Delta_i is what the master decodes, Q(Delta_i), and both the worker's h_i and h_bar move by
+it (by 1/(1 + omega) of it for a random unbiased codec: ``isparse.theory.theorem3``), so they stay in step. The memories learn
 grad f_i(x*), so ISEGA converges to x* without Assumption 2 (Theorem 3,
 ``isparse.theory.theorem3``). h_i^0 = 0. With tau = 1, g = grad f(x) and this is proximal
 gradient descent with step gamma.
@@ -62,6 +64,7 @@ class ISEGA(Method):
     stepsize = staticmethod(theorem3_stepsize)
     paper_stepsize = staticmethod(isega_paper_stepsize)
     state_text = "the memories h_i, n x d"
+    codec_theory = True
 
     @classmethod
     def state_bytes(cls, ctx):
@@ -84,8 +87,18 @@ class ISEGA(Method):
         g = self.local_grads_at(data, x, U, pw, pc)                  # grad f_i(x^t), only on U_i
         h = state.h if donate else state.h.copy()
         delta = g - h[pw, pc]                                     # Delta_i = (grad f_i(x^t) - h_i^t)_{U_i}
-        h[pw, pc] = g                                             # h_i^{t+1} = h_i^t + Delta_i
-        return self.messages(data, t, U, pw, delta), IsegaWorkerState(h)
+        batch = self.messages(data, t, U, pw, delta)
+        if self.codec.exact:
+            h[pw, pc] = g                                         # h_i^{t+1} = h_i^t + Delta_i
+        else:                                                     # + what the master decodes, Q(Delta_i) x rate
+            h[pw, pc] += self.memory_rate * batch.values
+        return batch, IsegaWorkerState(h)
+
+    @property
+    def memory_rate(self) -> float:
+        """The share of a decoded message the memories move by: 1, or 1/(1 + omega) with a random unbiased codec
+        (what Theorem 3 with a codec needs; ``isparse.theory.theorem3``)."""
+        return 1.0 / (1.0 + self.omega) if self.lossy_unbiased else 1.0
 
     def master_init(self, x0):
         return IsegaMasterState(h_bar=np.zeros_like(x0))
@@ -94,7 +107,8 @@ class ISEGA(Method):
         S = self.aggregate(batch)                                 # sum_i Delta_i
         g = state.h_bar + S / (self.n * self.tau)                 # (1/n) sum_i g_i, unbiased
         x_new = self.reg.prox(x - self.gamma * g, self.gamma)
-        return x_new, IsegaMasterState(h_bar=state.h_bar + S / self.n)
+        return x_new, IsegaMasterState(h_bar=state.h_bar + (S / self.n if self.memory_rate == 1.0
+                                                                   else (self.memory_rate / self.n) * S))
 
     # Theorem 3's Lyapunov function: the memory part sum_i ||h_i - grad f_i(x*)||^2
     @staticmethod

@@ -64,6 +64,7 @@ class ISGD(Method):
     stepsize = staticmethod(theorem1_stepsize)
     paper_stepsize = staticmethod(sgd_effective_paper_stepsize)   # takes L_f, the smoothness of f (see configure)
     paper_literal_stepsize = staticmethod(sgd_paper_stepsize)
+    codec_theory = True
 
     def __init__(self, n, blocks, tau_m, gamma, *, batch=1, schedule=None, l_min=1, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)
@@ -114,7 +115,7 @@ class ISGD(Method):
         p, n, tau = ctx.problem, ctx.n, ctx.tau
         schedule = None
         if cls.decreasing(ctx):
-            a, c = isgd_schedule(cls.smooth(ctx), p.mu, n, tau)
+            a, c = isgd_schedule(cls.smooth(ctx), p.mu, n, tau, **cls.omega_kw(ctx))
             schedule = (a / ctx.step_multiplier, c / ctx.step_multiplier)
             gamma = 1.0 / schedule[0]                     # gamma_0 of the decreasing schedule
         elif p.mu <= 0:                                    # non-convex: Theorem 7's stepsize
@@ -123,8 +124,9 @@ class ISGD(Method):
             rule = cls.stepsize_rule(ctx.step_rule)
             # step.rule=paper: gamma tau = one-worker SGD's 1/(5 L_f), L_f of f itself; else step.L's
             L = p.L_f if rule is cls.paper_stepsize else cls.smooth(ctx)
-            gamma = ctx.step_multiplier * rule(L, p.mu, n, tau)
-        method = cls(n, ctx.blocks, ctx.tau_m, gamma, seed=ctx.seed, send_ids=ctx.send_ids, batch=cls.batch_of(ctx),
+            omega = cls.omega_kw(ctx) if rule is cls.stepsize else {}     # the paper's steps are the plots' own
+            gamma = ctx.step_multiplier * rule(L, p.mu, n, tau, **omega)
+        method = cls(n, ctx.blocks, ctx.tau_m, gamma, **ctx.common(), batch=cls.batch_of(ctx),
                      schedule=schedule, l_min=min(s.l for s in p.shards))
         return method, cls.bound(ctx, method)
 

@@ -42,13 +42,20 @@ def shared_bcd_stepsize(L, mu, n, tau):
     return 1.0 / L
 
 
-def diana_stepsize(L, mu, n, tau):
-    """gamma = 1/(L(1 + 2 omega/n)), omega = 1/tau - 1 (DIANA with alpha = 1/(omega + 1))."""
-    return 1.0 / (L * (1.0 + 2.0 * (1.0 / tau - 1.0) / n))
+def diana_omega(tau, omega=0.0):
+    """omega_D of DIANA's compressor C(v) = (1/tau) Q(v_U): (1 + omega)/tau - 1 (= 1/tau - 1 without a codec), since
+    E||C(v)||^2 <= ((1 + omega)/tau) ||v||^2 and E C(v) = v."""
+    return (1.0 + omega) / tau - 1.0
+
+
+def diana_stepsize(L, mu, n, tau, omega=0.0):
+    """gamma = 1/(L(1 + 2 omega_D/n)), omega_D = (1 + omega)/tau - 1 (DIANA with alpha = 1/(omega_D + 1))."""
+    return 1.0 / (L * (1.0 + 2.0 * diana_omega(tau, omega) / n))
 
 
 def ef21_stepsize(L, mu, n, tau):
-    """gamma = min{1/(L(1 + sqrt(2 beta/theta))), theta/(2 mu)} (EF21, PL case), alpha = tau."""
+    """gamma = min{1/(L(1 + sqrt(2 beta/theta))), theta/(2 mu)} (EF21, PL case), with the compressor's contraction
+    alpha in the place of ``tau`` (alpha = tau for Top-K alone; ``EF21.contraction`` with a codec)."""
     if tau >= 1.0:
         return 1.0 / L
     theta = 1.0 - math.sqrt(1.0 - tau)
@@ -86,13 +93,16 @@ class DIANA(ISEGA):
 
     def __init__(self, n, blocks, tau_m, gamma, *, reg=None, alpha=None, **common):
         super().__init__(n, blocks, tau_m, gamma, reg=reg, **common)
-        self.alpha = self.tau if alpha is None else float(alpha)
+        self.alpha = 1.0 / (diana_omega(self.tau, self.omega) + 1.0) if alpha is None else float(alpha)
 
     @classmethod
     def check(cls, ctx):
-        """DIANA's theory needs alpha <= 1/(omega + 1) = tau: checked once tau is known (before any work)."""
+        """DIANA's theory needs alpha <= 1/(omega_D + 1) = tau/(1 + omega): checked once tau is known (before any
+        work)."""
         if ctx.options.alpha is not None:
-            check_range("algorithm.alpha", ctx.options.alpha, 0.0, ctx.tau, high_text="1/(omega+1) = tau",
+            top = 1.0 / (diana_omega(ctx.tau, ctx.omega or 0.0) + 1.0)
+            check_range("algorithm.alpha", ctx.options.alpha, 0.0, top,
+                        high_text="1/(omega+1) = tau" if not ctx.omega else "1/(omega_D+1) = tau/(1 + omega)",
                         low_open=True)
         super().check(ctx)
 
@@ -105,9 +115,10 @@ class DIANA(ISEGA):
         pc, pw = self.coords_batch(U)
         g = self.local_grads_at(data, x, U, pw, pc)
         h = state.h if donate else state.h.copy()
-        delta = g - h[pw, pc]                             # sent: (grad f_i - h_i)_U; Q = (1/tau) of it
-        h[pw, pc] += (self.alpha / self.tau) * delta      # h_i += alpha Q(grad f_i - h_i)
-        return self.messages(data, t, U, pw, delta), IsegaWorkerState(h)
+        delta = g - h[pw, pc]                             # sent: (grad f_i - h_i)_U; C = (1/tau) of it
+        batch = self.messages(data, t, U, pw, delta)      # decoded: Q((grad f_i - h_i)_U)
+        h[pw, pc] += (self.alpha / self.tau) * batch.values   # h_i += alpha C(grad f_i - h_i)
+        return batch, IsegaWorkerState(h)
 
     def master_step(self, state, x, batch, donate=False):
         S = self.aggregate(batch)
@@ -116,6 +127,7 @@ class DIANA(ISEGA):
         return x_new, IsegaMasterState(h_bar=state.h_bar + (self.alpha / (self.n * self.tau)) * S)
 
     worker_targets = worker_memory = None
+    codec_theory = True     # omega_D = (1 + omega)/tau - 1 in its stepsize and alpha (no bound is logged for DIANA)
 
     @classmethod
     def bound(cls, ctx, method):
@@ -136,6 +148,37 @@ class EF21(Method):
     stepsize = staticmethod(ef21_stepsize)
     derivable_ids = False
     state_text = "the estimates g_i, n x d"
+    codec_theory = True     # the contraction with a codec in its stepsize (no bound is logged for EF21)
+
+    @property
+    def codec_scale(self) -> float:
+        """What a decoded value is multiplied by: 1/(1 + omega) for a random unbiased codec (so that the composition
+        is contractive, see :meth:`contraction`), else 1."""
+        return 1.0 / (1.0 + self.omega) if self.lossy_unbiased else 1.0
+
+    @staticmethod
+    def contraction(tau: float, codec, q: int) -> float:
+        """alpha of E||C(v) - v||^2 <= (1 - alpha)||v||^2 for C = the codec after Top-K (tau of the blocks):
+
+        - Top-K alone: alpha = tau (the kept blocks hold at least tau of ||v||^2);
+        - an unbiased Q with omega, scaled by 1/(1 + omega): with y = TopK(v) (disjoint from v - y, and Q keeps y's
+          support), E||Q(y)/(1 + omega) - v||^2 = E||Q(y)/(1 + omega) - y||^2 + ||v - y||^2
+          <= (1 - 1/(1 + omega))||y||^2 + ||v||^2 - ||y||^2 <= (1 - tau/(1 + omega))||v||^2: alpha = tau/(1 + omega);
+        - a deterministic rounding with ||Q(y) - y|| <= delta ||y|| (float32, bfloat16): alpha = tau (1 - delta^2).
+        """
+        if codec.exact:
+            return tau
+        omega = codec.omega(q)
+        if codec.unbiased and omega is not None:
+            return tau / (1.0 + omega)
+        return tau * (1.0 - codec.relative_error() ** 2)
+
+    @classmethod
+    def configure(cls, ctx):
+        alpha = cls.contraction(ctx.tau, ctx.codec, cls.message_values(ctx))
+        gamma = ctx.step_multiplier * ef21_stepsize(cls.smooth(ctx), ctx.problem.mu, ctx.n, alpha)
+        method = cls(ctx.n, ctx.blocks, ctx.tau_m, gamma, **ctx.common(), **cls.options_of(ctx))
+        return method, cls.bound(ctx, method)
 
     @classmethod
     def state_bytes(cls, ctx):
@@ -151,13 +194,14 @@ class EF21(Method):
         U = np.sort(np.argsort(-norms, axis=1, kind="stable")[:, : self.tau_m], axis=1)   # Top-K blocks by norm
         pc, pw = self.coords_batch(U)
         g = state.g if donate else state.g.copy()
-        sent = diff[pw, pc]
-        g[pw, pc] += sent
-        return self.messages(data, t, U, pw, sent), Ef21WorkerState(g)
+        batch = self.messages(data, t, U, pw, diff[pw, pc])
+        g[pw, pc] += batch.values if self.codec_scale == 1.0 else self.codec_scale * batch.values
+        return batch, Ef21WorkerState(g)
 
     def master_init(self, x0):
         return IsegaMasterState(h_bar=np.zeros_like(x0))   # h_bar = (1/n) sum_i g_i
 
     def master_step(self, state, x, batch, donate=False):
-        g_bar = state.h_bar + self.aggregate(batch) / self.n
+        g_bar = state.h_bar + (self.codec_scale / self.n) * self.aggregate(batch) if self.codec_scale != 1.0 \
+            else state.h_bar + self.aggregate(batch) / self.n
         return x - self.gamma * g_bar, IsegaMasterState(h_bar=g_bar)

@@ -20,6 +20,14 @@ Non-convex f (Theorem 7, derived): for gamma <= 1/(L(tau + (1 - tau)/n)),
 x_hat^t uniform over x^0..x^t (so the left side is the average of ||grad f(x^s)||^2, logged as
 ``grad_norm_sq_avg``) and nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2. f* is replaced by a lower
 bound (0 for non-negative losses and penalties), which keeps the bound valid.
+
+With a codec (``messages.codec``, derived; docs/algorithms.md §7). A worker sends Q((g_i)_U), Q unbiased and drawn
+independently of U and of the minibatch, E||Q(w) - w||^2 <= omega ||w||^2. Its variance around tau grad f_i is
+E||Q(g_U) - tau grad f_i||^2 <= (1 + omega) tau E||g_i||^2 - tau^2 ||grad f_i||^2
+= tau(1 - tau + omega)||grad f_i||^2 + (1 + omega) tau sigma_i^2, so in both strongly convex bounds (1 - tau)
+becomes (1 - tau + omega) and sigma^2 becomes (1 + omega) sigma^2: gamma <= 1/(2L(tau + 2(1 - tau + omega)/n)),
+D = (1 + omega) sigma^2 + (1 - tau + omega)(2/n) sum_i ||grad f_i(x*)||^2, and a = 2(tau + 2(1 - tau + omega)/n) L
+for Theorem 6. The non-convex bound is not derived with a codec (no bound is logged then).
 """
 
 from __future__ import annotations
@@ -30,9 +38,9 @@ from .bound import LinearBound, NoBound, SublinearBound
 from .theorem1 import theorem1_stepsize
 
 
-def isgd_schedule(L: float, mu: float, n: int, tau: float) -> tuple[float, float]:
-    """(a, c) of Theorem 6: gamma_t = 1/(a + c t)."""
-    return 2.0 * (tau + 2.0 * (1.0 - tau) / n) * L, mu * tau / 4.0
+def isgd_schedule(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> tuple[float, float]:
+    """(a, c) of Theorem 6: gamma_t = 1/(a + c t) (omega of the codec: derived, see the module docstring)."""
+    return 2.0 * (tau + 2.0 * (1.0 - tau + omega) / n) * L, mu * tau / 4.0
 
 
 def theorem7_stepsize(L: float, mu: float, n: int, tau: float) -> float:
@@ -42,11 +50,14 @@ def theorem7_stepsize(L: float, mu: float, n: int, tau: float) -> float:
 
 def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float, sum_sq_local_grads: float,
                sigma_sq: float, decreasing: bool = False, nu_sq: float = math.nan, f0_minus_low: float = math.nan,
-               **_ignored):
+               omega: float = 0.0, **_ignored):
     """The constant-step bound on dist_sq, Theorem 6's bound on subopt of x_hat (``subopt_avg``), or, for a
     non-convex f (mu = 0), the Theorem 7 bound on the average squared gradient norm (``grad_norm_sq_avg``)."""
     if mu <= 0:
         gamma_max = theorem7_stepsize(L, mu, n, tau)
+        if omega > 0:
+            return NoBound(theorem="Theorem 7 (non-convex ISGD) is not derived with a codec", gamma_theory=gamma_max,
+                           gamma=gamma, quantity="grad_norm_sq_avg")
         if decreasing or not math.isfinite(sigma_sq):
             return NoBound(theorem="Theorem 7 (non-convex ISGD) is for a constant step and bounded noise",
                            gamma_theory=gamma_max, gamma=gamma, quantity="grad_norm_sq_avg")
@@ -56,12 +67,13 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
                               derivation="isparse/theory/isgd.py (Theorem 7 of arXiv:1901.09437 restated, f* -> 0)",
                               applicable=gamma <= gamma_max * (1 + 1e-12), neighbourhood=floor,
                               formula=lambda t: 2.0 * f0_minus_low / (gamma * tau * (t + 1)) + floor)
-    D = sigma_sq + (1.0 - tau) * (2.0 / n) * sum_sq_local_grads
+    D = (1.0 + omega) * sigma_sq + (1.0 - tau + omega) * (2.0 / n) * sum_sq_local_grads
+    with_codec = f", with the codec's omega = {omega:.4g} (docs/algorithms.md §7)" if omega > 0 else ""
     if not math.isfinite(D):
         return NoBound(theorem="ISGD: the minibatch noise of this loss has no uniform bound", gamma_theory=gamma,
                        gamma=gamma)
     if decreasing:
-        a, c = isgd_schedule(L, mu, n, tau)
+        a, c = isgd_schedule(L, mu, n, tau, omega)
 
         def formula(t, a=a, c=c):
             first = a * a * (1.0 - tau * mu / a) * r0 / (tau * (t + 1) * a + 0.5 * c * tau * t * (t + 1))
@@ -69,10 +81,12 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
             return first + second
 
         return SublinearBound(theorem="Theorem 6 (ISGD, decreasing steps), arXiv:1901.09437", quantity="subopt_avg",
-                              gamma_theory=1.0 / a, gamma=gamma, applicable=True, formula=formula)
-    gamma_max = theorem1_stepsize(L, mu, n, tau)
+                              gamma_theory=1.0 / a, gamma=gamma, applicable=True, formula=formula,
+                              **(dict(source="derived", derivation="isparse/theory/isgd.py (Theorem 6" + with_codec
+                                      + ")") if omega > 0 else {}))
+    gamma_max = theorem1_stepsize(L, mu, n, tau, omega)
     return LinearBound(theorem="ISGD constant step, derived from Lemma 2 of arXiv:1901.09437", quantity="dist_sq",
                        gamma_theory=gamma_max, gamma=gamma, applicable=gamma <= gamma_max * (1 + 1e-12),
                        source="derived", derivation="isparse/theory/isgd.py (Lemma 2 as in theorem1.py, plus the "
-                                                    "minibatch noise sigma^2)",
+                                                    "minibatch noise sigma^2" + with_codec + ")",
                        rate=1.0 - gamma * tau * mu, initial=r0, neighbourhood=gamma * D / (n * mu))

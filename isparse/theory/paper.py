@@ -16,9 +16,9 @@ from __future__ import annotations
 from .theorem3 import theorem3_stepsize
 
 
-def isega_paper_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """gamma = 4 x Theorem 3's gamma (the paper's ISEGA plots)."""
-    return 4.0 * theorem3_stepsize(L, mu, n, tau)
+def isega_paper_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
+    """gamma = 4 x Theorem 3's gamma (the paper's ISEGA plots); with a codec, 4 x its gamma at tau/(1 + omega)."""
+    return 4.0 * theorem3_stepsize(L, mu, n, tau, omega)
 
 
 def sgd_paper_stepsize(L: float, mu: float, n: int, tau: float) -> float:

@@ -1,0 +1,310 @@
+"""Value codecs of the uplink: how each sent value is coded on the wire (``messages.codec``; docs/algorithms.md §7).
+
+A codec Q maps a worker's message v (its q values on the sampled blocks U) to codes, packed into bytes; the
+master decodes them to float64. Composed with the sampling (Q drawn independently of U), an unbiased codec with
+E||Q(v) - v||^2 <= omega ||v||^2 gives (docs/algorithms.md §7)
+
+    E Q(v_U) = tau v,   E||Q(v_U)||^2 <= (1 + omega) tau ||v||^2,   E||Q(v_U) - tau v||^2 <= tau(1 - tau + omega)||v||^2,
+
+which is what the bounds with omega (``isparse.theory``) use.
+
+=========== ======== ============================================ ======================================
+codec       unbiased omega                                       bits on the wire per message of q values
+=========== ======== ============================================ ======================================
+float64     exact    0                                            64 q
+float32     no       (deterministic rounding, relative 2^-24)     32 q
+bfloat16    no       (deterministic rounding, relative 2^-8)      16 q
+natural     yes      1/8                                          9 q (sign + 8-bit exponent)
+dither      yes      min(q/s^2, sqrt(q)/s) (1 + 2^-20)            32 + (1 + ceil(log2(s + 1))) q
+=========== ======== ============================================ ======================================
+
+``natural`` is natural compression (Horvath, Ho, Horvath, Sahu, Canini, Richtarik, arXiv:1905.10988): each value
+is rounded to one of the two powers of two around it, the upper one with probability (|v| - 2^e)/2^e, so that the
+mean is v; its exponent is float32's (2^-126 .. 2^127): a |v| below 2^-126 is rounded to 0 or 2^-126 with the
+probabilities that keep it unbiased, an exponent above 127 (|v| >= 2^128, a diverged run) decodes to inf.
+``dither`` is random dithering with s levels and one norm per message (QSGD: Alistarh, Grubic, Li, Tomioka,
+Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}, l = floor(s |v_j| / N), the upper
+one with probability s |v_j| / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
+omega carries the factor (N / ||v||)^2 <= 1 + 2^-20.
+
+The random draws of a codec are counter-based like the sampler's (``isparse.sampling``, stream ``CODEC``): worker
+i's draws at iteration t are a function of (seed, i, t) alone, so the engines agree bit for bit and resume and
+replay need no stored state. Encode and decode are vectorized over the host's batch of workers: the codes of a
+batch are packed into one byte buffer, one bit plane per code bit (a whole byte for the 8 low bits of a 9-bit code).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: the codecs ``messages.codec`` names
+NAMES = ("float64", "float32", "bfloat16", "natural", "dither")
+#: the default of ``messages.levels`` (s of ``dither``): 15 levels use 4 bits, 5 with the sign
+DEFAULT_LEVELS = 15
+
+
+class Codec:
+    """A value codec: ``encode`` a batch of messages to a packed payload, ``decode`` it back to float64.
+
+    Attributes
+    ----------
+    name : str
+        ``messages.codec``.
+    unbiased : bool
+        E Q(v) = v for every v (float64 too: it is exact).
+    exact : bool
+        Q(v) = v (float64 only).
+    random : bool
+        Encoding draws random numbers (stream ``CODEC`` of ``isparse.sampling``).
+    header_bits : int
+        Bits per message besides the values (dither's norm).
+    """
+
+    name = ""
+    unbiased = False
+    exact = False
+    random = False
+    header_bits = 0
+    value_bits = 64
+
+    def omega(self, q: int) -> float | None:
+        """omega of E||Q(v) - v||^2 <= omega ||v||^2 for a message of q values; None for a biased codec."""
+        return 0.0 if self.exact else None
+
+    def relative_error(self) -> float | None:
+        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16); None otherwise."""
+        return 0.0 if self.exact else None
+
+    def bits(self, counts: np.ndarray) -> np.ndarray:
+        """Bits on the wire of each message, shape of ``counts`` (int64): header (if any values) + values."""
+        counts = np.asarray(counts, dtype=np.int64)
+        return counts * self.value_bits + np.where(counts > 0, self.header_bits, 0)
+
+    def encode(self, values: np.ndarray, counts: np.ndarray, u: np.ndarray | None):
+        """The payload of a batch: ``values`` (float64, worker-major) of messages of ``counts`` values; ``u`` the
+        uniforms in [0, 1), one per value (a random codec only)."""
+        raise NotImplementedError
+
+    def decode(self, payload, counts: np.ndarray) -> np.ndarray:
+        """The float64 values of ``payload``, shape (counts.sum(),)."""
+        raise NotImplementedError
+
+    def key(self) -> tuple:
+        """What identifies the codec (pickled with every batch instead of the object)."""
+        return (self.name,)
+
+    def __reduce__(self):
+        return (codec, self.key())
+
+    def __eq__(self, other):
+        return isinstance(other, Codec) and other.key() == self.key()
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return f"codec{self.key()!r}"
+
+    @property
+    def label(self) -> str:
+        """The codec as a user writes it (``dither(s=15)``)."""
+        return self.name
+
+
+class Float64(Codec):
+    """The values themselves (8 B each)."""
+
+    name, unbiased, exact = "float64", True, True
+
+    def encode(self, values, counts, u):
+        return values
+
+    def decode(self, payload, counts):
+        return payload
+
+
+class Float32(Codec):
+    """Round to the nearest float32 (4 B each): deterministic, biased, relative error <= 2^-24 per value (values
+    above float32's range become inf, which the divergence check reports)."""
+
+    name, value_bits = "float32", 32
+
+    def relative_error(self):
+        return 2.0 ** -24
+
+    def encode(self, values, counts, u):
+        with np.errstate(over="ignore"):
+            return values.astype(np.float32)
+
+    def decode(self, payload, counts):
+        return payload.astype(np.float64)
+
+
+class BFloat16(Codec):
+    """bfloat16: the 16 high bits of the float32, rounded to nearest even (2 B each): deterministic, biased,
+    relative error <= 2^-8 per value. What it costs in accuracy is the neighbourhood it leaves (measured in
+    docs/benchmarks.md)."""
+
+    name, value_bits = "bfloat16", 16
+
+    def relative_error(self):
+        return 2.0 ** -8 * (1.0 + 2.0 ** -16)   # nearest-even on 8 significant bits, after float32's own rounding
+
+    def encode(self, values, counts, u):
+        with np.errstate(over="ignore"):
+            b = values.astype(np.float32).view(np.uint32)
+        rounded = b + (np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1)))   # round to nearest, ties to even
+        nan = (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        out = (rounded >> np.uint32(16)).astype(np.uint16)
+        out[nan] = 0x7FC0
+        return out
+
+    def decode(self, payload, counts):
+        return (payload.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+
+
+def _pack(codes: np.ndarray, width: int) -> np.ndarray:
+    """Pack unsigned codes of ``width`` bits: the 8 low bits as bytes when width >= 8, each other bit as a plane of
+    ``np.packbits`` (one bit per code, padded to a byte)."""
+    parts = []
+    low = 0
+    if width >= 8:
+        parts.append((codes & 0xFF).astype(np.uint8))
+        low = 8
+    for j in range(low, width):
+        parts.append(np.packbits(((codes >> j) & 1).astype(np.uint8)))
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _unpack(buf: np.ndarray, count: int, width: int) -> np.ndarray:
+    """The codes :func:`_pack` packed (int64)."""
+    out = np.zeros(count, np.int64)
+    pos, low = 0, 0
+    if width >= 8:
+        out |= buf[:count].astype(np.int64)
+        pos, low = count, 8
+    plane = -(-count // 8)
+    for j in range(low, width):
+        out |= np.unpackbits(buf[pos:pos + plane], count=count).astype(np.int64) << j
+        pos += plane
+    return out
+
+
+class Natural(Codec):
+    """Natural compression: an unbiased random rounding to a power of two, 9 bits per value (omega = 1/8)."""
+
+    name, unbiased, random, value_bits = "natural", True, True, 9
+    #: float32's exponents: 2^-126 .. 2^127; code 0 is zero, 255 is inf
+    E_MIN, E_MAX = -126, 127
+
+    def omega(self, q):
+        # E(Q - v)^2 = 4^e f(1 - f) for |v| = 2^e (1 + f), f in [0, 1): at most v^2/8 (f = 1/3). Below 2^-126 the
+        # rounding to {0, 2^-126} adds at most q 2^-254 / 4 per message: relative to the largest |v_j| >= 2^-149 it
+        # is covered by the 1 + 2^-20 factor unless every value is below 2^-126 (a message of zeros, in effect)
+        return 0.125 * (1.0 + 2.0 ** -20)
+
+    def encode(self, values, counts, u):
+        a = np.abs(values)
+        mant, ex = np.frexp(a)                              # a = mant 2^ex, mant in [0.5, 1)
+        e = ex.astype(np.int64) - 1                         # a = 2^e (1 + f)
+        f = 2.0 * mant - 1.0
+        up = u < f
+        e = e + up
+        tiny = a < 2.0 ** self.E_MIN                        # unbiased to {0, 2^-126}
+        if tiny.any():
+            e = np.where(tiny, self.E_MIN, e)
+            keep = u < a * 2.0 ** -self.E_MIN
+            zero = (a == 0) | (tiny & ~keep)
+        else:
+            zero = a == 0
+        code = np.clip(e - self.E_MIN + 1, 1, 255)          # exponents above 127 (or inf/nan): 255 = inf
+        code[~np.isfinite(a)] = 255
+        code[zero] = 0
+        codes = code | (np.signbit(values).astype(np.int64) << 8)
+        return _pack(codes, 9)
+
+    def decode(self, payload, counts):
+        n = int(np.sum(counts))
+        codes = _unpack(payload, n, 9)
+        code = codes & 0xFF
+        with np.errstate(over="ignore"):
+            out = np.ldexp(1.0, code + (self.E_MIN - 1))
+        out[code == 0] = 0.0
+        out[code == 255] = np.inf
+        return np.where(codes >> 8, -out, out)
+
+
+class Dither(Codec):
+    """Random dithering with s levels and one float32 norm per message (QSGD)."""
+
+    name, unbiased, random, header_bits = "dither", True, True, 32
+
+    def __init__(self, levels: int = DEFAULT_LEVELS):
+        self.levels = int(levels)
+        self.level_bits = max(1, math.ceil(math.log2(self.levels + 1)))
+        self.value_bits = 1 + self.level_bits
+
+    def key(self):
+        return (self.name, self.levels)
+
+    @property
+    def label(self):
+        return f"dither(s={self.levels})"
+
+    def omega(self, q):
+        s = self.levels
+        return min(q / s ** 2, math.sqrt(q) / s) * (1.0 + 2.0 ** -20) if q > 0 else 0.0
+
+    @staticmethod
+    def norms(values, counts) -> np.ndarray:
+        """||v|| of each message rounded up to a float32, shape (k,)."""
+        k = len(counts)
+        norm = np.sqrt(np.bincount(np.repeat(np.arange(k), counts), weights=values * values, minlength=k))
+        with np.errstate(over="ignore"):
+            n32 = norm.astype(np.float32)
+            low = n32.astype(np.float64) < norm
+            n32[low] = np.nextafter(n32[low], np.float32(np.inf))
+        return n32
+
+    def encode(self, values, counts, u):
+        n32 = self.norms(values, counts)
+        N = np.repeat(n32.astype(np.float64), counts)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.where(N > 0, self.levels * np.abs(values) / N, 0.0)
+        r = np.minimum(r, self.levels)
+        lvl = np.floor(r)
+        lvl = lvl + (u < r - lvl)
+        lvl = np.where(np.isfinite(lvl), lvl, self.levels).astype(np.int64)
+        codes = lvl | (np.signbit(values).astype(np.int64) << self.level_bits)
+        return np.concatenate([n32[np.asarray(counts) > 0].view(np.uint8), _pack(codes, self.value_bits)])
+
+    def decode(self, payload, counts):
+        sends = np.asarray(counts) > 0                      # a worker that sends nothing has no norm on the wire
+        k, n = int(sends.sum()), int(np.sum(counts))
+        n32 = np.zeros(len(counts))
+        n32[sends] = payload[:4 * k].view(np.float32)
+        codes = _unpack(payload[4 * k:], n, self.value_bits)
+        lvl = codes & ((1 << self.level_bits) - 1)
+        out = np.repeat(n32, counts) * lvl / self.levels
+        return np.where(codes >> self.level_bits, -out, out)
+
+
+_SIMPLE = {"float64": Float64(), "float32": Float32(), "bfloat16": BFloat16(), "natural": Natural()}
+FLOAT64 = _SIMPLE["float64"]
+
+
+def codec(name: str = "float64", levels: int = DEFAULT_LEVELS) -> Codec:
+    """The codec of ``messages.codec=name`` (``levels``: s of ``dither``).
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the spec's ``OneOf`` refuses it first on the command line).
+    """
+    if name == "dither":
+        return Dither(levels)
+    if name not in _SIMPLE:
+        raise ValueError(f"unknown codec {name!r}; one of {', '.join(NAMES)}")
+    return _SIMPLE[name]
