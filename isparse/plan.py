@@ -117,14 +117,17 @@ def resolve_block_sizes(sizes, d: int, default: int, key: str = "plan.block_size
     return sorted(set(int(b) for b in sizes))
 
 
-def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool) -> float:
-    """Expected uplink bytes of one round, all n workers: n x (tau d values x 8 B + tau m ids x 4 B if sent).
+def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool, codec=None) -> float:
+    """Expected uplink bytes of one round, all n workers: n x (tau d values x the codec's bits / 8 (8 B for float64)
+    + its header per message + tau m ids x 4 B if sent).
 
     The expectation over the blocks drawn (a last block shorter than b is drawn with probability tau); with
     tau_m = m every block is sent and no id travels (``isparse.messages.Messages.bytes_per_worker``).
     """
     ids = tau_m if (send_ids and tau_m < m) else 0
-    return float(n * (tau_m * d * VALUE_BYTES / m + ids * BLOCK_ID_BYTES))
+    value_bytes = VALUE_BYTES if codec is None else codec.value_bits / 8.0
+    header = 0.0 if codec is None else codec.header_bits / 8.0
+    return float(n * (tau_m * d * value_bytes / m + header + ids * BLOCK_ID_BYTES))
 
 
 @dataclass(frozen=True)
@@ -302,7 +305,7 @@ def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int) -> PlanRow | 
     why = why_no_count(setup.bound, target, predicted)
     if why is not None:
         return SkippedRow(**common, reason=why)
-    per_round = uplink_bytes_per_round(method.n, d, method.blocks.m, method.tau_m, method.sends_ids)
+    per_round = uplink_bytes_per_round(method.n, d, method.blocks.m, method.tau_m, method.sends_ids, method.codec)
     round_s = cost.round_s(per_round, dense=method.tau_m == method.blocks.m)
     return PlanRow(**common, predicted_iterations=float(predicted), predicted_round_s=round_s,
                    predicted_time_s=float(predicted) * round_s, predicted_uplink_bytes=float(predicted) * per_round,

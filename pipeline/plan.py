@@ -189,8 +189,10 @@ def plan_job(cfg) -> dict:
              "predicted_round_s = latency_s + uplink bytes per round x seconds_per_byte for tau < 1, fitted to the "
              "probes of tau < 1, and the tau = 1 probe's round for tau = 1 (no block is drawn there) (real "
              "rounds of this engine and cluster: worker steps, messages, master step, the run's monitoring every "
-             "tracking.log_every rounds; not MLflow's logging); uplink bytes are values x 8 B (+ ids x 4 B with "
-             "messages.send_ids), the expectation over the blocks drawn."]
+             "tracking.log_every rounds; not MLflow's logging); uplink bytes are values x messages.codec's bits "
+             "(8 B for float64; + dither's 4 B norm per message; + ids x 4 B with messages.send_ids), the "
+             "expectation over the blocks drawn; with an unbiased codec the iterations are the bound's with its "
+             "omega."]
     if cost.note:
         notes.append(cost.note)
     return {"algorithm": job.algorithm.name, "data": job.data.name, "n": n, "d": d, "tol": tol,

@@ -263,3 +263,14 @@ def test_the_spec_refuses_an_unknown_codec_and_stray_levels():
         spec("isega", codec="natural", levels=3)
     with pytest.raises(ConfigError, match=r"'messages.levels' parameter must be"):
         spec("isega", codec="dither", levels=0)
+
+
+def test_the_planner_counts_the_codecs_bits():
+    """isparse-plan's bytes per round: the codec's bits per value (and dither's norm per message)."""
+    from isparse.plan import uplink_bytes_per_round
+
+    f64 = uplink_bytes_per_round(100, 123, 123, 2, False)
+    assert f64 == 100 * 2 * 8
+    assert uplink_bytes_per_round(100, 123, 123, 2, False, codec("float64")) == f64
+    assert uplink_bytes_per_round(100, 123, 123, 2, False, codec("natural")) == f64 * 9 / 64
+    assert uplink_bytes_per_round(100, 123, 123, 2, False, codec("dither")) == 100 * (2 * 5 / 8 + 4)
