@@ -117,6 +117,57 @@ def resolve_block_sizes(sizes, d: int, default: int, key: str = "plan.block_size
     return sorted(set(int(b) for b in sizes))
 
 
+def resolve_codecs(codecs, default: tuple[str, int], key: str = "plan.codecs") -> list[tuple[str, int]]:
+    """The grid's value codecs as (messages.codec, messages.levels) pairs, in the order given, without repeats.
+
+    Parameters
+    ----------
+    codecs : list or None
+        Each a name of :data:`isparse.codecs.NAMES`, or ``"dither:<s>"`` (dither with s levels, s in [1, 255]);
+        ``"dither"`` alone takes ``default``'s levels if the run's codec is dither, else
+        :data:`isparse.codecs.DEFAULT_LEVELS`. None: the run's own codec ``default`` alone.
+    default : (str, int)
+        The run's messages.codec and messages.levels.
+
+    Raises
+    ------
+    ConfigError
+        (``key``) an empty list, an entry that is not one of the forms above.
+    """
+    from .codecs import DEFAULT_LEVELS, NAMES
+
+    if codecs is None:
+        return [tuple(default)]
+    codecs = list(codecs) if isinstance(codecs, (list, tuple)) else [codecs]
+    allowed = ", ".join(NAMES) + " or dither:<s> with s in [1, 255]"
+    if not codecs:
+        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of codecs ({allowed}), or null for "
+                               f"messages.codec alone; got [].")
+    out = []
+    for entry in codecs:
+        name, _, levels = str(entry).strip().partition(":") if isinstance(entry, str) else ("", "", "")
+        s = (default[1] if default[0] == "dither" else DEFAULT_LEVELS) if not levels else None
+        if levels and name == "dither":
+            try:
+                s = int(levels)
+            except ValueError:
+                s = None
+            s = s if s is not None and 1 <= s <= 255 else None
+        elif levels:
+            s = None
+        if name not in NAMES or s is None:
+            raise ConfigError(key, f"The '{key}' parameter's entries must be one of {allowed}; got {entry!r}.")
+        pair = (name, s if name == "dither" else DEFAULT_LEVELS)
+        if pair not in out:
+            out.append(pair)
+    return out
+
+
+def codec_label(codec: str, levels: int) -> str:
+    """``"dither:<s>"`` for dither, the name otherwise (what a row of the plan shows)."""
+    return f"dither:{levels}" if codec == "dither" else codec
+
+
 def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool, codec=None) -> float:
     """Expected uplink bytes of one round, all n workers: n x (tau d values x the codec's bits / 8 (8 B for float64)
     + its header per message + tau m ids x 4 B if sent).
@@ -255,6 +306,8 @@ class PlanRow:
     uplink_bytes_per_round: float
     bound_theorem: str
     bound_source: str
+    codec: str = "float64"
+    codec_offset_s: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -269,6 +322,7 @@ class SkippedRow:
     m: int
     blocks_size: int
     reason: str
+    codec: str = "float64"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -291,23 +345,32 @@ def why_no_count(bound, target: float, predicted: float) -> str | None:
     return f"the bound does not contract (rate {bound.rate:.6g}): no iteration count to eps ({bound.theorem})"
 
 
-def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int) -> PlanRow | SkippedRow:
+def codec_offset(cost: RoundCost, probe: Probe) -> float:
+    """What a round with this codec costs beyond the line of ``cost`` at its bytes (s): encoding on the workers,
+    decoding on the master; ``probe`` is a round of the codec at tau < 1 (its bytes already on the line)."""
+    return float(probe.round_s - cost.round_s(probe.uplink_bytes, dense=probe.dense))
+
+
+def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: float = 0.0) -> PlanRow | SkippedRow:
     """The prediction for one built configuration ``setup`` (an :class:`isparse.setup.RunSetup`).
 
     ``predicted_iterations`` is ``setup.bound.iterations_to(tol x r_0)``, what ``isparse-run`` logs as
-    ``predicted_iterations``; a NaN or infinite count gives a :class:`SkippedRow` with the reason.
+    ``predicted_iterations`` (with the bound's omega for an unbiased codec); a NaN or infinite count gives a
+    :class:`SkippedRow` with the reason. ``offset_s``: the codec's :func:`codec_offset`, added to the round
+    predicted from the line (0 for the codec the line was measured with).
     """
     method, d = setup.method, setup.problem.d
     r0 = float(np.sum((setup.x0 - setup.reference.x_star) ** 2))
     target = tol * r0
     predicted = setup.bound.iterations_to(target)
-    common = dict(tau=float(method.tau), tau_m=int(method.tau_m), m=int(method.blocks.m), blocks_size=int(blocks_size))
+    common = dict(tau=float(method.tau), tau_m=int(method.tau_m), m=int(method.blocks.m), blocks_size=int(blocks_size),
+                  codec=codec_label(method.codec.name, getattr(method.codec, "levels", 0)))
     why = why_no_count(setup.bound, target, predicted)
     if why is not None:
         return SkippedRow(**common, reason=why)
     per_round = uplink_bytes_per_round(method.n, d, method.blocks.m, method.tau_m, method.sends_ids, method.codec)
-    round_s = cost.round_s(per_round, dense=method.tau_m == method.blocks.m)
-    return PlanRow(**common, predicted_iterations=float(predicted), predicted_round_s=round_s,
+    round_s = max(cost.round_s(per_round, dense=method.tau_m == method.blocks.m) + offset_s, 0.0)
+    return PlanRow(**common, codec_offset_s=float(offset_s), predicted_iterations=float(predicted), predicted_round_s=round_s,
                    predicted_time_s=float(predicted) * round_s, predicted_uplink_bytes=float(predicted) * per_round,
                    uplink_bytes_per_round=per_round, bound_theorem=setup.bound.theorem,
                    bound_source=setup.bound.source)

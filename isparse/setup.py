@@ -81,6 +81,7 @@ class RunSetup:
         ``dist_sq_null``'s basis; -1 where not computed) and null_space (how it was found)."""
         p, m = self.problem, self.method
         Z, how = p.null_space()
+        omega = m.codec.omega(m.values_per_message)   # None: a biased codec, which has none
         return {"n": m.n, "m": m.blocks.m, "d": p.d, "N": p.N, "tau": m.tau, "tau_m": m.tau_m,
                 "L": p.L, "mu": p.mu, "gamma": m.gamma, "gamma_theory": self.bound.gamma_theory,
                 "gamma_max": self.bound.gamma_max if self.bound.gamma_max is not None else float("nan"),
@@ -88,8 +89,7 @@ class RunSetup:
                 "sum_sq_local_grads_star": self.reference.sum_sq_local_grads,
                 "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate,
                 "bound_quantity": self.bound.quantity, "send_ids": m.sends_ids, "codec": m.codec.label,
-                "omega": m.codec.omega(m.values_per_message) if m.codec.omega(m.values_per_message) is not None
-                else float("nan"), "bits_per_value": m.codec.value_bits,
+                "omega": float("nan") if omega is None else omega, "bits_per_value": m.codec.value_bits,
                 "null_space_dim": Z.shape[1] if Z is not None else -1, "null_space": how, **m.derived_params()}
 
 

@@ -1,20 +1,24 @@
-"""``isparse-plan``: which tau (and block size) reaches eps soonest on this cluster, from the theory and a few rounds.
+"""``isparse-plan``: which tau (block size, codec) reaches eps soonest on this cluster, from the theory and a few rounds.
 
     isparse-plan data=a1a workers.n=10 cluster=local
     isparse-plan data=a1a workers.n=10 'plan.taus=[1/m,1/n,0.25,1]' plan.block_sizes=[1,4] --json
+    isparse-plan data=a1a workers.n=10 'plan.codecs=[float64,natural,dither:7]'
 
 It takes isparse-run's overrides (conf/plan.yaml is isparse-run's schema plus ``plan.*``: ``pipeline.schema.PlanConfig``)
 and checks them as isparse-run does (an unknown key or a bad value is one line on stderr, exit status 2, before any
 work). Then:
 
 1. builds the configured run (data, problem, x*, method) as isparse-run does, and for every tau of ``plan.taus`` and
-   every block size of ``plan.block_sizes`` the run's theorem's iteration count to ``tol x r_0``
-   (``bound.iterations_to``: what isparse-run logs as ``predicted_iterations``);
+   every block size of ``plan.block_sizes`` and every value codec of ``plan.codecs`` (``messages.codec`` names,
+   ``dither:<s>`` for s levels; null: the run's own codec) the run's theorem's iteration count to ``tol x r_0``
+   (``bound.iterations_to``: what isparse-run logs as ``predicted_iterations``, with the bound's omega);
 2. measures the round cost on the configured engine (engine=dask: the LocalCluster it starts or the scheduler at
    cluster.address; engine=inprocess: this process): short real runs (``plan.rounds`` rounds after a warm-up of
    ``tracking.log_every``; ``plan.repeats`` of them, interleaved, the median kept) at up to three tau < 1 of the
    grid (its smallest, the one nearest 1/n, its largest, at ``blocks.size``) and at tau = 1, and fits seconds per
-   round = latency + bytes / bandwidth for tau < 1, tau = 1 as measured (``isparse.plan.fit_round_cost``);
+   round = latency + bytes / bandwidth for tau < 1, tau = 1 as measured (``isparse.plan.fit_round_cost``), with
+   the run's codec; each other codec of the grid gets one probe at the tau nearest 1/n, and what it measured
+   beyond the line at its bytes (its encoding and decoding, ``codec_offset_s``) is added to its rows;
 3. prints each row's predicted iterations, seconds per round, time and uplink bytes to eps, the rows the theory
    gives no count for (with the reason), and the recommendation: the row with the least predicted time.
 
@@ -46,8 +50,9 @@ from omegaconf import DictConfig
 from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
-from isparse.plan import Probe, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes, resolve_tau_grid
-from isparse.spec import BlocksSpec
+from isparse.plan import (Probe, SkippedRow, codec_label, codec_offset, fit_round_cost, plan_row, recommend,
+                          resolve_block_sizes, resolve_codecs, resolve_tau_grid)
+from isparse.spec import BlocksSpec, MessagesSpec
 
 from .errors import console, exits_on_user_error, print_error
 from .schema import PlanConfig, load_job
@@ -72,8 +77,10 @@ class _Builder:
         self.data = job.data.dataset(job.cache_dir)
         self.d = int(self.data.d) if self.data is not None else int(job.data.d)
 
-    def __call__(self, tau, block_size):
-        spec = dataclasses.replace(self.job, tau=tau, blocks=BlocksSpec(size=int(block_size)))
+    def __call__(self, tau, block_size, codec=None):
+        messages = self.job.messages if codec is None else dataclasses.replace(
+            self.job.messages, codec=codec[0], levels=codec[1])
+        spec = dataclasses.replace(self.job, tau=tau, blocks=BlocksSpec(size=int(block_size)), messages=messages)
         setup = build(spec, data=self.data, reference=self.reference, cache_dir=self.job.cache_dir)
         self.reference = setup.reference
         return setup
@@ -155,35 +162,54 @@ def plan_job(cfg) -> dict:
     probe_b = job.blocks.size if job.blocks.size in grids else sizes[0]
     m0, grid0 = grids[probe_b]
 
+    own = (job.messages.codec, job.messages.levels)
+    codecs = resolve_codecs(opts.codecs, own)
     setups, skipped = {}, []
-    for b, (m, tau_ms) in grids.items():
-        for k in tau_ms:
-            try:
-                setups[b, k] = builder(k / m, b)
-            except ConfigError as exc:   # e.g. a full-communication baseline at tau < 1, DIANA's alpha > tau
-                skipped.append(SkippedRow(tau=k / m, tau_m=k, m=m, blocks_size=b, reason=str(exc)))
+    for c in codecs:
+        for b, (m, tau_ms) in grids.items():
+            for k in tau_ms:
+                try:
+                    setups[c, b, k] = builder(k / m, b, c)
+                except ConfigError as exc:   # e.g. a full-communication baseline at tau < 1, DIANA's alpha > tau
+                    skipped.append(SkippedRow(tau=k / m, tau_m=k, m=m, blocks_size=b, reason=str(exc),
+                                              codec=codec_label(*c)))
 
-    probes = []
+    # the line is measured with the run's own codec (or the grid's first); every other codec of the grid gets one
+    # probe at the tau of the line nearest 1/n, and its offset from the line (its encoding and decoding) is added
+    line = own if own in codecs else codecs[0]
+    probes, codec_probes = [], {}
     with _pools(job) as (make, where):
-        chosen = [k for k in _probe_taus(grid0, m0, n) if (probe_b, k) in setups]
-        pools = {k: make(setups[probe_b, k]) for k in chosen}
-        runs = {k: [] for k in chosen}
+        chosen = [(line, k) for k in _probe_taus(grid0, m0, n) if (line, probe_b, k) in setups]
+        sparse = [k for _, k in chosen if k < m0]
+        if sparse:
+            auto = min(sparse, key=lambda k: (abs(math.log(k / math.ceil(m0 / n))), k))
+            chosen += [(c, auto) for c in codecs if c != line and (c, probe_b, auto) in setups]
+        pools = {ck: make(setups[ck[0], probe_b, ck[1]]) for ck in chosen}
+        runs = {ck: [] for ck in chosen}
         for _ in range(opts.repeats):   # interleaved: a drift of the machine's load hits every probe alike
-            for k in chosen:
-                runs[k].append(probe(setups[probe_b, k], pools[k], opts.rounds, job.tracking.log_every))
-        for k in chosen:   # the repetition of median seconds per round
-            probes.append(sorted(runs[k], key=lambda p: p.round_s)[(len(runs[k]) - 1) // 2])
+            for c, k in chosen:
+                runs[c, k].append(probe(setups[c, probe_b, k], pools[c, k], opts.rounds, job.tracking.log_every))
+        for c, k in chosen:   # the repetition of median seconds per round
+            median = sorted(runs[c, k], key=lambda p: p.round_s)[(len(runs[c, k]) - 1) // 2]
+            (probes.append(median) if c == line else codec_probes.__setitem__(c, median))
     if not probes:
         raise ConfigError("plan.taus", f"The 'plan.taus' parameter must hold a tau algorithm={job.algorithm.name} "
                                        f"can run at blocks.size={probe_b}; none of {grid0} (tau x m) can: "
                                        + "; ".join(s.reason for s in skipped[:2]))
     cost = fit_round_cost(probes)
+    offsets = {c: codec_offset(cost, p) for c, p in codec_probes.items()}
     rows = []
-    for (b, k), setup in setups.items():
-        row = plan_row(setup, tol, cost, b)
+    for (c, b, k), setup in setups.items():
+        if c != line and c not in offsets:
+            skipped.append(SkippedRow(tau=k / grids[b][0], tau_m=k, m=grids[b][0], blocks_size=b,
+                                      codec=codec_label(*c), reason="the codec's round was not probed (the "
+                                      "grid has no tau < 1 at blocks.size to probe it at)"))
+            continue
+        row = plan_row(setup, tol, cost, b, offsets.get(c, 0.0))
         (rows if not isinstance(row, SkippedRow) else skipped).append(row)
-    rows.sort(key=lambda r: (r.blocks_size, r.tau))
-    skipped.sort(key=lambda r: (r.blocks_size, r.tau))
+    order = {codec_label(*c): i for i, c in enumerate(codecs)}
+    rows.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
+    skipped.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
     best = recommend(rows)
     notes = [NOTE_RATIO,
              "predicted_round_s = latency_s + uplink bytes per round x seconds_per_byte for tau < 1, fitted to the "
@@ -193,10 +219,16 @@ def plan_job(cfg) -> dict:
              "(8 B for float64; + dither's 4 B norm per message; + ids x 4 B with messages.send_ids), the "
              "expectation over the blocks drawn; with an unbiased codec the iterations are the bound's with its "
              "omega."]
+    if codec_probes:
+        notes.append(f"the line was measured with messages.codec={codec_label(*line)}; each other codec's rounds are "
+                     "the line at its bytes plus codec_offset_s, what its one probe (at the tau of the grid nearest "
+                     "1/n) measured beyond the line: encoding on the workers, decoding on the master.")
     if cost.note:
         notes.append(cost.note)
     return {"algorithm": job.algorithm.name, "data": job.data.name, "n": n, "d": d, "tol": tol,
-            "engine": where, "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
+            "engine": where, "codecs": [codec_label(*c) for c in codecs],
+            "codec_probes": {codec_label(*c): dataclasses.asdict(p) for c, p in codec_probes.items()},
+            "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
             "recommended": best.as_dict() if best is not None else None, "round_cost": cost.as_dict(), "notes": notes}
 
 
@@ -222,20 +254,24 @@ def render(plan: dict) -> str:
         lines.append(f"  probe tau = {p['tau']:.4g}: {_fmt_bytes(p['uplink_bytes'])} per round, "
                      f"{1e3 * p['round_s']:.3f} ms per round (worker compute {1e3 * p['compute_s']:.3f} ms), "
                      f"{p['rounds']} rounds")
-    head = f"{'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>12} {'round (ms)':>11} {'time to eps (s)':>16} {'uplink to eps':>14}"
+    for c, p in plan.get("codec_probes", {}).items():
+        lines.append(f"  probe {c} at tau = {p['tau']:.4g}: {_fmt_bytes(p['uplink_bytes'])} per round, "
+                     f"{1e3 * p['round_s']:.3f} ms per round, {p['rounds']} rounds")
+    head = f"{'codec':>10} {'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>12} {'round (ms)':>11} {'time to eps (s)':>16} {'uplink to eps':>14}"
     lines += ["", head]
     rec = plan["recommended"]
     for r in plan["rows"]:
-        mark = "  <- recommended" if rec and (r["tau"], r["blocks_size"]) == (rec["tau"], rec["blocks_size"]) else ""
-        lines.append(f"{r['tau']:>10.4g} {r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} "
+        same = rec and all(r[k] == rec[k] for k in ("tau", "blocks_size", "codec"))
+        mark = "  <- recommended" if same else ""
+        lines.append(f"{r['codec']:>10} {r['tau']:>10.4g} {r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} "
                      f"{r['predicted_iterations']:>12,.0f} {1e3 * r['predicted_round_s']:>11.3f} "
                      f"{r['predicted_time_s']:>16.3f} {_fmt_bytes(r['predicted_uplink_bytes']):>14}{mark}")
     for s in plan["skipped"]:
-        lines.append(f"{s['tau']:>10.4g} {s['tau_m']:>4}/{s['m']:<3} {s['blocks_size']:>3}   skipped: {s['reason']}")
+        lines.append(f"{s['codec']:>10} {s['tau']:>10.4g} {s['tau_m']:>4}/{s['m']:<3} {s['blocks_size']:>3}   skipped: {s['reason']}")
     lines.append("")
     if rec:
         lines.append(f"recommended: tau = {rec['tau']:.4g} (tau*m = {rec['tau_m']} of m = {rec['m']}), "
-                     f"blocks.size = {rec['blocks_size']}: {rec['predicted_iterations']:,.0f} iterations (theory), "
+                     f"blocks.size = {rec['blocks_size']}, messages.codec={rec['codec']}: {rec['predicted_iterations']:,.0f} iterations (theory), "
                      f"{rec['predicted_time_s']:.3f} s and {_fmt_bytes(rec['predicted_uplink_bytes'])} uplink to eps "
                      f"predicted (theorem: {rec['bound_theorem']}, bound_source={rec['bound_source']})")
     else:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from isparse.errors import ConfigError
-from isparse.plan import resolve_block_sizes, resolve_tau_grid
+from isparse.plan import resolve_block_sizes, resolve_codecs, resolve_tau_grid
 from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, param, section
 from isparse.spec import RunSpec
 
@@ -146,6 +146,20 @@ class _Grid:
         return items
 
 
+class _CodecGrid:
+    """``plan.codecs``: null (messages.codec alone) or a list of codec names (``dither:<s>`` for s levels), each
+    checked now (``isparse.plan.resolve_codecs``)."""
+
+    text = "null or a list"
+
+    def __call__(self, key, value):
+        if value is None:
+            return None
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        resolve_codecs(items, ("float64", 0), key=key)
+        return items
+
+
 @dataclass
 class PlanSpec(Section):
     """isparse-plan's grid and probes (pipeline/plan.py)."""
@@ -155,6 +169,9 @@ class PlanSpec(Section):
                                  "to m, plus ceil(m/n) and m")
     block_sizes: Optional[list] = param(None, _Grid(resolve_block_sizes),
                                         "block sizes b in [1, d]; null: blocks.size alone")
+    codecs: Optional[list] = param(None, _CodecGrid(),
+                                   "value codecs (messages.codec names; dither:<s> for s levels); null: "
+                                   "messages.codec alone")
     rounds: int = param(20, Interval(int, 2, None), "rounds timed per probe (after a warm-up of tracking.log_every)")
     repeats: int = param(3, Interval(int, 1, None), "runs per probe, interleaved; the median seconds per round is kept")
     json: bool = param(False, Boolean(), "print one JSON object instead of the table (--json)")

@@ -167,7 +167,7 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
 
 @pytest.mark.parametrize("overrides, key, text", [
     (["plan.nosuch=1"], "plan.nosuch", "The 'plan.nosuch' parameter is not a key of plan (it would be ignored); known: "
-                                       "taus, block_sizes, rounds, repeats, json."),
+                                       "taus, block_sizes, codecs, rounds, repeats, json."),
     (["plan.rounds=1"], "plan.rounds", "The 'plan.rounds' parameter must be in [2, inf]; got 1."),
     (["plan.repeats=0"], "plan.repeats", "The 'plan.repeats' parameter must be in [1, inf]; got 0."),
     (["plan.json=yes"], "plan.json", "The 'plan.json' parameter must be true or false; got 'yes'."),
@@ -175,6 +175,14 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
      "The 'plan.taus' parameter's entries must be in [1/m, 1] = [0.00813, 1] (m = 123 blocks); got 1.5."),
     (["data=a1a", "plan.block_sizes=[200]"], "plan.block_sizes",
      "The 'plan.block_sizes' parameter's entries must be integers in [1, d] = [1, 123]; got 200."),
+    (["plan.codecs=[]"], "plan.codecs", "The 'plan.codecs' parameter must be a non-empty list of codecs (float64, "
+     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]), or null for messages.codec alone; got []."),
+    (["plan.codecs=[natural,zstd]"], "plan.codecs", "The 'plan.codecs' parameter's entries must be one of float64, "
+     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]; got 'zstd'."),
+    (["plan.codecs=[dither:0]"], "plan.codecs", "The 'plan.codecs' parameter's entries must be one of float64, "
+     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]; got 'dither:0'."),
+    (["plan.codecs=[natural:3]"], "plan.codecs", "The 'plan.codecs' parameter's entries must be one of float64, "
+     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]; got 'natural:3'."),
 ])
 def test_plan_bad_inputs_named(tmp_path, overrides, key, text):
     """Each bad plan.* value names the key and the allowed range; an unknown key is refused as isparse-run refuses one."""
@@ -244,3 +252,45 @@ def test_rows_use_the_bound_and_skip_without_one():
     assert isinstance(skip, SkippedRow) and "Assumption 2" in skip.reason
     rows = [PlanRow(t, 1, 2, 1, i, s, i * s, 0.0, 0.0, "", "paper") for t, i, s in ((0.5, 100, 2.0), (1.0, 60, 3.0))]
     assert recommend(rows).tau == 1.0 and recommend([]) is None and math.isfinite(rows[0].predicted_time_s)
+
+
+@pytest.mark.needs_data
+def test_plan_codecs_grid(tmp_path):
+    """plan.codecs is a dimension of the grid: one row per (codec, tau); each row's iterations are those the run built
+    with that messages.codec predicts (the bound with its omega), its bytes per round the codec's bits (9 for
+    natural, 1 + 3 for dither with s = 7 plus a 4 B norm per message), its round the line at those bytes plus the
+    offset its probe measured; a biased codec's rows are skipped with the reason; the recommendation is the argmin."""
+    from pipeline.plan import plan_job
+
+    plan = plan_job(compose_plan([f"paths.outputs={tmp_path}", *OVERRIDES, "engine=inprocess", "plan.taus=[1/n,1]",
+                                  "plan.codecs=[float64,natural,dither:7,bfloat16]", "plan.rounds=4",
+                                  "plan.repeats=1"]))
+    assert plan["codecs"] == ["float64", "natural", "dither:7", "bfloat16"]
+    assert [(r["codec"], r["tau_m"]) for r in plan["rows"]] == [(c, k) for c in ("float64", "natural", "dither:7")
+                                                                for k in (31, 123)]
+    assert [(s["codec"], s["tau_m"]) for s in plan["skipped"]] == [("bfloat16", 31), ("bfloat16", 123)]
+    assert all("biased" in s["reason"] for s in plan["skipped"])
+    bits = {"float64": 64, "natural": 9, "dither:7": 4}
+    header = {"float64": 0, "natural": 0, "dither:7": 4}
+    cost = plan["round_cost"]
+    assert set(plan["codec_probes"]) == {"natural", "dither:7", "bfloat16"}
+    for r in plan["rows"]:
+        levels = 7 if r["codec"] == "dither:7" else 15
+        built = make(algorithm="isega", data=load_dataset("a1a", data_dir=os.environ.get("ISPARSE_DATA_DIR")),
+                     lam=0.3, n=4, tau=r["tau"], codec=r["codec"].split(":")[0], levels=levels)
+        r0 = float(np.sum((built.x0 - built.reference.x_star) ** 2))
+        assert r["predicted_iterations"] == built.bound.iterations_to(1e-4 * r0)
+        assert r["bound_source"] == ("paper" if r["codec"] == "float64" else "derived")
+        assert r["uplink_bytes_per_round"] == pytest.approx(4 * (r["tau_m"] * bits[r["codec"]] / 8 + header[r["codec"]]))
+        line = cost["dense_round_s"] if r["tau_m"] == 123 else cost["latency_s"] + cost["seconds_per_byte"] * r[
+            "uplink_bytes_per_round"]
+        if r["codec"] != "float64":
+            p = plan["codec_probes"][r["codec"]]
+            own = cost["latency_s"] + cost["seconds_per_byte"] * p["uplink_bytes"]
+            assert r["codec_offset_s"] == pytest.approx(p["round_s"] - own, rel=1e-9, abs=1e-15)
+        assert r["predicted_round_s"] == pytest.approx(max(line + r["codec_offset_s"], 0.0), rel=1e-9, abs=1e-15)
+    by = {(r["codec"], r["tau_m"]): r["predicted_iterations"] for r in plan["rows"]}
+    assert by["float64", 31] < by["natural", 31] < by["dither:7", 31]   # omega = 0 < 1/8 < min(31/49, sqrt(31)/7)
+    best = min(plan["rows"], key=lambda r: (r["predicted_time_s"], r["predicted_uplink_bytes"]))
+    assert plan["recommended"] == best
+    assert "messages.codec=" in render(plan) and "natural" in render(plan)

@@ -433,3 +433,35 @@ def test_step_L_f_is_the_smoothness_of_f_itself_and_refused_where_no_rule_takes_
     for algorithm in ("isaga", "iasgd"):
         with pytest.raises(ConfigError, match=rf"'step.L' parameter must be shards for algorithm={algorithm}"):
             spec(algorithm, step_L="f").check()
+
+
+def test_table99_with_a_codec_reports_the_share_of_dense_float64(tmp_path):
+    """A real multirun of the quick sweep with messages.codec=natural (seed 0): table99 names the codec, its
+    uplink is the codec's 9 bits per value, and uplink_ratio_float64 is the tau = 1/n run's bytes over the tau = 1
+    run's float64-equivalent bytes at its eps, both recomputed here from the store's raw histories."""
+    proc = subprocess.run([CLI, "-m", "+experiment=quick", f"paths.outputs={tmp_path}", "progress=false",
+                           "messages.codec=natural", "seed=0"], capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.get_experiment_by_name("paper-quick")
+    parent = client.search_runs([exp.experiment_id], "tags.`isparse.sweep` = 'true'")[0]
+    children = client.search_runs([exp.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    rows = list(csv.DictReader(io.StringIO(_artifact_text(client, parent.info.run_id, "report/table99.csv"))))
+    assert len(rows) == 1 and rows[0]["codec"] == "natural"
+    m, d = int(children[0].data.params["m"]), int(children[0].data.params["d"])
+    sparse = next(c for c in children if int(c.data.params["tau_m"]) == math.ceil(m / 4))
+    full = next(c for c in children if int(c.data.params["tau_m"]) == m)
+    its_sparse, up_sparse = _to_eps(client, sparse)
+    its_full, up_full = _to_eps(client, full)
+    dense = {x.step: x.value for x in client.get_metric_history(full.info.run_id, "uplink_bytes_float64")}
+    assert up_sparse == pytest.approx(its_sparse * 4 * math.ceil(m / 4) * 9 / 8)   # 9 bits per value
+    assert up_full == pytest.approx(its_full * 4 * d * 9 / 8) and dense[its_full] == pytest.approx(its_full * 4 * d * 8)
+    row = rows[0]
+    assert float(row["uplink_ratio"]) == pytest.approx(up_sparse / up_full, rel=1e-12)
+    assert float(row["uplink_ratio_float64"]) == pytest.approx(up_sparse / dense[its_full], rel=1e-12)
+    assert float(row["uplink_ratio_float64"]) == pytest.approx(float(row["uplink_ratio"]) * 9 / 64, rel=1e-12)
+    md = _artifact_text(client, parent.info.run_id, "report/table99.md")
+    head, _, line = md.splitlines()[:3]
+    assert "| codec |" in head and "uplink ÷ dense float64" in head and "| natural |" in line
+    assert f"{float(row['uplink_ratio_float64']):.5f}" in line

@@ -142,6 +142,11 @@ class Context:
                     sum_sq_local_grads=self.reference.sum_sq_local_grads, omega=self.omega or 0.0, **extra)
 
 
+
+def values_in_blocks(d: int, tau_m: int, b: int) -> int:
+    """The most coordinates tau*m blocks of size b hold: min(d, tau*m x b) (the last block may be shorter)."""
+    return min(d, tau_m * b)
+
 class Method:
     """Base of the methods that send tau*m blocks of a d-vector per worker and round.
 
@@ -201,12 +206,13 @@ class Method:
     @property
     def values_per_message(self) -> int:
         """The most values one worker sends in a round: tau*m blocks (at most d coordinates)."""
-        return min(self.blocks.d, self.tau_m * self.blocks.size)
+        return values_in_blocks(self.blocks.d, self.tau_m, self.blocks.size)
 
     @classmethod
     def message_values(cls, ctx) -> int:
-        """:attr:`values_per_message` of the run ``ctx`` (what the codec's omega is computed for)."""
-        return min(ctx.problem.d, ctx.tau_m * ctx.blocks.size)
+        """:attr:`values_per_message` of the run ``ctx`` (what the codec's omega is computed for), before the method
+        is built."""
+        return values_in_blocks(ctx.problem.d, ctx.tau_m, ctx.blocks.size)
 
     @property
     def omega(self) -> float:

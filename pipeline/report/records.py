@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__package__)   # "pipeline.report": the logger's name before the package was split
 
 #: metrics read back for each run
-METRICS = ("dist_sq", "subopt", "dist_sq_null", "bound", "uplink_bytes", "lyapunov")
+METRICS = ("dist_sq", "subopt", "dist_sq_null", "bound", "uplink_bytes", "uplink_bytes_float64", "lyapunov")
 #: the error measures a comparison may use (report.measure): ||x - x*||^2 and F(x) - F*, each relative to its t = 0
 MEASURES = ("subopt", "dist_sq")
 
@@ -37,7 +37,7 @@ IDENTITY = ("seed", "tau", "tau_setting", "algorithm.name", "data.name", "worker
 BOOKKEEPING = ("paths.", "tracking.uri", "tracking.experiment", "tracking.run_name", "report.", "hydra.", "progress",
                "resume", "cache", "data.dir", "data.source", "compare.")
 #: short names of series keys in labels (the README's names)
-ALIASES = {"blocks.size": "b"}
+ALIASES = {"blocks.size": "b", "messages.codec": "codec"}
 def _top_level_keys() -> tuple[str, ...]:
     """The scalar top-level keys of the job's schema (``engine``, ``max_iter``, ``tol``, ...: ``pipeline.schema``):
     the undotted params that are config values; every other undotted param (n, m, gamma, r0, ...) is derived by the
@@ -83,6 +83,7 @@ class RunRecord:
     role: str | None = None        # compare.role: "method", "baseline" or None (not a comparison run)
     arm: str | None = None         # compare.arm: the arm's name (conf/arm/<arm>.yaml)
     tune: str | None = None        # compare.tune: the key tuned on a grid (e.g. algorithm.rho), or None
+    codec: str = "float64"         # the param codec: messages.codec's label (dither with its s)
 
     @property
     def group_label(self) -> str:
@@ -127,14 +128,17 @@ class RunRecord:
         steps, values = self.history.get(measure, ([], []))
         return values[0] if steps and steps[0] == 0 else math.nan
 
-    def to_eps(self, measure: str = "dist_sq") -> tuple[int | None, float | None]:
+    def to_eps(self, measure: str = "dist_sq", uplink: str = "uplink_bytes") -> tuple[int | None, float | None]:
         """(iterations, cumulative uplink bytes) at the first logged step with ``measure`` <= tol x its value at
-        t = 0 (dist_sq <= tol * r0: the runs' own stopping rule); (None, None) if never."""
+        t = 0 (dist_sq <= tol * r0: the runs' own stopping rule); (None, None) if never. ``uplink``:
+        ``uplink_bytes_float64`` for what the same messages would have cost as float64 values (a run logged
+        before the codecs existed has only ``uplink_bytes``, float64 values)."""
         steps, values = self.history.get(measure, ([], []))
         start = self.start(measure)
+        ups = self.history.get(uplink) or self.history.get("uplink_bytes", ([], []))
         for s, v in zip(steps, values):
             if v <= self.tol * start:
-                return s, _value_at(self.history.get("uplink_bytes", ([], [])), s)
+                return s, _value_at(ups, s)
         return None, None
 
     def final_relative(self) -> float:
@@ -275,7 +279,7 @@ def load_children(client: MlflowClient, parent, notes: list | None = None,
                         tau_m=int(p["tau_m"]), seed=int(p.get("seed", 0)), tol=float(p["tol"]), r0=float(p["r0"]),
                         label_extra=extra, predicted=float(pred) if pred not in (None, "", "None", "nan") else None,
                         bound_quantity=t.get("bound_quantity", "dist_sq"), config=config_params(p, top),
-                        role=role, arm=arm, tune=tune)
+                        role=role, arm=arm, tune=tune, codec=p.get("codec", "float64"))
         if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
             log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
             if notes is not None:

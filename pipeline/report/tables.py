@@ -91,6 +91,10 @@ def table99(records: list[RunRecord]) -> list[dict]:
     over seeds). Series without both are left out (:func:`table99_gaps` says why).
 
     A configuration that does not reach eps reports where it stalls (median final dist_sq / r0).
+
+    ``codec`` is the series' messages.codec; ``uplink_ratio_float64`` is the tau = 1/n uplink (its codec's bytes)
+    over the tau = 1 run's uplink counted as float64 values (``uplink_bytes_float64`` at its eps): the share of
+    the dense float64 uplink, beside ``uplink_ratio``, the tau-only share (both the same for float64).
     """
     groups = defaultdict(list)
     for r in records:
@@ -101,20 +105,26 @@ def table99(records: list[RunRecord]) -> list[dict]:
         full = [r for r in runs if r.full]
         if not sparse or not full:
             continue
-        row = dict(data=data, method=alg, group=group, n=n, tau=f"{sparse[0].tau_m}/{sparse[0].m}", eps=runs[0].tol)
+        row = dict(data=data, method=alg, group=group, n=n, tau=f"{sparse[0].tau_m}/{sparse[0].m}", eps=runs[0].tol,
+                   codec="/".join(sorted({r.codec for r in runs})))
         for name, rs in (("sparse", sparse), ("full", full)):
             hits = [r.to_eps() for r in rs]
             ok = [h for h in hits if h[0] is not None]
             row[f"{name}_iterations"] = statistics.median(h[0] for h in ok) if len(ok) == len(rs) else None
             row[f"{name}_uplink"] = statistics.median(h[1] for h in ok) if len(ok) == len(rs) else None
             row[f"{name}_final"] = statistics.median(r.final_relative() for r in rs)
+        dense = [r.to_eps(uplink="uplink_bytes_float64")[1] for r in full]
+        row["full_uplink_float64"] = statistics.median(dense) if all(u is not None for u in dense) else None
         row["last_step"] = max(r.history.get("dist_sq", ([0], []))[0][-1] for r in runs)
         if row["sparse_iterations"] is not None and row["full_iterations"] is not None:
             row["iterations_ratio"] = row["sparse_iterations"] / row["full_iterations"]
             row["uplink_ratio"] = row["sparse_uplink"] / row["full_uplink"]
             row["uplink_saved"] = 1.0 - row["uplink_ratio"]
+            row["uplink_ratio_float64"] = row["sparse_uplink"] / row["full_uplink_float64"]
+            row["uplink_saved_float64"] = 1.0 - row["uplink_ratio_float64"]
         else:
             row["iterations_ratio"] = row["uplink_ratio"] = row["uplink_saved"] = None
+            row["uplink_ratio_float64"] = row["uplink_saved_float64"] = None
         rows.append(row)
     return rows
 
@@ -160,12 +170,17 @@ def table_markdown(rows: list[dict]) -> str:
 
     The goal column (the project's goal: iterations ratio <= 2 and uplink saved >= 97%, set for n = 100)
     appears only when a row has n >= 100, filled in those rows only; the column saying where eps is not
-    reached only when a row does not reach it.
+    reached only when a row does not reach it; the codec and the share of the dense float64 uplink only when a
+    row's codec is not float64.
     """
     goal = any(r["n"] >= GOAL_N for r in rows)
+    coded = any(r.get("codec", "float64") != "float64" for r in rows)
     stalled = any(r["iterations_ratio"] is None for r in rows)
     head = ["data", "method", "n", "τ", "iterations to ε, τ=1/n", "iterations, τ=1", "iterations ratio",
             "uplink to ε, τ=1/n (B)", "uplink, τ=1 (B)", "uplink ratio", "uplink saved"]
+    if coded:
+        head[2:2] = ["codec"]
+        head += ["uplink ÷ dense float64", "saved vs dense float64"]
     if goal:
         head.append(f"goal at n = {GOAL_N} (≤{GOAL_RATIO:g}×, ≥{100 * GOAL_SAVED:g}%)")
     if stalled:
@@ -173,17 +188,20 @@ def table_markdown(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         method = r["method"] + (f", {r['group']}" if r.get("group") else "")
-        cells = [r["data"], method, str(r["n"]), r["tau"], _fmt(r["sparse_iterations"]), _fmt(r["full_iterations"])]
+        cells = [r["data"], method, *([r.get("codec", "float64")] if coded else []), str(r["n"]), r["tau"],
+                 _fmt(r["sparse_iterations"]), _fmt(r["full_iterations"])]
         if r["iterations_ratio"] is None:
             who = {(True, True): "either", (True, False): "τ=1/n", (False, True): "τ=1"}[
                 (r["sparse_iterations"] is None, r["full_iterations"] is None)]
-            cells += ["—"] * 5
+            cells += ["—"] * (7 if coded else 5)
             verdict = "not met (ε not reached)"
             where = (f"ε = {r['eps']:g} not reached by {who} in {r['last_step']:,} iterations; there: "
                      f"{r['sparse_final']:.2e}·r0 (τ=1/n), {r['full_final']:.2e}·r0 (τ=1)")
         else:
             cells += [f"{r['iterations_ratio']:.2f}", _fmt(r["sparse_uplink"]), _fmt(r["full_uplink"]),
                       f"{r['uplink_ratio']:.4f}", f"{100 * r['uplink_saved']:.1f}%"]
+            if coded:
+                cells += [f"{r['uplink_ratio_float64']:.5f}", f"{100 * r['uplink_saved_float64']:.2f}%"]
             verdict = ("met" if r["iterations_ratio"] <= GOAL_RATIO and r["uplink_saved"] >= GOAL_SAVED
                        else "not met")
             where = ""
