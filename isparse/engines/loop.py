@@ -106,6 +106,10 @@ class RunOptions:
         Continue from it; the iterates are those of the uninterrupted run.
     expected_iter : float, optional
         The progress bar's estimate of the iterations the run takes (e.g. the theorem's prediction).
+    on_iteration : callable(MasterLoop) -> bool or None, optional
+        Called at t = 0 and after every iteration with the loop (its ``t``, :meth:`MasterLoop.current`,
+        :attr:`MasterLoop.uplink_bytes`, :meth:`MasterLoop.bound_now`); returning False ends the run there, as
+        reaching ``max_iter`` does (a benchopt callback: ``benchmarks/benchopt``). Nothing else is computed for it.
     """
 
     max_iter: int
@@ -119,6 +123,7 @@ class RunOptions:
     on_checkpoint: object = None
     resume: Checkpoint | None = None
     expected_iter: float | None = None
+    on_iteration: object = None
 
 
 def check_divergence(t, dist_sq, r0, gamma, x_prev) -> None:
@@ -182,6 +187,15 @@ class MasterLoop:
         if self.bound is not None and self.bound.quantity == "grad_norm_sq_avg":
             self.grad_sq[0] += float(np.sum(self.problem.grad(self.current()) ** 2))
             self.grad_sq[1] += 1
+
+    @property
+    def uplink_bytes(self) -> float:
+        """Cumulative uplink bytes of every worker so far (the codec's packed size)."""
+        return float(self.uplink.sum())
+
+    def bound_now(self) -> float:
+        """The theorem's bound on ``bound.quantity`` at this t (NaN without one)."""
+        return float(self.bound(self.t)) if self.bound is not None else math.nan
 
     def counters(self) -> dict:
         """The cumulative counters of the run so far (continued from a resumed checkpoint's)."""
@@ -281,7 +295,10 @@ class MasterLoop:
         else:
             self.track_gradient()
             self.record(dist_sq, None)
+        hook = opt.on_iteration
         try:
+            if hook is not None and hook(self) is False:
+                return self.result
             while self.t < opt.max_iter and dist_sq > self.target:
                 if opt.should_stop is not None and opt.should_stop():
                     raise KeyboardInterrupt(f"stopped at iteration {self.t}")
@@ -290,6 +307,8 @@ class MasterLoop:
                     self.checkpoint()
                 if bar is not None:
                     bar.update(1)
+                if hook is not None and hook(self) is False:
+                    break
             if self.result.records[-1]["step"] != self.t:   # resumed at (or past) the end: record where it stands
                 self.record(dist_sq, None)
         finally:
