@@ -28,7 +28,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.render:
         saved = json.loads(Path(args.render).read_text())
-        Path(args.out).write_text(doc.render(saved["context"], saved["results"], saved.get("errors", {})))
+        previous = Path(args.out).read_text() if Path(args.out).is_file() else ""
+        Path(args.out).write_text(doc.render(saved["context"], saved["results"], saved.get("errors", {}), previous))
         print(f"[benchmarks] re-rendered {args.out} from {args.render}", flush=True)
         return 0
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -54,8 +55,8 @@ def main(argv=None) -> int:
     ctx["load_after"] = doc.load_average()
     if args.merge:
         ctx["runs"].append(_run_row(ctx, only))
-    text = doc.render(ctx, results, errors)
     out = Path(args.out)
+    text = doc.render(ctx, results, errors, out.read_text() if out.is_file() else "")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     Path("outputs").mkdir(exist_ok=True)

@@ -16,7 +16,28 @@ def _goal_line(name, text):
     return f"- **{name}**: {text}"
 
 
-def render(ctx: dict, results: dict, errors: dict) -> str:
+#: the items with their own command (10: ``python -m benchmarks.codecs``; 11: the benchopt run and
+#: ``python -m benchmarks.benchopt_summary``): :func:`render` keeps their goal lines and sections from the doc it
+#: rewrites
+STANDALONE = ("10", "11")
+
+
+def standalone_parts(previous: str) -> tuple[list[str], list[str]]:
+    """The goal lines and the sections of the :data:`STANDALONE` items in ``previous`` (the doc being rewritten)."""
+    goals, sections, keep = [], [], False
+    for line in previous.splitlines():
+        if line.startswith("## "):
+            keep = any(line.startswith(f"## {k}. ") for k in STANDALONE)
+        if keep:
+            sections.append(line)
+        elif any(line.startswith(f"- **{k}. ") for k in STANDALONE):
+            goals.append(line)
+    return goals, sections
+
+
+def render(ctx: dict, results: dict, errors: dict, previous: str = "") -> str:
+    """The doc: the items of ``results`` and, from ``previous`` (the doc it replaces), the items written by their
+    own commands (:data:`STANDALONE`)."""
     m, v = ctx["machine"], ctx["versions"]
     mode = "`--quick` (development mode: fewer repetitions and sizes)" if ctx["quick"] else "full"
     out = [
@@ -58,7 +79,8 @@ def render(ctx: dict, results: dict, errors: dict) -> str:
             goals.append(g), sections.append(s)
     for item, tb in errors.items():
         goals.append(_goal_line(f"Item {item}", "**failed in this run** (traceback at the end)"))
-    out += goals + [""] + sections
+    kept_goals, kept_sections = standalone_parts(previous)
+    out += goals + kept_goals + [""] + sections + ([""] if kept_sections and sections else []) + kept_sections
     if errors:
         out += ["## Failures", ""]
         for item, tb in errors.items():

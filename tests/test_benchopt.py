@@ -114,3 +114,43 @@ def test_benchopt_test_passes_in_this_environment():
     proc = _benchopt("test", str(BENCH), "--skip-install", "-q", timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout
+
+
+def test_on_iteration_hook_stops_where_told_and_changes_nothing():
+    """The master loop's per-iteration hook (what the benchopt solver's callback rides on): called at t = 0 and after
+    each iteration, it sees the iterates of a run without it bit for bit and the uplink counted so far
+    (t x n x tau m x 8 B); returning False at t = 30 ends the run there."""
+    from specs import make
+
+    setup = make(algorithm="isega", lam=0.1, n=4)   # breast cancer: d = 30, tau m = ceil(30 / 4) = 8
+    plain = setup.run(max_iter=40, tol=0.0, keep_iterates=True)
+    seen = []
+
+    def hook(loop):
+        seen.append((loop.t, loop.current().copy(), loop.uplink_bytes, loop.bound_now()))
+        return loop.t < 30
+
+    hooked = setup.run(max_iter=2 ** 62, tol=0.0, log_every=2 ** 62, on_iteration=hook)
+    assert hooked.iterations == 30 and [t for t, *_ in seen] == list(range(31))
+    for t, x, up, bound in seen:
+        assert np.array_equal(x, plain.iterates[t]) and up == t * 4 * 8 * 8
+        assert bound == setup.bound(t)
+    assert np.array_equal(hooked.x, plain.iterates[30])
+
+
+def test_rewriting_the_benchmark_doc_keeps_the_items_with_their_own_command():
+    """``python -m benchmarks`` rewrites docs/benchmarks.md from its items 1-9; items 10 (codecs) and 11 (benchopt),
+    written by their own commands, keep their goal lines and sections."""
+    from benchmarks import report
+
+    previous = (ROOT / "docs" / "benchmarks.md").read_text()
+    ctx = {"machine": {k: "?" for k in ("cpu", "cores", "ram", "os", "python")}, "versions": {}, "date": "today",
+           "quick": True, "load_before": "0"}
+    text = report.render(ctx, {}, {}, previous)
+    for k in report.STANDALONE:
+        goal = next(line for line in previous.splitlines() if line.startswith(f"- **{k}. "))
+        head = next(line for line in previous.splitlines() if line.startswith(f"## {k}. "))
+        assert goal in text.splitlines() and head in text.splitlines()
+        body = previous[previous.index(head):].split("\n## ")[0]
+        assert body in text
+    assert "## 1. " not in text   # the items of this run only (none here)

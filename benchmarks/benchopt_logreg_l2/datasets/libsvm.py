@@ -22,4 +22,6 @@ class Dataset(BaseDataset):
         from isparse import load_dataset
 
         data = load_dataset(self.data, data_dir=data_dir())
-        return dict(X=data.A, y=data.b)
+        X = data.A.copy()   # 32-bit indices, as scikit-learn's own LIBSVM reader gives (its saga refuses int64)
+        X.indices, X.indptr = X.indices.astype("int32"), X.indptr.astype("int32")
+        return dict(X=X, y=data.b)
