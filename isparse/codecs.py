@@ -167,29 +167,20 @@ class BFloat16(Codec):
 
 def _pack(codes: np.ndarray, width: int) -> np.ndarray:
     """Pack unsigned codes of ``width`` bits: the 8 low bits as bytes when width >= 8, each other bit as a plane of
-    ``np.packbits`` (one bit per code, padded to a byte)."""
-    parts = []
-    low = 0
-    if width >= 8:
-        parts.append((codes & 0xFF).astype(np.uint8))
-        low = 8
-    for j in range(low, width):
-        parts.append(np.packbits(((codes >> j) & 1).astype(np.uint8)))
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+    ``np.packbits`` (one bit per code, padded to a byte), the planes from the lowest bit up."""
+    low = 8 if width >= 8 else 0
+    shifts = np.arange(low, width, dtype=np.int64)
+    planes = np.packbits(((codes[None, :] >> shifts[:, None]) & 1).astype(np.uint8), axis=1).ravel()
+    return np.concatenate([(codes & 0xFF).astype(np.uint8), planes]) if low else planes
 
 
 def _unpack(buf: np.ndarray, count: int, width: int) -> np.ndarray:
     """The codes :func:`_pack` packed (int64)."""
-    out = np.zeros(count, np.int64)
-    pos, low = 0, 0
-    if width >= 8:
-        out |= buf[:count].astype(np.int64)
-        pos, low = count, 8
+    low = 8 if width >= 8 else 0
     plane = -(-count // 8)
-    for j in range(low, width):
-        out |= np.unpackbits(buf[pos:pos + plane], count=count).astype(np.int64) << j
-        pos += plane
-    return out
+    bits = np.unpackbits(buf[count if low else 0:].reshape(width - low, plane), axis=1, count=count)
+    out = (bits.astype(np.int64) << np.arange(low, width, dtype=np.int64)[:, None]).sum(axis=0)
+    return out | buf[:count].astype(np.int64) if low else out
 
 
 class Natural(Codec):

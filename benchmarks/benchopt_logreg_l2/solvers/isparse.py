@@ -9,10 +9,11 @@ repository's); the community objective gets ``beta`` alone.
 
 Parameters (benchopt's ``parameters``; each a key of isparse's run spec, docs/config.md):
 
-- ``algorithm``: isega, isaga, isgd, ibcd, diana, ef21 (tau < 1), gd, sgd, saga (run at tau = 1: the uncompressed
-  baselines), any other name of ``isparse.METHODS``;
-- ``n_workers`` (workers.n, at most N), ``tau`` (a number in [1/m, 1] or "1/n"), ``block_size`` (blocks.size, at
-  most d), ``engine`` (inprocess, or dask: a LocalCluster of 2 processes on 127.0.0.1 started on first use),
+- ``algorithm`` and ``tau`` (joint): isega, isaga, isgd, ibcd, diana, ef21 at tau = 1/n, and gd, sgd, saga at
+  tau = 1 (the uncompressed baselines; another tau is skipped with the reason); any other name of
+  ``isparse.METHODS`` and tau (a number in [1/m, 1] or "1/n") from the command line, e.g.
+  ``-s "isparse[algorithm=isega,tau=0.25]"``;
+- ``n_workers`` (workers.n, at most N), ``block_size`` (blocks.size, at most d), ``engine`` (inprocess, or dask: a LocalCluster of 2 processes on 127.0.0.1 started on first use),
   ``codec`` (messages.codec), ``step_rule`` (step.rule).
 
 Sampling is benchopt's ``callback``: one run per curve; the callback is called at t = 0 and after every iteration
@@ -25,7 +26,7 @@ import math
 import numpy as np
 from benchopt import BaseSolver
 
-#: the uncompressed baselines: run at tau = 1 whatever ``tau`` says
+#: the uncompressed baselines: tau = 1 only
 FULL = ("gd", "sgd", "saga", "asgd")
 _CLUSTER = {}
 
@@ -48,9 +49,11 @@ class Solver(BaseSolver):
     name = "isparse"
     sampling_strategy = "callback"
     requirements = ["pip::isparse"]
-    parameters = {"algorithm": ["isega", "isaga", "isgd", "ibcd", "diana", "ef21", "gd", "sgd", "saga"],
-                  "n_workers": [10], "tau": ["1/n"], "block_size": [1], "engine": ["inprocess"],
-                  "codec": ["float64"], "step_rule": ["theory"]}
+    #: the IS methods and the peers at tau = 1/n, the uncompressed baselines at tau = 1
+    parameters = {"algorithm, tau": [(a, "1/n") for a in ("isega", "isaga", "isgd", "ibcd", "diana", "ef21")]
+                  + [(a, 1.0) for a in FULL if a != "asgd"],
+                  "n_workers": [10], "block_size": [1], "engine": ["inprocess"], "codec": ["float64"],
+                  "step_rule": ["theory"]}
     parameter_template = "{algorithm}[n={n_workers},tau={tau},b={block_size},{codec},{engine}]"
 
     def skip(self, X, y, lmbd, **_):
@@ -59,6 +62,8 @@ class Solver(BaseSolver):
             return True, f"n_workers={self.n_workers} is larger than the number of samples N = {N}"
         if self.block_size > d:
             return True, f"block_size={self.block_size} is larger than d = {d}"
+        if self.algorithm in FULL and str(self.tau) not in ("1", "1.0"):
+            return True, f"algorithm={self.algorithm} is an uncompressed baseline: it runs at tau = 1 (got {self.tau})"
         return False, None
 
     def set_objective(self, X, y, lmbd, **_):
@@ -71,9 +76,8 @@ class Solver(BaseSolver):
         validate_arrays(A, "benchopt X")
         data = Dataset(A=A, b=np.asarray(y, dtype=float), name="benchopt", source="benchopt")
         lam = float(lmbd) / A.shape[0]   # the community's sum convention -> isparse's mean
-        tau = 1.0 if self.algorithm in FULL else self.tau
         spec = RunSpec.from_dict({"algorithm": {"name": self.algorithm}, "workers.n": int(self.n_workers),
-                                  "tau": tau, "blocks.size": int(self.block_size), "problem.lam": lam,
+                                  "tau": self.tau, "blocks.size": int(self.block_size), "problem.lam": lam,
                                   "messages.codec": self.codec, "step.rule": self.step_rule})
         self.setup = build(spec, data=data)   # splits the rows, solves for x* (untimed: before the run)
         self.columns = self._objective_takes_columns()
