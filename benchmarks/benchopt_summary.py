@@ -36,7 +36,7 @@ def to_eps(df, eps: float) -> list[dict]:
     if never), and the last point's rel_subopt."""
     rows = []
     for (data, solver), group in sorted(df.groupby(["dataset_name", "solver_name"])):
-        group = group.sort_values(["time", "stop_val"])
+        group = group.sort_values(["stop_val", "time"])
         hit = group[group.rel_subopt <= eps]
         first = hit.iloc[0] if len(hit) else None
         up = None if first is None else first.get("objective_uplink_bytes")

@@ -70,11 +70,12 @@ def test_benchopt_run_reports_bytes_rounds_and_the_bound(tmp_path):
     from sklearn.linear_model import LogisticRegression
 
     out = tmp_path / "run"
-    proc = _benchopt("run", str(BENCH), "-d", "Simulated", "-s", "isparse[algorithm=isega]", "-s", "scipy-lbfgsb",
+    proc = _benchopt("run", str(BENCH), "-d", "Simulated", "-s", "isparse[algorithm=isega,tau='1/n']", "-s", "scipy-lbfgsb",
                      "-n", "40", "--timeout", "60", "--no-plot", "--no-html", "--output", str(out))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     df = pd.read_parquet(f"{out}.parquet")
-    isega = df[df.solver_name.str.startswith("isparse[isega")].sort_values("stop_val")
+    isega = df[df.solver_name.str.startswith("isparse[isega[n=10,tau=1/n,")].sort_values("stop_val")
+    assert set(df.solver_name) == {"scipy-lbfgsb", "isparse[isega[n=10,tau=1/n,b=1,float64,inprocess]]"}
     lbfgs = df[df.solver_name == "scipy-lbfgsb"]
     assert len(isega) >= 20 and isega.idx_rep.nunique() == 1
     n, tau_m = 10, 2   # m = 20 blocks of 1, tau m = ceil(20 / 10)
