@@ -20,6 +20,18 @@ BENCH = ROOT / "benchmarks" / "benchopt_logreg_l2"
 BIN = Path(sys.executable).parent
 
 
+@pytest.fixture(autouse=True)
+def _leaves_the_benchmark_as_found():
+    """benchopt keeps a joblib cache (``__cache__``) and its outputs in the benchmark's folder: removed after each
+    test that made them (the session must leave the checkout as it found it)."""
+    made = [BENCH / name for name in ("__cache__", "outputs") if not (BENCH / name).exists()]
+    yield
+    import shutil
+
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _community_loss(X, y, lmbd, beta):
     """benchmark_logreg_l2's objective, written out: a sum of log-losses plus lmbd/2 ||beta||^2."""
     return float(np.sum(np.log1p(np.exp(-y * (X @ beta)))) + 0.5 * lmbd * float(beta @ beta))
@@ -71,7 +83,7 @@ def test_benchopt_run_reports_bytes_rounds_and_the_bound(tmp_path):
 
     out = tmp_path / "run"
     proc = _benchopt("run", str(BENCH), "-d", "Simulated", "-s", "isparse[algorithm=isega,tau='1/n']", "-s", "scipy-lbfgsb",
-                     "-n", "40", "--timeout", "60", "--no-plot", "--no-html", "--output", str(out))
+                     "-n", "40", "--timeout", "60", "--no-plot", "--no-html", "--no-cache", "--output", str(out))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     df = pd.read_parquet(f"{out}.parquet")
     isega = df[df.solver_name.str.startswith("isparse[isega[n=10,tau=1/n,")].sort_values("stop_val")
