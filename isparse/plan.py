@@ -143,19 +143,12 @@ def resolve_codecs(codecs, default: tuple[str, int], key: str = "plan.codecs") -
     if not codecs:
         raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of codecs ({allowed}), or null for "
                                f"messages.codec alone; got [].")
+    own_levels = default[1] if default[0] == "dither" else DEFAULT_LEVELS
     out = []
     for entry in codecs:
-        name, _, levels = str(entry).strip().partition(":") if isinstance(entry, str) else ("", "", "")
-        s = (default[1] if default[0] == "dither" else DEFAULT_LEVELS) if not levels else None
-        if levels and name == "dither":
-            try:
-                s = int(levels)
-            except ValueError:
-                s = None
-            s = s if s is not None and 1 <= s <= 255 else None
-        elif levels:
-            s = None
-        if name not in NAMES or s is None:
+        name, _, levels = entry.strip().partition(":") if isinstance(entry, str) else ("", "", "")
+        s = own_levels if not levels else (int(levels) if name == "dither" and levels.isdigit() else None)
+        if name not in NAMES or s is None or not 1 <= s <= 255:
             raise ConfigError(key, f"The '{key}' parameter's entries must be one of {allowed}; got {entry!r}.")
         pair = (name, s if name == "dither" else DEFAULT_LEVELS)
         if pair not in out:

@@ -52,7 +52,7 @@ from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
 from isparse.plan import (Probe, SkippedRow, codec_label, codec_offset, fit_round_cost, plan_row, recommend,
                           resolve_block_sizes, resolve_codecs, resolve_tau_grid)
-from isparse.spec import BlocksSpec, MessagesSpec
+from isparse.spec import BlocksSpec
 
 from .errors import console, exits_on_user_error, print_error
 from .schema import PlanConfig, load_job
@@ -191,7 +191,10 @@ def plan_job(cfg) -> dict:
                 runs[c, k].append(probe(setups[c, probe_b, k], pools[c, k], opts.rounds, job.tracking.log_every))
         for c, k in chosen:   # the repetition of median seconds per round
             median = sorted(runs[c, k], key=lambda p: p.round_s)[(len(runs[c, k]) - 1) // 2]
-            (probes.append(median) if c == line else codec_probes.__setitem__(c, median))
+            if c == line:
+                probes.append(median)
+            else:
+                codec_probes[c] = median
     if not probes:
         raise ConfigError("plan.taus", f"The 'plan.taus' parameter must hold a tau algorithm={job.algorithm.name} "
                                        f"can run at blocks.size={probe_b}; none of {grid0} (tau x m) can: "

@@ -142,10 +142,10 @@ class Context:
                     sum_sq_local_grads=self.reference.sum_sq_local_grads, omega=self.omega or 0.0, **extra)
 
 
-
 def values_in_blocks(d: int, tau_m: int, b: int) -> int:
     """The most coordinates tau*m blocks of size b hold: min(d, tau*m x b) (the last block may be shorter)."""
     return min(d, tau_m * b)
+
 
 class Method:
     """Base of the methods that send tau*m blocks of a d-vector per worker and round.
