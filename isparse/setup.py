@@ -101,7 +101,8 @@ def _codec_bound(ctx, cls, method, bound):
     if ctx.codec.exact or (cls.codec_theory and ctx.omega is not None):
         return bound
     why = (f"messages.codec={ctx.codec.label} is biased (deterministic rounding): no bound is derived with it"
-           if ctx.omega is None else f"no bound is derived for {cls.name} with messages.codec={ctx.codec.label}")
+           if ctx.omega is None else f"no bound is derived for {cls.name} with messages.codec={ctx.codec.label}"
+           + (f": {cls.codec_why}" if cls.codec_why else ""))
     return NoBound(theorem=why, gamma_theory=bound.gamma_theory, gamma=method.gamma, quantity=bound.quantity)
 
 

@@ -27,6 +27,7 @@ class AsyncISGD(ISGD):
     name = "async_isgd"
     asynchronous = True
     codec_theory = False
+    codec_why = "Theorem 9 gives no bound even without a codec (it cannot be recovered from the paper's text)"
 
     def master_init(self, x0):
         return None

@@ -196,6 +196,8 @@ class Method:
     #: the stepsize rule and the bound take the codec's omega (derived in ``isparse.theory``); otherwise a lossy
     #: codec leaves the run without a bound (``isparse.setup.build`` says so in its NoBound)
     codec_theory = False
+    #: why a lossy codec leaves the method without a bound (said in its NoBound) when ``codec_theory`` is False
+    codec_why = ""
 
     def __init__(self, n: int, blocks: BlockPartition, tau_m: int, gamma: float, *, seed: int = 0,
                  send_ids: bool = False, codec: Codec = FLOAT64):

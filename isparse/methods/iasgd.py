@@ -62,7 +62,7 @@ class IASGD(ISGD):
 
     name = "iasgd"
     step_L_choice = False
-    codec_theory = False   # its step is 1/(rho L) with the strong-growth constant rho of max_i L_i's problem
+    codec_theory = True    # rho_hat takes the codec's omega (derived in ``isparse.theory.iasgd``)
     options = IasgdOptions
 
     def __init__(self, n, blocks, tau_m, gamma=None, *, L, mu, rho, batch=1, l_min=1, **common):
@@ -107,7 +107,8 @@ class IASGD(ISGD):
                 raise ConfigError("algorithm.rho", f"The 'algorithm.rho' parameter must be set (a number >= 1) for "
                                                    f"{type(p).__name__}: its strong-growth constant cannot be computed "
                                                    f"(it needs Assumption 2 and exact local gradients); got null.")
-            rho, computed = strong_growth_rho(rho_tilde, 0.0, ctx.n, ctx.tau), True
+            rho = strong_growth_rho(rho_tilde, 0.0, ctx.n, ctx.tau, **cls.omega_kw(ctx))
+            computed = True
         return rho / ctx.step_multiplier, computed and ctx.step_multiplier <= 1
 
     @classmethod

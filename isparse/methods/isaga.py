@@ -11,6 +11,8 @@ U_i (tau*m-nice) and one example j uniformly from its l_i examples, and sends
 the master takes x^{t+1} = x^t - (gamma/n) sum_i of the messages (no 1/tau rescaling). The table
 starts at 0. Theorem 5 (``isparse.theory.theorem5``) needs Assumption 2; without it the method
 stalls at a neighbourhood. With tau = 1 this is distributed SAGA (``saga``); with n = 1 too, SAGA.
+With a lossy codec the master decodes Q(message); the worker's table keeps its exact gradients, and the
+stepsize and bound take the codec's omega (derived in ``isparse.theory.theorem5``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class ISAGA(Method):
     smoothness = "L_example"
     stepsize = staticmethod(theorem5_stepsize)
     state_text = "the SAGA tables, N x d, and their means, n x d"
+    codec_theory = True     # Theorem 5 with omega (derived; the tables keep the exact gradients)
 
     @classmethod
     def state_bytes(cls, ctx):

@@ -62,6 +62,8 @@ class ISAGAShared(Method):
     stepsize = staticmethod(theorem2_stepsize)
     paper_stepsize = staticmethod(saga_paper_stepsize)
     state_text = "the master's SAGA table and its targets grad psi_j(x*), 2 x N x d"
+    codec_why = ("the master's table stores the decoded gradients, so the codec's noise on grad psi_j(x*) != 0 "
+                 "stays in it (isparse/theory/theorem2.py)")
 
     @classmethod
     def state_bytes(cls, ctx):

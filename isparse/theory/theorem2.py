@@ -8,6 +8,10 @@ With L the smoothness of every psi_j and N examples:
 
 The default stepsize gamma = 1/(L(tau + 4/n)) gives c = 3/n^2 and rho = min{gamma tau mu, n tau/(3N)};
 at tau = 1/n, gamma = n/(5L) and the rate is min{mu/(5L), 1/(3N)} (Corollary 2). No Assumption 2.
+
+No bound with a codec (``messages.codec``): the master keeps the table, so it stores the decoded Q(grad psi_j(x)),
+and the codec's noise on grad psi_j(x*) != 0 stays in the table and in the estimate: the iterates settle in a
+neighbourhood that is not derived here (``Method.codec_theory`` is False; the log says so).
 """
 
 from __future__ import annotations

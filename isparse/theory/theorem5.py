@@ -16,6 +16,27 @@ gamma = 1/(L(tau + 5/n)) with c = (1/n)(1/(gamma L) - 2/n - tau) = 3/n^2 is used
 Without Assumption 2 (some grad f_i(x*) != 0) and tau < 1, ISAGA stalls at a neighbourhood the
 paper does not size: no bound is claimed. With tau = 1 (distributed SAGA) the terms that need
 Assumption 2 carry a factor (1 - tau) = 0 and the bound is logged.
+
+With a codec (``messages.codec``, derived; docs/algorithms.md §7). Worker i sends Q((w_i)_U),
+w_i = grad f_ij(x) - alpha_ij + alpha_bar_i, with Q unbiased, drawn independently of U and j, and
+E||Q(v) - v||^2 <= omega ||v||^2; its table keeps the exact grad f_ij (the codec never reaches it). The proof,
+written out under Assumption 2 with D = f(x) - f* and E_j over worker i's l_i examples:
+
+    E r_{t+1} = r_t - 2 gamma tau <grad f(x), x - x*> + (gamma/n)^2 E||sum_i Q((w_i)_{U_i})||^2,
+    E||sum_i Q((w_i)_{U_i})||^2 <= (1 + omega) tau sum_i E_j||w_i||^2 + tau^2 n^2 ||grad f(x)||^2
+                                  (independence over i; E Q((w_i)_U) = tau grad f_i(x)),
+    E_j||w_i||^2 <= 2 E_j||grad f_ij(x) - grad f_ij(x*)||^2 + 2 (1/l_i) sum_j ||alpha_ij - grad f_ij(x*)||^2
+                 <= 4 L D_i + 2 Psi_i / l_i,   D_i = f_i(x) - f_i(x*), sum_i D_i = n D, ||grad f||^2 <= 2 L D,
+    E Psi_i^{t+1} <= (1 - tau/l_i) Psi_i + 2 L tau D_i          (row j moves to grad f_ij(x) on U),
+    <grad f(x), x - x*> >= D + (mu/2) r_t.
+
+Summing r + c gamma^2 Psi: the D terms cancel when c = (1/n)(1/(gamma L) - 2(1 + omega)/n - tau), and the Psi
+terms contract by 1 - tau (1/l - 2(1 + omega)/(n^2 l c)), l = max_i l_i. So with a codec the bound is the
+tau < 1/n variant above with 2/n -> 2(1 + omega)/n in c and 2/(n^2 l c) -> 2(1 + omega)/(n^2 l c): the rule
+gamma = 1/(L(tau + 5(1 + omega)/n)) gives c = 3(1 + omega)/n^2 and theta = tau min{gamma mu, 1/(3l)}, claimed up
+to gamma = 1/(L(tau + 4(1 + omega)/n)). At omega = 0 it is that variant; a float64 run keeps the theorem as above.
+A codec's noise around w_i(x*) = grad f_i(x*) does not vanish at tau = 1, so with a codec the bound needs
+Assumption 2 at every tau.
 """
 
 from __future__ import annotations
@@ -26,13 +47,24 @@ from .bound import LinearBound, NoBound
 INTERPOLATION_TOL = 1e-20
 
 
-def theorem5_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """gamma = 1/(L(tau + 4/n)) for tau >= 1/n, 1/(L(tau + 5/n)) below (see the module docstring)."""
-    return 1.0 / (L * (tau + (4.0 if tau * n >= 1 - 1e-12 else 5.0) / n))
+def _coefficients(n: int, tau: float, omega: float) -> tuple[float, float]:
+    """(a, b) of c = (1/n)(1/(gamma L) - a/n - tau) and theta = tau min{gamma mu, 1/l - b/(n^2 l c)}: the paper's
+    (1, 2) for tau >= 1/n without a codec, the derived (2(1 + omega), 2(1 + omega)) otherwise."""
+    if omega > 0 or tau * n < 1 - 1e-12:
+        return 2.0 * (1.0 + omega), 2.0 * (1.0 + omega)
+    return 1.0, 2.0
+
+
+def theorem5_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
+    """gamma = 1/(L(tau + (a + 3b/2)/n)), which makes c = (3b/2)/n^2: 1/(L(tau + 4/n)) for tau >= 1/n,
+    1/(L(tau + 5/n)) below, 1/(L(tau + 5(1 + omega)/n)) with a codec's omega (see the module docstring)."""
+    a, b = _coefficients(n, tau, omega)
+    return 1.0 / (L * (tau + (a + 1.5 * b) / n))
 
 
 def theorem5_bound(*, L_example: float, mu: float, n: int, tau: float, gamma: float, r0: float,
-                   sum_sq_local_grads: float, sum_sq_example_grads: float, l_max: int, **_ignored):
+                   sum_sq_local_grads: float, sum_sq_example_grads: float, l_max: int, omega: float = 0.0,
+                   **_ignored):
     """Bound on E[||x^t - x*||^2 + c gamma^2 Psi^t] (so on dist_sq) for ISAGA with alpha^0 = 0.
 
     Parameters
@@ -43,23 +75,28 @@ def theorem5_bound(*, L_example: float, mu: float, n: int, tau: float, gamma: fl
         Psi^0 = sum_ij ||grad f_ij(x*)||^2 (the table starts at 0).
     l_max : int
         The largest number of examples on a worker.
+    omega : float
+        The codec's omega (0: float64, the theorem as stated); with omega > 0 the derived bound of the module
+        docstring.
     """
-    gamma_rule = theorem5_stepsize(L_example, mu, n, tau)
-    paper_case = tau * n >= 1 - 1e-12
-    slack = 2.0 if paper_case else 3.0   # 1/n + tau (paper) or 2/n + tau (derived variant)
-    # the theorem's own limit: c > 2/n^2, i.e. gamma < 1/(L(3/n + tau)) (paper), 1/(L(4/n + tau)) (variant)
-    gamma_max = 1.0 / (L_example * (tau + (slack + 1.0) / n))
+    gamma_rule = theorem5_stepsize(L_example, mu, n, tau, omega)
+    a, b = _coefficients(n, tau, omega)
+    # the theorem's own limit: c > b/n^2, i.e. gamma < 1/(L(tau + (a + b)/n))
+    gamma_max = 1.0 / (L_example * (tau + (a + b) / n))
     no_assumption2 = sum_sq_local_grads > INTERPOLATION_TOL * max(r0, 1.0) * L_example ** 2
-    if tau < 1.0 and no_assumption2:
-        return NoBound(theorem="Theorem 5 (ISAGA) needs Assumption 2 (grad f_i(x*) = 0), which the data break",
+    if (tau < 1.0 or omega > 0) and no_assumption2:
+        return NoBound(theorem="Theorem 5 (ISAGA) needs Assumption 2 (grad f_i(x*) = 0), which the data break"
+                       + (" (with a codec, at every tau)" if omega > 0 else ""),
                        gamma_theory=gamma_rule, gamma=gamma, gamma_max=gamma_max)
-    c = (1.0 / n) * (1.0 / (gamma * L_example) - (slack - 1.0) / n - tau)
-    if c <= 2.0 / n ** 2:  # then 1/l - 2/(n^2 l c) <= 0: no contraction is proved
+    c = (1.0 / n) * (1.0 / (gamma * L_example) - a / n - tau)
+    if c <= b / n ** 2:  # then 1/l - b/(n^2 l c) <= 0: no contraction is proved
         return NoBound(theorem="Theorem 5 (ISAGA): the stepsize leaves no contraction", gamma_theory=gamma_rule,
                        gamma=gamma, gamma_max=gamma_max)
-    theta = tau * min(gamma * mu, 1.0 / l_max - 2.0 / (n ** 2 * l_max * c))
-    derived = not paper_case or no_assumption2       # tau < 1/n, or tau = 1 without Assumption 2
-    why = ("tau < 1/n: the variant with 2/n + tau" if not paper_case else
+    theta = tau * min(gamma * mu, 1.0 / l_max - b / (n ** 2 * l_max * c))
+    paper_case = tau * n >= 1 - 1e-12 and omega == 0
+    derived = not paper_case or no_assumption2       # tau < 1/n, a codec, or tau = 1 without Assumption 2
+    why = (f"the codec's omega = {omega:.4g}: 2(1 + omega)/n + tau" if omega > 0 else
+           "tau < 1/n: the variant with 2/n + tau" if tau * n < 1 - 1e-12 else
            "tau = 1 without Assumption 2: the terms that need it carry a factor 1 - tau = 0")
     return LinearBound(theorem="Theorem 5 (ISAGA), arXiv:1901.09437; Lyapunov weight reconstructed",
                        quantity="dist_sq", gamma_theory=gamma_rule, gamma=gamma, gamma_max=gamma_max,
