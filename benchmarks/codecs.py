@@ -157,7 +157,7 @@ def main(argv=None):
                       f"{r['it_ratio']:.3f} | {100 * r['share']:.3f} % | {100 * r['share64']:.3f} % | "
                       f"{100 * (1 - r['share']):.2f} % |", flush=True)
     if "b" in parts:
-        t = time_per_iteration(iters=100 if a.quick else 300, pairs=3 if a.quick else 5)
+        t = time_per_iteration(iters=100 if a.quick else 1500, pairs=3 if a.quick else 7)
         print("\n| codec | time per iteration ÷ float64 (a9a, n = 100, median of paired runs) |\n|---|---|")
         for k, v in t.items():
             print(f"| {k} | {v:.3f} |", flush=True)

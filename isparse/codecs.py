@@ -189,6 +189,9 @@ class Natural(Codec):
     name, unbiased, random, value_bits = "natural", True, True, 9
     #: float32's exponents: 2^-126 .. 2^127; code 0 is zero, 255 is inf
     E_MIN, E_MAX = -126, 127
+    #: code c in 1..254 is 2^(c - 127), float64's exponent field c + 896: the float64 bits of each code
+    _BIAS = 1023 + E_MIN - 1
+    _FIELDS = np.concatenate([[0], np.arange(1 + _BIAS, 255 + _BIAS) << 52, [0x7FF << 52]]).astype(np.uint64)
 
     def omega(self, q):
         # E(Q - v)^2 = 4^e f(1 - f) for |v| = 2^e (1 + f), f in [0, 1): at most v^2/8 (f = 1/3). Below 2^-126 the
@@ -197,34 +200,20 @@ class Natural(Codec):
         return 0.125 * (1.0 + 2.0 ** -20)
 
     def encode(self, values, counts, u):
-        a = np.abs(values)
-        mant, ex = np.frexp(a)                              # a = mant 2^ex, mant in [0.5, 1)
-        e = ex.astype(np.int64) - 1                         # a = 2^e (1 + f)
-        f = 2.0 * mant - 1.0
-        up = u < f
-        e = e + up
-        tiny = a < 2.0 ** self.E_MIN                        # unbiased to {0, 2^-126}
+        bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+        ef = (bits >> np.uint64(52)).astype(np.int64) & 0x7FF        # |v| = 2^(ef - 1023) (1 + f), f = mantissa / 2^52
+        up = u * 2.0 ** 52 < (bits & np.uint64(2 ** 52 - 1))         # to the upper power with probability f
+        code = np.minimum(ef + up - self._BIAS, 255)                 # above 2^127 (and inf, nan): 255 = inf
+        tiny = ef < self._BIAS + 1                                   # |v| < 2^-126 (zero too): unbiased to {0, 2^-126}
         if tiny.any():
-            e = np.where(tiny, self.E_MIN, e)
-            keep = u < a * 2.0 ** -self.E_MIN
-            zero = (a == 0) | (tiny & ~keep)
-        else:
-            zero = a == 0
-        code = np.clip(e - self.E_MIN + 1, 1, 255)          # exponents above 127 (or inf/nan): 255 = inf
-        code[~np.isfinite(a)] = 255
-        code[zero] = 0
-        codes = code | (np.signbit(values).astype(np.int64) << 8)
-        return _pack(codes, 9)
+            code[tiny] = u[tiny] < np.abs(values[tiny]) * 2.0 ** -self.E_MIN
+        sign = (bits >> np.uint64(63)).astype(np.uint8)
+        return np.concatenate([code.astype(np.uint8), np.packbits(sign)])   # the 8 low bits as bytes, the sign plane
 
     def decode(self, payload, counts):
         n = int(np.sum(counts))
-        codes = _unpack(payload, n, 9)
-        code = codes & 0xFF
-        with np.errstate(over="ignore"):
-            out = np.ldexp(1.0, code + (self.E_MIN - 1))
-        out[code == 0] = 0.0
-        out[code == 255] = np.inf
-        return np.where(codes >> 8, -out, out)
+        sign = np.unpackbits(payload[n:], count=n).astype(np.uint64) << np.uint64(63)
+        return (self._FIELDS[payload[:n]] | sign).view(np.float64)
 
 
 class Dither(Codec):
@@ -255,30 +244,31 @@ class Dither(Codec):
         norm = np.sqrt(np.bincount(np.repeat(np.arange(k), counts), weights=values * values, minlength=k))
         with np.errstate(over="ignore"):
             n32 = norm.astype(np.float32)
-            low = n32.astype(np.float64) < norm
-            n32[low] = np.nextafter(n32[low], np.float32(np.inf))
-        return n32
+        return np.where(n32 < norm, np.nextafter(n32, np.float32(np.inf)), n32)
 
     def encode(self, values, counts, u):
+        counts = np.asarray(counts)
         n32 = self.norms(values, counts)
         N = np.repeat(n32.astype(np.float64), counts)
         with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(N > 0, self.levels * np.abs(values) / N, 0.0)
-        r = np.minimum(r, self.levels)
-        lvl = np.floor(r)
-        lvl = lvl + (u < r - lvl)
-        lvl = np.where(np.isfinite(lvl), lvl, self.levels).astype(np.int64)
-        codes = lvl | (np.signbit(values).astype(np.int64) << self.level_bits)
-        return np.concatenate([n32[np.asarray(counts) > 0].view(np.uint8), _pack(codes, self.value_bits)])
+            r = np.minimum(np.where(N > 0, self.levels * np.abs(values) / N, 0.0), self.levels)
+            lvl = np.floor(r)
+            lvl += u < r - lvl
+        lvl[np.isnan(lvl)] = self.levels                    # a NaN in the message (the divergence check reports it)
+        codes = lvl.astype(np.int64) | (np.signbit(values).astype(np.int64) << self.level_bits)
+        return np.concatenate([n32[counts > 0].view(np.uint8), _pack(codes, self.value_bits)])
 
     def decode(self, payload, counts):
-        sends = np.asarray(counts) > 0                      # a worker that sends nothing has no norm on the wire
-        k, n = int(sends.sum()), int(np.sum(counts))
-        n32 = np.zeros(len(counts))
-        n32[sends] = payload[:4 * k].view(np.float32)
+        counts = np.asarray(counts)
+        sends = counts > 0                                  # a worker that sends nothing has no norm on the wire
+        k, n = int(np.count_nonzero(sends)), int(counts.sum())
+        if k == counts.size:
+            n32 = payload[:4 * k].view(np.float32).astype(np.float64)
+        else:
+            n32 = np.zeros(counts.size)
+            n32[sends] = payload[:4 * k].view(np.float32)
         codes = _unpack(payload[4 * k:], n, self.value_bits)
-        lvl = codes & ((1 << self.level_bits) - 1)
-        out = np.repeat(n32, counts) * lvl / self.levels
+        out = np.repeat(n32, counts) * (codes & ((1 << self.level_bits) - 1)) / self.levels
         return np.where(codes >> self.level_bits, -out, out)
 
 

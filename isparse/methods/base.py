@@ -30,116 +30,17 @@ that sets a ``name``: adding a method is one module (here, or anywhere importabl
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 import numpy as np
 
 from ..blocks import BlockPartition
 from ..errors import ConfigError
 from ..messages import BLOCK_ID_DTYPE, Messages
-from ..params import Nullable, Section, Text, param
 from ..codecs import FLOAT64, Codec
 from ..sampling import BLOCKS, CODEC, Sampler
 from ..theory import NoBound
-
-
-@dataclass
-class AlgorithmOptions(Section):
-    """The ``algorithm`` section: which method, and (in subclasses, one per family of methods) its own options.
-
-    ``algorithm.name`` picks the method class (``isparse.methods.METHODS``; ``algorithm.module`` is imported
-    first, for a method defined outside ``isparse.methods``), and that class's ``options`` dataclass is the
-    schema of the other keys: a key it does not have is refused.
-    """
-
-    name: str = param("isega", Text(), "the method (algorithm=<name>)")
-    module: Optional[str] = param(None, Nullable(Text()), "the Python module that defines the method, imported "
-                                                          "first; null: a method of isparse.methods")
-
-    @classmethod
-    def choose(cls, values, key):
-        from . import method_class
-
-        options = method_class(values.get("name", AlgorithmOptions.name), values.get("module"), key or "algorithm").options
-        if not issubclass(options, cls):
-            raise TypeError(f"{options.__name__} (the options of algorithm={values.get('name')}) must subclass "
-                            f"AlgorithmOptions")
-        return options
-
-    @classmethod
-    def label(cls, values, key):
-        return f"{key or 'algorithm'}={values.get('name', AlgorithmOptions.name)}"
-
-    def method_class(self):
-        """The method class of ``name`` (and ``module``)."""
-        from . import method_class
-
-        return method_class(self.name, self.module)
-
-
-@dataclass
-class Context:
-    """Everything a method needs to be built for one run (``isparse.setup.build`` makes it).
-
-    Attributes
-    ----------
-    algorithm : str
-    problem : GLMProblem or QuadraticProblem
-    reference : Reference
-    n : int
-    blocks : BlockPartition
-    tau, tau_m : float, int
-    step_multiplier : float
-    step_rule : {"theory", "paper", "paper_literal"}
-    step_L : {"shards", "f"}
-        ``step.L``: the stepsize's L is max_i L_i (shards) or L_f of f itself (f).
-    seed : int
-    send_ids : bool
-    codec : Codec
-        ``messages.codec`` (``isparse.codecs``).
-    omega : float or None
-        The codec's omega for this method's messages (0 for float64, None for a biased codec): set by ``build``.
-    options : AlgorithmOptions
-        The method's own options (``batch``, ``schedule``, ``alpha``, ``rho``, ...), checked.
-    regularizer : Regularizer
-    data : Dataset or None
-    x0 : ndarray of shape (d,)
-    """
-
-    algorithm: str
-    problem: object
-    reference: object
-    n: int
-    blocks: BlockPartition
-    tau: float
-    tau_m: int
-    step_multiplier: float = 1.0
-    step_rule: str = "theory"
-    step_L: str = "shards"
-    seed: int = 0
-    send_ids: bool = False
-    options: AlgorithmOptions = field(default_factory=AlgorithmOptions)
-    regularizer: object = None
-    data: object = None
-    x0: np.ndarray | None = None
-    cache: dict = field(default_factory=dict)   # what a method derives once per build (e.g. the whole-data problem)
-    codec: Codec = FLOAT64
-    omega: Optional[float] = 0.0
-
-    def common(self) -> dict:
-        """The keyword arguments every method's constructor takes from the run: seed, send_ids, codec."""
-        return dict(seed=self.seed, send_ids=self.send_ids, codec=self.codec)
-
-    @property
-    def r0(self) -> float:
-        return float(np.sum((self.x0 - self.reference.x_star) ** 2))
-
-    def constants(self, **extra) -> dict:
-        """The keyword constants the theory functions take."""
-        p = self.problem
-        return dict(L=p.L, mu=p.mu, n=self.n, tau=self.tau, r0=self.r0,
-                    sum_sq_local_grads=self.reference.sum_sq_local_grads, omega=self.omega or 0.0, **extra)
+from .context import AlgorithmOptions, Context   # noqa: F401  (re-exported: a method module imports them from here)
 
 
 def values_in_blocks(d: int, tau_m: int, b: int) -> int:
