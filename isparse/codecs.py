@@ -15,13 +15,17 @@ float64     exact    0                                            64 q
 float32     no       (deterministic rounding, relative 2^-24)     32 q
 bfloat16    no       (deterministic rounding, relative 2^-8)      16 q
 natural     yes      1/8                                          9 q (sign + 8-bit exponent)
+natural7    yes      1/8                                          8 q (sign + 7-bit exponent, window by the problem)
 dither      yes      min(q/s^2, sqrt(q)/s) (1 + 2^-20)            32 + (1 + ceil(log2(s + 1))) q
 =========== ======== ============================================ ======================================
 
 ``natural`` is natural compression (Horvath, Ho, Horvath, Sahu, Canini, Richtarik, arXiv:1905.10988): each value
 is rounded to one of the two powers of two around it, the upper one with probability (|v| - 2^e)/2^e, so that the
 mean is v; its exponent is float32's (2^-126 .. 2^127): a |v| below 2^-126 is rounded to 0 or 2^-126 with the
-probabilities that keep it unbiased, an exponent above 127 (|v| >= 2^128, a diverged run) decodes to inf.
+probabilities that keep it unbiased, and an exponent above 127 (|v| >= 2^127 rounding up, a diverged run) decodes
+to inf.
+``natural7`` is the same rounding in one byte: a 7-bit exponent over 126 powers of two whose top is 2^24 x the largest
+local gradient entry at x^0 (``Natural7``).
 ``dither`` is random dithering with s levels and one norm per message (QSGD: Alistarh, Grubic, Li, Tomioka,
 Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}, l = floor(s |v_j| / N), the upper
 one with probability s |v_j| / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
@@ -40,7 +44,7 @@ import math
 import numpy as np
 
 #: the codecs ``messages.codec`` names
-NAMES = ("float64", "float32", "bfloat16", "natural", "dither")
+NAMES = ("float64", "float32", "bfloat16", "natural", "natural7", "dither")
 #: the default of ``messages.levels`` (s of ``dither``): 15 levels use 4 bits, 5 with the sign
 DEFAULT_LEVELS = 15
 
@@ -68,6 +72,12 @@ class Codec:
     random = False
     header_bits = 0
     value_bits = 64
+    #: the codec's window is placed by the problem's scale (:meth:`scaled`; ``natural7``)
+    needs_scale = False
+
+    def scaled(self, scale: float) -> "Codec":
+        """The codec for messages whose largest |value| at the start is about ``scale`` (itself, but ``natural7``)."""
+        return self
 
     def omega(self, q: int) -> float | None:
         """omega of E||Q(v) - v||^2 <= omega ||v||^2 for a message of q values; None for a biased codec."""
@@ -184,36 +194,89 @@ def _unpack(buf: np.ndarray, count: int, width: int) -> np.ndarray:
 
 
 class Natural(Codec):
-    """Natural compression: an unbiased random rounding to a power of two, 9 bits per value (omega = 1/8)."""
+    """Natural compression: an unbiased random rounding to a power of two, 9 bits per value (omega = 1/8).
 
-    name, unbiased, random, value_bits = "natural", True, True, 9
-    #: float32's exponents: 2^-126 .. 2^127; code 0 is zero, 255 is inf
-    E_MIN, E_MAX = -126, 127
-    #: code c in 1..254 is 2^(c - 127), float64's exponent field c + 896: the float64 bits of each code
-    _BIAS = 1023 + E_MIN - 1
-    _FIELDS = np.concatenate([[0], np.arange(1 + _BIAS, 255 + _BIAS) << 52, [0x7FF << 52]]).astype(np.uint64)
+    Parameters
+    ----------
+    e_max : int
+        The largest exponent of the window (127: float32's, 2^-126 .. 2^127); the codes 1 .. 2^e - 2 of the
+        ``exponent_bits`` = e bit field are 2^e_min .. 2^e_max, code 0 is zero and the top code inf.
+    """
+
+    name, unbiased, random = "natural", True, True
+    exponent_bits = 8
+
+    def __init__(self, e_max: int = 127):
+        top = (1 << self.exponent_bits) - 1                           # the code of inf
+        self.e_max = int(e_max)
+        self.e_min = self.e_max - (top - 2)
+        self.value_bits = 1 + self.exponent_bits
+        self._top = top
+        self._bias = 1023 + self.e_min - 1                            # float64's exponent field of code c: c + bias
+        self._fields = np.concatenate([[0], np.arange(1 + self._bias, top + self._bias) << 52,
+                                       [0x7FF << 52]]).astype(np.uint64)   # the float64 bits of each code
 
     def omega(self, q):
-        # E(Q - v)^2 = 4^e f(1 - f) for |v| = 2^e (1 + f), f in [0, 1): at most v^2/8 (f = 1/3). Below 2^-126 the
-        # rounding to {0, 2^-126} adds at most q 2^-254 / 4 per message: relative to the largest |v_j| >= 2^-149 it
-        # is covered by the 1 + 2^-20 factor unless every value is below 2^-126 (a message of zeros, in effect)
+        # E(Q - v)^2 = 4^e f(1 - f) for |v| = 2^e (1 + f), f in [0, 1): at most v^2/8 (f = 1/3). Below 2^e_min the
+        # rounding to {0, 2^e_min} adds at most q 4^e_min / 4 per message: relative to the largest |v_j| it is
+        # covered by the 1 + 2^-20 factor unless every value is below 2^(e_min + 12) (a message of zeros, in effect)
         return 0.125 * (1.0 + 2.0 ** -20)
 
     def encode(self, values, counts, u):
         bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
         ef = (bits >> np.uint64(52)).astype(np.int64) & 0x7FF        # |v| = 2^(ef - 1023) (1 + f), f = mantissa / 2^52
         up = u * 2.0 ** 52 < (bits & np.uint64(2 ** 52 - 1))         # to the upper power with probability f
-        code = np.minimum(ef + up - self._BIAS, 255)                 # above 2^127 (and inf, nan): 255 = inf
-        tiny = ef < self._BIAS + 1                                   # |v| < 2^-126 (zero too): unbiased to {0, 2^-126}
+        code = np.minimum(ef + up - self._bias, self._top)           # above 2^e_max (and inf, nan): the inf code
+        tiny = ef < self._bias + 1                                   # |v| < 2^e_min (zero too): unbiased to {0, 2^e_min}
         if tiny.any():
-            code[tiny] = u[tiny] < np.abs(values[tiny]) * 2.0 ** -self.E_MIN
+            code[tiny] = u[tiny] < np.abs(values[tiny]) * 2.0 ** -self.e_min
         sign = (bits >> np.uint64(63)).astype(np.uint8)
+        if self.exponent_bits == 7:                                  # sign and exponent in one byte
+            return code.astype(np.uint8) | (sign << np.uint8(7))
         return np.concatenate([code.astype(np.uint8), np.packbits(sign)])   # the 8 low bits as bytes, the sign plane
 
     def decode(self, payload, counts):
         n = int(np.sum(counts))
-        sign = np.unpackbits(payload[n:], count=n).astype(np.uint64) << np.uint64(63)
-        return (self._FIELDS[payload[:n]] | sign).view(np.float64)
+        if self.exponent_bits == 7:
+            code = payload[:n] & np.uint8(0x7F)
+            sign = (payload[:n] >> np.uint8(7)).astype(np.uint64) << np.uint64(63)
+        else:
+            code = payload[:n]
+            sign = np.unpackbits(payload[n:], count=n).astype(np.uint64) << np.uint64(63)
+        return (self._fields[code] | sign).view(np.float64)
+
+
+class Natural7(Natural):
+    """Natural compression in one byte per value: a sign and a 7-bit exponent over a window of 126 powers of two
+    placed by the problem (omega = 1/8, unbiased, like ``natural``).
+
+    The window is 2^(e_max - 125) .. 2^e_max with e_max = the exponent of the largest local gradient entry at x^0,
+    max_i ||grad f_i(x^0)||_inf, plus :attr:`HEADROOM` (``isparse.setup.build`` calls :meth:`scaled`): below it a
+    value is rounded to 0 or 2^(e_max - 125) with the probabilities that keep it unbiased, as ``natural`` does below
+    2^-126, and a value of 2^e_max or more (2^23 to 2^24 x the largest entry at the start) may round up past the
+    window and decode to inf, so the run stops as diverged. Messages shrink as a method converges, so the window's low end (2^-101 of that entry) is the side
+    that matters, and it is far below any tolerance a run can reach in float64.
+    """
+
+    name = "natural7"
+    exponent_bits = 7
+    #: e_max - (the exponent of max_i ||grad f_i(x^0)||_inf)
+    HEADROOM = 24
+    needs_scale = True
+
+    def __init__(self, e_max: int = HEADROOM):
+        super().__init__(min(max(int(e_max), -1022 + 125), 1023))    # the window inside float64's normal range
+
+    def scaled(self, scale: float) -> "Natural7":
+        """The codec whose window sits at ``scale`` (the largest |value| expected at the start; 1 if 0 or not finite)."""
+        scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+        return Natural7(int(np.frexp(scale)[1]) - 1 + self.HEADROOM)
+
+    def key(self):
+        return (self.name, self.e_max)
+
+    def __reduce__(self):
+        return (Natural7, (self.e_max,))
 
 
 class Dither(Codec):
@@ -272,7 +335,8 @@ class Dither(Codec):
         return np.where(codes >> self.level_bits, -out, out)
 
 
-_SIMPLE = {"float64": Float64(), "float32": Float32(), "bfloat16": BFloat16(), "natural": Natural()}
+_SIMPLE = {"float64": Float64(), "float32": Float32(), "bfloat16": BFloat16(), "natural": Natural(),
+           "natural7": Natural7()}
 FLOAT64 = _SIMPLE["float64"]
 
 

@@ -57,11 +57,12 @@ def test_round_trip_and_packed_size(name):
         normal = np.abs(values[nz]) > 1.2e-38
         assert rel[normal].max() <= c.relative_error() and c.omega(64) is None
         np.testing.assert_array_equal(c.decode(c.encode(values, counts, None), counts), out)
-    elif name == "natural":                 # a power of two next to |v| (0 or 2^-126 below float32's normals)
-        big = np.abs(values) >= 2.0 ** -126
+    elif name in ("natural", "natural7"):   # a power of two next to |v| (0 or 2^e_min below the window)
+        assert c.e_min == (-126 if name == "natural" else 24 - 125)
+        big = np.abs(values) >= 2.0 ** c.e_min
         e = np.floor(np.log2(np.abs(values[big])))
         assert np.all((np.abs(out[big]) == 2.0 ** e) | (np.abs(out[big]) == 2.0 ** (e + 1)))
-        assert set(np.abs(out[~big]).tolist()) <= {0.0, 2.0 ** -126}
+        assert set(np.abs(out[~big]).tolist()) <= {0.0, 2.0 ** c.e_min}
     if name != "float64":
         assert np.all(np.sign(out[out != 0]) == np.sign(values[out != 0]))
         assert out[0] == 0.0
@@ -70,18 +71,18 @@ def test_round_trip_and_packed_size(name):
 def _two_points(c, v):
     """(lo, hi): the two values each |v_j| is randomly rounded to, computed here from the codec's definition."""
     a = np.abs(v)
-    if c.name == "natural":
+    if c.name in ("natural", "natural7"):
         e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
         lo, hi = 2.0 ** e, 2.0 ** (e + 1)
-        tiny = a < 2.0 ** -126
-        return np.where(tiny, 0.0, lo), np.where(tiny, 2.0 ** -126, hi)
+        tiny = a < 2.0 ** c.e_min
+        return np.where(tiny, 0.0, lo), np.where(tiny, 2.0 ** c.e_min, hi)
     N = float(np.float32(np.linalg.norm(v)))
     N = N if N >= np.linalg.norm(v) else float(np.nextafter(np.float32(N), np.float32(np.inf)))
     lvl = np.floor(c.levels * a / N)
     return N * lvl / c.levels, N * (lvl + 1) / c.levels
 
 
-@pytest.mark.parametrize("name", ["natural", "dither"])
+@pytest.mark.parametrize("name", ["natural", "natural7", "dither"])
 def test_unbiased_and_omega_within_its_bound_monte_carlo(name):
     """K = 4000 draws (iterations t) of Q(v): every coordinate's mean within 4.5 standard errors of v, the standard
     error from the two-point rounding's variance (hi - |v|)(|v| - lo) (a Bonferroni-safe band for 64 coordinates);
@@ -108,6 +109,30 @@ def test_natural_omega_is_attained():
     Q = np.concatenate([_draws(c, v, t, k=50) for t in range(40)])
     err = np.sum((Q - v) ** 2, axis=1) / np.sum(v ** 2)
     assert abs(err.mean() / 0.125 - 1) < 0.05
+
+
+def test_natural7_is_natural_in_its_window_in_one_byte(hetero):
+    """natural7's window: 126 powers of two up to 2^24 x the scale (0.3 = 1.2 x 2^-2); inside it the decoded values
+    are natural's for the same draws, in one byte each; below it 0 or 2^e_min, above 2^e_max inf. On a1a
+    (n = 10) the run's iterates equal natural's and its uplink is 8/9 of natural's."""
+    c9, c = codec("natural"), codec("natural7").scaled(0.3)
+    assert (c.e_max, c.e_min, c.value_bits) == (22, -103, 8)
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal(500) * 10.0 ** rng.uniform(-25, 5, 500)
+    counts, u = np.array([200, 0, 300], np.int32), rng.random(500)
+    payload = c.encode(v, counts, u)
+    assert payload.nbytes == 500 and int(c.bits(counts).sum()) == 8 * 500
+    np.testing.assert_array_equal(c.decode(payload, counts), c9.decode(c9.encode(v, counts, u), counts))
+    edge = np.array([2.0 ** -104, -2.0 ** -110, 2.0 ** 21 * 1.5, 2.0 ** 23, -2.0 ** 30])
+    out = c.decode(c.encode(edge, np.array([5], np.int32), np.full(5, 0.25)), np.array([5], np.int32))
+    assert set(np.abs(out[:2]).tolist()) <= {0.0, 2.0 ** -103}
+    assert out[2] in (2.0 ** 21, 2.0 ** 22) and out[3] == np.inf and out[4] == -np.inf
+    a, b = make(algorithm="isega", **hetero, codec="natural"), make(algorithm="isega", **hetero, codec="natural7")
+    scale = np.max(np.abs(b.problem.local_grads(b.x0)))
+    assert b.method.codec.e_max == int(np.floor(np.log2(scale))) + 24 and b.derived["omega"] == a.derived["omega"]
+    ra, rb = (s.run(max_iter=300, tol=1e-300, log_every=300) for s in (a, b))
+    np.testing.assert_array_equal(rb.x, ra.x)
+    assert rb.records[-1]["uplink_bytes"] * 9 == ra.records[-1]["uplink_bytes"] * 8
 
 
 def test_draws_depend_on_seed_worker_and_iteration_only():

@@ -176,13 +176,13 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
     (["data=a1a", "plan.block_sizes=[200]"], "plan.block_sizes",
      "The 'plan.block_sizes' parameter's entries must be integers in [1, d] = [1, 123]; got 200."),
     (["plan.codecs=[]"], "plan.codecs", "The 'plan.codecs' parameter must be a non-empty list of codecs (float64, "
-     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]), or null for messages.codec alone; got []."),
+     "float32, bfloat16, natural, natural7, dither or dither:<s> with s in [1, 255]), or null for messages.codec alone; got []."),
     (["plan.codecs=[natural,zstd]"], "plan.codecs", "The 'plan.codecs' parameter's entries must be one of float64, "
-     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]; got 'zstd'."),
+     "float32, bfloat16, natural, natural7, dither or dither:<s> with s in [1, 255]; got 'zstd'."),
     (["plan.codecs=[dither:0]"], "plan.codecs", "The 'plan.codecs' parameter's entries must be one of float64, "
-     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]; got 'dither:0'."),
+     "float32, bfloat16, natural, natural7, dither or dither:<s> with s in [1, 255]; got 'dither:0'."),
     (["plan.codecs=[natural:3]"], "plan.codecs", "The 'plan.codecs' parameter's entries must be one of float64, "
-     "float32, bfloat16, natural, dither or dither:<s> with s in [1, 255]; got 'natural:3'."),
+     "float32, bfloat16, natural, natural7, dither or dither:<s> with s in [1, 255]; got 'natural:3'."),
 ])
 def test_plan_bad_inputs_named(tmp_path, overrides, key, text):
     """Each bad plan.* value names the key and the allowed range; an unknown key is refused as isparse-run refuses one."""
