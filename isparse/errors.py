@@ -51,7 +51,7 @@ def check_range(key: str, value, low=None, high=None, *, low_text=None, high_tex
     """
     lo = "-inf" if low is None else (f"{low_text} = {low:.4g}" if low_text else f"{low:.4g}")
     hi = "inf" if high is None else (f"{high_text} = {high:.4g}" if high_text else f"{high:.4g}")
-    allowed = f"{'(' if low_open else '['}{lo}, {hi}]"
+    allowed = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high is None else ']'}"   # inf is refused
     kind = "an integer" if integer else "a number"
     bad_type = isinstance(value, bool) or not isinstance(value, (int, float))
     if integer and not bad_type and not float(value).is_integer():

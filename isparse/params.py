@@ -10,7 +10,7 @@ together are small named functions in the section's ``rules``.
 
 Every error is a :class:`~isparse.errors.ConfigError` naming the key as the user types it::
 
-    The 'workers.n' parameter must be an integer in [1, inf]; got 2.5.
+    The 'workers.n' parameter must be an integer in [1, inf); got 2.5.
     The 'workers.N' parameter is not a key of workers; known: n, split, split_seed.
 """
 
@@ -43,7 +43,8 @@ class Interval(Constraint):
         self.kind, self.low, self.high, self.low_open, self.finite = kind, low, high, low_open, finite
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
-        self.text = f"{'an integer' if kind is int else 'a number'} in {'(' if low_open else '['}{lo}, {hi}]"
+        self.text = (f"{'an integer' if kind is int else 'a number'} in {'(' if low_open or low is None else '['}{lo}, "
+                     f"{hi}{')' if high is None else ']'}")   # an unbounded end is open: inf itself is refused
 
     def __call__(self, key, value):
         value = check_range(key, value, self.low, self.high, integer=self.kind is int, low_open=self.low_open)

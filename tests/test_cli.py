@@ -45,7 +45,7 @@ def store(tmp_path):
 # -- 1. a bad input: one line, exit status 2 -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("override, message, full_error", [
-    ("tol=-1", "isparse-run: error: The 'tol' parameter must be in [0, inf]; got -1.", True),     # before any data
+    ("tol=-1", "isparse-run: error: The 'tol' parameter must be in [0, inf); got -1.", True),     # before any data
     ("workers.n=570", "isparse-run: error: The 'workers.n' parameter must be in [1, N (rows of the data set) = 569]; "
                       "got 570.", False),                                                        # after loading it
 ])
@@ -67,7 +67,7 @@ def test_config_error_in_a_sweep_fails_its_job_and_the_sweep_goes_on(tmp_path):
     proc = cli(tmp_path, "-m", *TINY, "tol=-1,1e-4", "max_iter=20")
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr + proc.stdout
-    error = "The 'tol' parameter must be in [0, inf]; got -1."
+    error = "The 'tol' parameter must be in [0, inf); got -1."
     job_line, summary = lines(proc.stderr)                 # the job's line, when it failed, and the sweep's summary
     assert job_line.startswith("isparse-run: error: job #0 (") and error in job_line
     assert summary.startswith("isparse-run: sweep: 1 of 2 jobs FAILED (#0): parent MLflow run ")
@@ -77,7 +77,7 @@ def test_config_error_in_a_sweep_fails_its_job_and_the_sweep_goes_on(tmp_path):
     assert len(parent) == 1 and parent[0].info.status == "FAILED" and parent[0].data.tags["failed_jobs"] == "1"
     assert sorted((c.data.params["tol"], c.info.status) for c in children) == [("-1", "FAILED"), ("0.0001", "FINISHED")]
     [bad] = [c for c in children if c.info.status == "FAILED"]   # the failed job has its run too, with its error
-    assert bad.data.tags["error"] == "ConfigError: The 'tol' parameter must be in [0, inf]; got -1."
+    assert bad.data.tags["error"] == "ConfigError: The 'tol' parameter must be in [0, inf); got -1."
     assert f"parent MLflow run {parent[0].info.run_id} FAILED in sqlite:///{tmp_path}/mlflow.db" in summary
 
 

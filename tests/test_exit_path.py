@@ -48,7 +48,7 @@ def files(tmp_path_factory):
 
 CASES = [
     # (program, arguments, the text the one line must hold)
-    ("isparse-run", [*TINY, "tol=-1"], "The 'tol' parameter must be in [0, inf]; got -1."),            # config
+    ("isparse-run", [*TINY, "tol=-1"], "The 'tol' parameter must be in [0, inf); got -1."),            # config
     ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/bad.svm"],                             # data file
      "bad.svm is not a valid LIBSVM file (line 3: '-1 3:1.0 1:2.0': feature index 1 follows index 3"),
     ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/missing.svm"], "'data.path' parameter must be an existing file"),
@@ -74,7 +74,7 @@ CASES = [
      "The 'cluster.address' parameter must be null or a scheduler address"),
     ("isparse-run", [*TINY, "cluster=address", "cluster.address=nohost"], "got 'nohost'"),
     ("isparse-run", [*TINY, "--nosuchflag"], "unrecognized arguments: --nosuchflag"),
-    ("isparse-plan", [*TINY, "plan.rounds=1"], "The 'plan.rounds' parameter must be in [2, inf]; got 1."),
+    ("isparse-plan", [*TINY, "plan.rounds=1"], "The 'plan.rounds' parameter must be in [2, inf); got 1."),
     ("isparse-plan", [*TINY, "data=libsvm", "data.path={files}/bad.svm"], "feature index 1 follows index 3"),
     ("isparse-plan", [*TINY, "data=libsvm", "data.path={files}/missing.svm"], "'data.path' parameter must be an existing file"),
     ("isparse-plan", [*TINY, "algorithm=adam"], "The 'algorithm' parameter must be one of"),
@@ -148,7 +148,7 @@ def test_the_traceback_only_with_hydra_full_error(tmp_path):
     proc = run("isparse-run", *TINY, "tol=-1", tmp_path=tmp_path, env={"HYDRA_FULL_ERROR": "1"})
     assert proc.returncode == 2
     assert "Traceback (most recent call last)" in proc.stderr and "isparse.errors.ConfigError" in proc.stderr
-    assert proc.stderr.splitlines()[-1] == "isparse-run: error: The 'tol' parameter must be in [0, inf]; got -1."
+    assert proc.stderr.splitlines()[-1] == "isparse-run: error: The 'tol' parameter must be in [0, inf); got -1."
 
 
 def test_a_sweep_prints_each_failed_job_once_and_a_summary(tmp_path):
@@ -157,7 +157,7 @@ def test_a_sweep_prints_each_failed_job_once_and_a_summary(tmp_path):
     assert proc.returncode == 2, proc.stderr[-3000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 3, proc.stderr
-    assert lines[0].startswith("isparse-run: error: job #0 (") and "The 'tol' parameter must be in [0, inf]; got -1." in lines[0]
+    assert lines[0].startswith("isparse-run: error: job #0 (") and "The 'tol' parameter must be in [0, inf); got -1." in lines[0]
     assert lines[1].startswith("isparse-run: error: job #2 (") and "got -2." in lines[1]
     assert lines[2].startswith("isparse-run: sweep: 2 of 3 jobs FAILED (#0, #2): parent MLflow run ")
     assert "Traceback" not in proc.stdout + proc.stderr and "Error executing job" not in proc.stderr
