@@ -48,8 +48,8 @@ def test_partial_or_missing_certificate_files_are_refused(tmp_path):
         security_from(_cluster(security={"require_encryption": True}))
 
 
-@pytest.mark.parametrize("key,value,allowed", [("cluster.snapshot_every", -1, r"\[0, inf\]"),
-                                               ("cluster.worker_timeout", 0, r"\(0, inf\]")])
+@pytest.mark.parametrize("key,value,allowed", [("cluster.snapshot_every", -1, r"\[0, inf\)"),
+                                               ("cluster.worker_timeout", 0, r"\(0, inf\)")])
 def test_recovery_settings_are_checked_before_work(compose, key, value, allowed):
     from pipeline.job import run_job
 

@@ -49,7 +49,7 @@ def test_an_unknown_option_is_named_alike():
 def test_a_spec_made_of_dataclasses_is_checked_by_build():
     """No dict at all: the dataclasses themselves, with a bad value, are refused by build before any work."""
     spec = RunSpec(algorithm=IsgdOptions(name="isgd", batch=0), workers=WorkersSpec(n=4))
-    with pytest.raises(ConfigError, match=r"^The 'algorithm.batch' parameter must be in \[1, inf\]; got 0\.$"):
+    with pytest.raises(ConfigError, match=r"^The 'algorithm.batch' parameter must be in \[1, inf\); got 0\.$"):
         build(spec)
     with pytest.raises(ConfigError, match=r"^The 'workers.n' parameter must be in \[1, N \(rows of the data set\) = "
                                           r"569\]; got 600\.$"):
