@@ -192,7 +192,9 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
     logger.log_dict({str(i): (int(b) if float(b).is_integer() else float(b)) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived, bound)
     if not result.converged:
-        note = f"max_iter={job.max_iter} reached before tol={job.tol} (predicted iterations: {predicted})"
+        why = (f"predicted iterations: {predicted:g}" if predicted == predicted else
+               f"no iteration count is predicted: {bound.theorem}")   # NaN: no bound applies
+        note = f"max_iter={job.max_iter} reached before tol={job.tol} ({why})"
         logger.set_tags({"stopped": note})
         if job.tol > 0:   # tol = 0 asks for all of max_iter
             log.warning("%s: %s; dist_sq/r0 = %.3e", name, note, last["dist_sq"] / max(derived["r0"], 1e-300))

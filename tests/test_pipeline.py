@@ -217,3 +217,17 @@ def test_resuming_a_finished_run_is_refused_and_leaves_it_finished(tmp_path):
     proc = cli(tmp_path, f"resume={runs[0].info.run_id}", check=False)
     assert proc.returncode != 0 and "is FINISHED: nothing to resume" in proc.stderr
     assert client.get_run(runs[0].info.run_id).info.status == "FINISHED"
+
+
+def test_stopped_tag_says_the_prediction_or_why_there_is_none(tmp_path):
+    """A run that reaches max_iter first is tagged ``stopped`` with the bound's predicted iteration count, or, with no
+    bound (a biased codec), the reason there is none (not 'nan')."""
+    cli(tmp_path, "engine=inprocess", "max_iter=5")
+    cli(tmp_path, "engine=inprocess", "max_iter=5", "messages.codec=bfloat16")
+    _, runs = store(tmp_path)
+    tags = {r.data.params["messages.codec"]: r.data.tags["stopped"] for r in runs}
+    predicted = float(next(r for r in runs if r.data.params["messages.codec"] == "float64").data.metrics[
+        "predicted_iterations"])
+    assert tags["float64"] == f"max_iter=5 reached before tol=1e-08 (predicted iterations: {predicted:g})"
+    assert tags["bfloat16"] == ("max_iter=5 reached before tol=1e-08 (no iteration count is predicted: "
+                                "messages.codec=bfloat16 is biased (deterministic rounding): no bound is derived with it)")
