@@ -14,18 +14,18 @@ codec       unbiased omega                                       bits on the wir
 float64     exact    0                                            64 q
 float32     no       (deterministic rounding, relative 2^-24)     32 q
 bfloat16    no       (deterministic rounding, relative 2^-8)      16 q
-natural     yes      1/8                                          9 q (sign + 8-bit exponent)
+natural     yes      1/8                                          9 q (sign + 8-bit exponent, window by the problem)
 natural7    yes      1/8                                          8 q (sign + 7-bit exponent, window by the problem)
 dither      yes      min(q/s^2, sqrt(q)/s) (1 + 2^-20)            32 + (1 + ceil(log2(s + 1))) q
 =========== ======== ============================================ ======================================
 
 ``natural`` is natural compression (Horvath, Ho, Horvath, Sahu, Canini, Richtarik, arXiv:1905.10988): each value
 is rounded to one of the two powers of two around it, the upper one with probability (|v| - 2^e)/2^e, so that the
-mean is v; its exponent is float32's (2^-126 .. 2^127): a |v| below 2^-126 is rounded to 0 or 2^-126 with the
-probabilities that keep it unbiased, and an exponent above 127 (|v| >= 2^127 rounding up, a diverged run) decodes
-to inf.
-``natural7`` is the same rounding in one byte: a 7-bit exponent over 126 powers of two whose top is 2^24 x the largest
-local gradient entry at x^0 (``Natural7``).
+mean is v. Its 8-bit exponent covers a window of 254 powers of two, 2^e_min .. 2^e_max: a |v| below 2^e_min is
+rounded to 0 or 2^e_min with the probabilities that keep it unbiased, and a value that rounds up past 2^e_max (a
+diverged run) decodes to inf. The window is placed by the problem (``Natural.scaled``): from about 2^-190 to 2^64 x the
+largest local gradient entry at x^0 (unscaled, float32's 2^-126 .. 2^127). ``natural7`` is the same rounding in
+one byte, a 7-bit exponent over 126 powers of two from about 2^-102 to 2^24 x that entry (``Natural7``).
 ``dither`` is random dithering with s levels and one norm per message (QSGD: Alistarh, Grubic, Li, Tomioka,
 Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}, l = floor(s |v_j| / N), the upper
 one with probability s |v_j| / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
@@ -196,18 +196,27 @@ def _unpack(buf: np.ndarray, count: int, width: int) -> np.ndarray:
 class Natural(Codec):
     """Natural compression: an unbiased random rounding to a power of two, 9 bits per value (omega = 1/8).
 
+    The codes 1 .. 2^e - 2 of the ``exponent_bits`` = e bit field are the powers 2^e_min .. 2^e_max, code 0 is zero
+    and the top code inf. Unscaled, the window is float32's exponents, 2^-126 .. 2^127; a run's codec is
+    :meth:`scaled` by ``isparse.setup.build`` so that the window's top is 2^HEADROOM x the largest local gradient
+    entry at x^0 (2^64 for natural: its 254 powers then reach 2^-189 of that entry, so no data scale puts the values
+    near the bottom, where the rounding to {0, 2^e_min} would exceed omega).
+
     Parameters
     ----------
     e_max : int
-        The largest exponent of the window (127: float32's, 2^-126 .. 2^127); the codes 1 .. 2^e - 2 of the
-        ``exponent_bits`` = e bit field are 2^e_min .. 2^e_max, code 0 is zero and the top code inf.
+        The largest exponent of the window.
     """
 
     name, unbiased, random = "natural", True, True
     exponent_bits = 8
+    #: e_max - (the exponent of max_i ||grad f_i(x^0)||_inf) after :meth:`scaled`
+    HEADROOM = 64
+    needs_scale = True
 
     def __init__(self, e_max: int = 127):
         top = (1 << self.exponent_bits) - 1                           # the code of inf
+        e_max = min(max(int(e_max), -1022 + top - 2), 1023)           # the window inside float64's normal range
         self.e_max = int(e_max)
         self.e_min = self.e_max - (top - 2)
         self.value_bits = 1 + self.exponent_bits
@@ -235,6 +244,18 @@ class Natural(Codec):
             return code.astype(np.uint8) | (sign << np.uint8(7))
         return np.concatenate([code.astype(np.uint8), np.packbits(sign)])   # the 8 low bits as bytes, the sign plane
 
+    def scaled(self, scale: float) -> "Natural":
+        """The codec whose window's top is 2^HEADROOM x ``scale`` (the largest |value| expected at the start; 1 if 0
+        or not finite): 2^(HEADROOM + floor(log2 scale)), so 2^(HEADROOM - 1) to 2^HEADROOM x ``scale``."""
+        scale = scale if np.isfinite(scale) and scale > 0 else 1.0
+        return type(self)(int(np.frexp(scale)[1]) - 1 + self.HEADROOM)
+
+    def key(self):
+        return (self.name, self.e_max)
+
+    def __reduce__(self):
+        return (type(self), (self.e_max,))
+
     def decode(self, payload, counts):
         n = int(np.sum(counts))
         if self.exponent_bits == 7:
@@ -248,35 +269,22 @@ class Natural(Codec):
 
 class Natural7(Natural):
     """Natural compression in one byte per value: a sign and a 7-bit exponent over a window of 126 powers of two
-    placed by the problem (omega = 1/8, unbiased, like ``natural``).
+    (omega = 1/8, unbiased, like ``natural``).
 
-    The window is 2^(e_max - 125) .. 2^e_max with e_max = the exponent of the largest local gradient entry at x^0,
-    max_i ||grad f_i(x^0)||_inf, plus :attr:`HEADROOM` (``isparse.setup.build`` calls :meth:`scaled`): below it a
-    value is rounded to 0 or 2^(e_max - 125) with the probabilities that keep it unbiased, as ``natural`` does below
-    2^-126, and a value of 2^e_max or more (2^23 to 2^24 x the largest entry at the start) may round up past the
-    window and decode to inf, so the run stops as diverged. Messages shrink as a method converges, so the window's low end (2^-101 of that entry) is the side
-    that matters, and it is far below any tolerance a run can reach in float64.
+    Scaled (:meth:`Natural.scaled`), the window is 2^(e_max - 125) .. 2^e_max with e_max = 24 + floor(log2 s), s the
+    largest local gradient entry at x^0, max_i ||grad f_i(x^0)||_inf: below it a value is rounded to 0 or
+    2^(e_max - 125) with the probabilities that keep it unbiased, and a value of 2^e_max or more (2^23 to 2^24 x s)
+    may round up past the window and decode to inf, so the run stops as diverged (the error says so). Messages shrink
+    as a method converges, so the window's low end (2^-101 to 2^-102 of s) is the side that matters, and it is far
+    below any tolerance a run can reach in float64.
     """
 
     name = "natural7"
     exponent_bits = 7
-    #: e_max - (the exponent of max_i ||grad f_i(x^0)||_inf)
     HEADROOM = 24
-    needs_scale = True
 
     def __init__(self, e_max: int = HEADROOM):
-        super().__init__(min(max(int(e_max), -1022 + 125), 1023))    # the window inside float64's normal range
-
-    def scaled(self, scale: float) -> "Natural7":
-        """The codec whose window sits at ``scale`` (the largest |value| expected at the start; 1 if 0 or not finite)."""
-        scale = scale if np.isfinite(scale) and scale > 0 else 1.0
-        return Natural7(int(np.frexp(scale)[1]) - 1 + self.HEADROOM)
-
-    def key(self):
-        return (self.name, self.e_max)
-
-    def __reduce__(self):
-        return (Natural7, (self.e_max,))
+        super().__init__(e_max)
 
 
 class Dither(Codec):

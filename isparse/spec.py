@@ -97,9 +97,9 @@ class MessagesSpec(Section):
                                              "always travel")
     codec: str = param("float64", OneOf(*CODECS),
                        "how each value travels: float64 (8 B, exact), float32 (4 B) or bfloat16 (2 B; both "
-                       "deterministic rounding, biased: no bound), natural (9 bits, unbiased, omega = 1/8), natural7 "
-                       "(8 bits: natural with a 7-bit exponent over 126 powers of two placed at 2^24 x the largest "
-                       "local gradient entry at x^0) or dither "
+                       "deterministic rounding, biased: no bound), natural (9 bits, unbiased, omega = 1/8; an 8-bit "
+                       "exponent over 2^-190 .. 2^64 x the largest local gradient entry at x^0), natural7 (8 bits: "
+                       "natural with a 7-bit exponent over 2^-102 .. 2^24 x that entry) or dither "
                        "(QSGD with s = levels, unbiased, omega = min(q/s^2, sqrt(q)/s) for q values, one 4 B norm per "
                        "message); the theorems' bounds carry omega (docs/algorithms.md §7)")
     levels: int = param(DEFAULT_LEVELS, Interval(int, 1, 255), "s, the levels of codec=dither "

@@ -135,6 +135,28 @@ def test_natural7_is_natural_in_its_window_in_one_byte(hetero):
     assert rb.records[-1]["uplink_bytes"] * 9 == ra.records[-1]["uplink_bytes"] * 8
 
 
+def test_natural_windows_follow_the_data_scale():
+    """a1a with every feature x 1e-40: the local gradients are ~1e-41, below float32's 2^-126, where a fixed window
+    would round most values to {0, 2^-126} (omega no longer holds; such a run moved away from x*). Placed by the
+    scale, natural and natural7 converge to tol = 1e-6 with the derived bound holding, within 1.2x float64's
+    iterations."""
+    import dataclasses
+
+    d = load_dataset("a1a")
+    tiny = dataclasses.replace(d, A=d.A * 1e-40)
+    runs = {}
+    for name in ("float64", "natural", "natural7"):
+        s = make(algorithm="isega", data=tiny, n=4, lam=1e-2, codec=name)
+        scale = np.max(np.abs(s.problem.local_grads(s.x0)))
+        assert scale < 2.0 ** -126
+        if name != "float64":
+            assert 2.0 ** s.method.codec.e_min < 2.0 ** -100 * scale
+        r = s.run(max_iter=3000, tol=1e-6, log_every=10)
+        assert r.converged and all(rec["dist_sq"] <= rec["bound"] for rec in r.records), name
+        runs[name] = r.iterations
+    assert runs["natural"] == runs["natural7"] <= 1.2 * runs["float64"], runs
+
+
 def test_draws_depend_on_seed_worker_and_iteration_only():
     """Worker 3's codes at iteration 5 are the same alone or in a batch of 6 workers (its host does not matter)."""
     s = make(algorithm="isega", n=6, block_size=2, lam=0.1, data=load_dataset("breast_cancer"))

@@ -27,13 +27,13 @@ class DivergenceError(RuntimeError):
     Picklable (a parallel launcher sends it back to the parent process).
     """
 
-    def __init__(self, t: int, gamma: float, x_last: np.ndarray):
-        self.t, self.gamma, self.x_last = t, gamma, x_last
+    def __init__(self, t: int, gamma: float, x_last: np.ndarray, hint: str = ""):
+        self.t, self.gamma, self.x_last, self.hint = t, gamma, x_last, hint
         super().__init__(f"the method diverged at iteration {t} with stepsize gamma = {gamma:.6g} "
-                         f"(||x - x*||^2 is not finite or grew by 1e12 x r_0); lower step.multiplier.")
+                         f"(||x - x*||^2 is not finite or grew by 1e12 x r_0); lower step.multiplier{hint}.")
 
     def __reduce__(self):
-        return (DivergenceError, (self.t, self.gamma, self.x_last))
+        return (DivergenceError, (self.t, self.gamma, self.x_last, self.hint))
 
 
 @dataclass
@@ -126,10 +126,15 @@ class RunOptions:
     on_iteration: object = None
 
 
-def check_divergence(t, dist_sq, r0, gamma, x_prev) -> None:
-    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0."""
+def check_divergence(t, dist_sq, r0, gamma, x_prev, codec=None) -> None:
+    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0 (naming ``codec``'s exponent window,
+    where a value above it decodes to inf)."""
     if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
-        raise DivergenceError(t, gamma, x_prev)
+        hint = ""
+        if getattr(codec, "e_max", None) is not None:   # natural compression: above its window a value decodes to inf
+            hint = (f", or a sent value reached the top of messages.codec={codec.label}'s exponent window "
+                    f"(2^{codec.e_max})" + ("; natural's reaches 2^40 higher" if codec.name == "natural7" else ""))
+        raise DivergenceError(t, gamma, x_prev, hint)
 
 
 class MasterLoop:
@@ -264,7 +269,7 @@ class MasterLoop:
         else:                                     # a synchronous batch holds each worker once
             self.uplink[batch.workers] += sent
         dist_sq = float(np.sum((self.current() - self.ref.x_star) ** 2))
-        check_divergence(self.t, dist_sq, self.r0, self.method.gamma, x_prev)
+        check_divergence(self.t, dist_sq, self.r0, self.method.gamma, x_prev, self.method.codec)
         if self.opt.keep_iterates:
             self.result.iterates.append(self.current().copy())
         self.track_gradient()
