@@ -94,6 +94,20 @@ def test_kappa_overflow_through_lam_names_the_file_and_row(tmp_path):
     assert make(algorithm="isega", data=data, lam=1e-3, n=2, block_size=1).problem.L > 1e299
 
 
+def test_a_singular_hessian_in_the_reference_solve_is_a_data_error():
+    """a1a's first 60 rows x 1e10 (squares finite, kappa ~ 1e22): the dense Newton step of the reference solve meets an
+    exactly singular float64 Hessian; that is one DataError line naming the source, lam and what to change (it was a
+    LinAlgError traceback)."""
+    import dataclasses
+
+    d = load_dataset("a1a")
+    big = dataclasses.replace(d, A=d.A[:60] * 1e10, b=d.b[:60])
+    with pytest.raises(DataError) as err:
+        make(algorithm="isega", data=big, lam=1e-3, n=4)
+    msg = str(err.value)
+    assert "\n" not in msg and d.source in msg and "Hessian is singular in float64" in msg and "rescale" in msg
+
+
 def test_in_memory_data_with_overflowing_squares_is_refused_before_the_solve():
     """An in-memory Dataset bypasses the loader: GLMProblem's check names its source and the row."""
     A = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1e200], [1.0, 1.0]]))

@@ -237,7 +237,16 @@ def _dense_step(problem, x, g, free, l2):
     """Exact Newton step on the free coordinates with the dense Hessian (small d only)."""
     H = problem.hess(x)[np.ix_(free, free)] + l2 * np.eye(int(free.sum()))
     step = np.zeros_like(x)
-    step[free] = np.linalg.solve(H, -g[free])
+    try:
+        step[free] = np.linalg.solve(H, -g[free])
+    except np.linalg.LinAlgError:   # exactly singular in float64: the data's scale swamps the penalty
+        from ..errors import DataError
+
+        diag = np.abs(np.diag(H))
+        raise DataError(f"{getattr(getattr(problem, 'data', None), 'source', problem.name)}: the reference solve of x* "
+                        f"failed: the Hessian is singular in float64 (its diagonal spans {diag.min():.3g} to "
+                        f"{diag.max():.3g}, problem.lam = {getattr(problem, 'lam', float('nan')):.3g}); rescale the "
+                        f"data (or raise problem.lam).") from None
     return step
 
 
