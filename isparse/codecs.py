@@ -72,11 +72,12 @@ class Codec:
     random = False
     header_bits = 0
     value_bits = 64
-    #: the codec's window is placed by the problem's scale (:meth:`scaled`; ``natural7``)
+    #: the codec's window is placed by the problem's scale (:meth:`scaled`; ``natural`` and ``natural7``)
     needs_scale = False
 
     def scaled(self, scale: float) -> "Codec":
-        """The codec for messages whose largest |value| at the start is about ``scale`` (itself, but ``natural7``)."""
+        """The codec for messages whose largest |value| at the start is about ``scale`` (itself, but for the natural
+        codecs, whose exponent window it places)."""
         return self
 
     def omega(self, q: int) -> float | None:
@@ -199,7 +200,7 @@ class Natural(Codec):
     The codes 1 .. 2^e - 2 of the ``exponent_bits`` = e bit field are the powers 2^e_min .. 2^e_max, code 0 is zero
     and the top code inf. Unscaled, the window is float32's exponents, 2^-126 .. 2^127; a run's codec is
     :meth:`scaled` by ``isparse.setup.build`` so that the window's top is 2^HEADROOM x the largest local gradient
-    entry at x^0 (2^64 for natural: its 254 powers then reach 2^-189 of that entry, so no data scale puts the values
+    entry at x^0 (2^64 for natural: its 254 powers then reach about 2^-190 of that entry, so no data scale puts the values
     near the bottom, where the rounding to {0, 2^e_min} would exceed omega).
 
     Parameters

@@ -175,7 +175,7 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
         reference = reference_solve(problem)
     ctx.reference = reference
     ctx.x0 = problem.start()
-    if ctx.codec.needs_scale:                      # natural7: its exponent window sits at the start's gradients
+    if ctx.codec.needs_scale:                      # natural, natural7: the exponent window sits at the start's gradients
         grads = problem.local_grads(ctx.x0) if hasattr(problem, "local_grads") else np.zeros(0)
         ctx.codec = ctx.codec.scaled(float(np.max(np.abs(grads), initial=0.0)))
     method, bound = cls.configure(ctx)
