@@ -176,8 +176,12 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     ctx.reference = reference
     ctx.x0 = problem.start()
     if ctx.codec.needs_scale:                      # natural, natural7: the exponent window sits at the start's gradients
-        grads = problem.local_grads(ctx.x0) if hasattr(problem, "local_grads") else np.zeros(0)
-        ctx.codec = ctx.codec.scaled(float(np.max(np.abs(grads), initial=0.0)))
+        if hasattr(problem, "local_grads_max_abs"):   # a GLM: from its sparse product, not an (n, d) dense matrix
+            scale = problem.local_grads_max_abs(ctx.x0)
+        else:
+            grads = problem.local_grads(ctx.x0) if hasattr(problem, "local_grads") else np.zeros(0)
+            scale = float(np.max(np.abs(grads), initial=0.0))
+        ctx.codec = ctx.codec.scaled(scale)
     method, bound = cls.configure(ctx)
     bound = _codec_bound(ctx, cls, method, bound)
     if not (np.isfinite(method.gamma) and method.gamma > 0):   # a last guard: never run with a NaN/inf/0 step

@@ -135,6 +135,15 @@ def test_natural7_is_natural_in_its_window_in_one_byte(hetero):
     assert rb.records[-1]["uplink_bytes"] * 9 == ra.records[-1]["uplink_bytes"] * 8
 
 
+def test_the_window_scale_comes_from_the_sparse_product(hetero):
+    """What build places the window by, max_i ||grad f_i(x)||_inf, equals the dense local gradients' max (a1a, random x),
+    without forming the (n, d) matrix."""
+    s = make(algorithm="isega", **hetero, codec="natural")
+    x = np.random.default_rng(3).standard_normal(s.problem.d)
+    assert s.problem.local_grads_max_abs(x) == np.max(np.abs(s.problem.local_grads(x)))
+    assert s.problem.local_grads_max_abs(np.zeros(s.problem.d)) == np.max(np.abs(s.problem.local_grads(s.x0)))
+
+
 def test_natural_windows_follow_the_data_scale():
     """a1a with every feature x 1e-40: the local gradients are ~1e-41, below float32's 2^-126, where a fixed window
     would round most values to {0, 2^-126} (omega no longer holds; such a run moved away from x*). Placed by the

@@ -335,6 +335,14 @@ class GLMProblem(Problem):
         M = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size))   # row i: worker i's residuals
         return (M @ self._A).toarray() + self.penalty.grad(x)
 
+    def local_grads_max_abs(self, x: np.ndarray) -> float:
+        """max_i ||grad f_i(x)||_inf, from the sparse product (never the dense (n, d) matrix of :meth:`local_grads`)."""
+        r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
+        S = (sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size)) @ self._A).tocsr()
+        p = np.broadcast_to(self.penalty.grad(x), (self.d,))
+        top = float(np.max(np.abs(S.data + p[S.indices]), initial=0.0))
+        return max(top, float(np.max(np.abs(p), initial=0.0))) if S.nnz < self.n * self.d else top
+
     def sum_sq_example_grads(self, x: np.ndarray) -> float:
         """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*)."""
         p = self.penalty.grad(x)
