@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from pathlib import Path
 
 DASK_DEFAULT_TRIM = 65536
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from isparse import InProcessPool, RunSpec, build
-from isparse.codecs import NAMES
+from isparse.compression.codecs import NAMES
 
 from .common import load
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import statistics
 import time
 
-import numpy as np
 from scipy.special import expit
 
 from .common import load, median_time, table, verdict

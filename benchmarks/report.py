@@ -128,7 +128,7 @@ def _item1(res):
             "before*). What changed: the hosted workers' steps are one batched step (`StackedGLM`: one CSR matrix of",
             "the hosted rows, one margin product, the sampled coordinates of every worker gathered at once), the",
             "τm-nice samplings of all hosted workers are drawn at once from a counter-based generator keyed by",
-            "(seed, i, t) (`isparse.sampling.Sampler`, instead of one `Generator.choice` per worker), messages are",
+            "(seed, i, t) (`isparse.compression.sampling.Sampler`, instead of one `Generator.choice` per worker), messages are",
             "one values-only batch per host (`Messages`), and the master scatters them with one `bincount`.",
             "",
         ]
@@ -272,7 +272,7 @@ def _item3(res):
         "",
         f"ε: F − F* ≤ {versus.EPS:g} (F(x⁰) − F*). n = {versus.N} logical workers on 2 Dask worker processes; ISEGA",
         f"with the paper's step multiplier {versus.MULTIPLIER}; a9a with λ = {versus.LAM_A9A:g}, block size 1; the",
-        f"synthetic problem (`benchmarks/synthetic.py`: N = 20 000, d = 100 000, 20 non-zeros per row, unit-norm",
+        "synthetic problem (`benchmarks/synthetic.py`: N = 20 000, d = 100 000, 20 non-zeros per row, unit-norm",
         f"rows, labels from a planted model) with λ = {versus.LAM_SYN:g}, block size 100, reference x* by the",
         "library's reference solve (`isparse.build`: Newton-CG with Hessian-vector products above d = 2000). Messages",
         "are values only (the master recomputes the block ids from (seed, i, t)). On the shaped networks each Dask",

@@ -16,17 +16,15 @@ The spec is the same one ``isparse-run``'s config is made of (the same keys, the
 ``setup.run(isparse.engines.dask.DaskPool(client, *setup.pool_args()), ...)`` runs the same steps on Dask.
 """
 
-from .blocks import BlockPartition, resolve_tau
+from .compression import BlockPartition, Messages, Sampler, resolve_tau
 from .data import Dataset, load_dataset, load_libsvm, split_rows
 from .engines import DivergenceError, InProcessPool, RunResult, run
 from .errors import ConfigError, DataError
-from .messages import Messages
 from .methods import IBCD, ISEGA, METHODS, method_class
 from .problems import LogisticProblem, Reference, reference_solve
-from .sampling import Sampler
 from .problems.base import Problem
-from .setup import RunSetup, build
-from .sources import DataSource, source
+from .runsetup import RunSetup, build
+from .data import DataSource, source
 from .spec import RunSpec
 
 __all__ = [

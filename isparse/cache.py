@@ -65,7 +65,7 @@ _MEMORY_SIZE = 2
 
 
 def cached_dataset(source, cache_dir=None):
-    """The data set of ``source`` (an ``isparse.sources.DataSource`` whose ``read()`` reads it), read once: kept in
+    """The data set of ``source`` (an ``isparse.data.sources.DataSource`` whose ``read()`` reads it), read once: kept in
     this process for the later jobs of a sweep (the last two), and with ``cache_dir`` also on disk
     (:func:`load_or_read`), so the parallel jobs of a sweep in other processes read each file once and a later
     run reads the parsed arrays (no parser, no scikit-learn import). The key is the source's options and, for a
@@ -107,7 +107,7 @@ def load_or_read(load, cache_dir, key: str):
     """(dataset, hit): the :class:`isparse.data.Dataset` cached under ``cache_dir/<key>.npz`` (its CSR arrays,
     labels, name and source, as ``load()`` returned them), or ``load()``'s, stored there. Processes asking for a
     missing key at once parse the file once (as :func:`load_or_solve`)."""
-    from .data import Dataset
+    from .data.dataset import Dataset
 
     def write(tmp, ds):
         A = ds.A.tocsr()

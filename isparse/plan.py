@@ -9,7 +9,7 @@ two or three values of tau (message sizes), fits
 (:func:`fit_round_cost`: ``a`` = latency + the downlink of x + compute and master work that do not grow with the
 message, ``s`` = 1 / effective bandwidth, with the compute that grows with tau folded into ``s``; tau = 1 is
 another code path: no block is drawn, by the workers nor by the master that recomputes their ids, see
-``isparse.sampling``, so it gets its own measured round instead of a point on the line), and combines it
+``isparse.compression.sampling``, so it gets its own measured round instead of a point on the line), and combines it
 with the iteration count to eps that the run's theorem predicts for each tau of a grid (and each block size):
 
     predicted time to eps = predicted iterations x predicted seconds per round,
@@ -34,7 +34,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-#: bytes per value and per block id in a message (isparse.messages)
+#: bytes per value and per block id in a message (isparse.compression.messages)
 VALUE_BYTES, BLOCK_ID_BYTES = 8, 4
 
 
@@ -61,7 +61,7 @@ def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
     ConfigError
         (``key``) an empty grid, an entry that is not a number or one of the forms above, a tau outside [1/m, 1].
     """
-    from .blocks import tau_per_n
+    from .compression.blocks import tau_per_n
 
     if taus is None:
         grid = {1, m, math.ceil(m / n)}
@@ -123,9 +123,9 @@ def resolve_codecs(codecs, default: tuple[str, int], key: str = "plan.codecs") -
     Parameters
     ----------
     codecs : list or None
-        Each a name of :data:`isparse.codecs.NAMES`, or ``"dither:<s>"`` (dither with s levels, s in [1, 255]);
+        Each a name of :data:`isparse.compression.codecs.NAMES`, or ``"dither:<s>"`` (dither with s levels, s in [1, 255]);
         ``"dither"`` alone takes ``default``'s levels if the run's codec is dither, else
-        :data:`isparse.codecs.DEFAULT_LEVELS`. None: the run's own codec ``default`` alone.
+        :data:`isparse.compression.codecs.DEFAULT_LEVELS`. None: the run's own codec ``default`` alone.
     default : (str, int)
         The run's messages.codec and messages.levels.
 
@@ -134,7 +134,7 @@ def resolve_codecs(codecs, default: tuple[str, int], key: str = "plan.codecs") -
     ConfigError
         (``key``) an empty list, an entry that is not one of the forms above.
     """
-    from .codecs import DEFAULT_LEVELS, NAMES
+    from .compression.codecs import DEFAULT_LEVELS, NAMES
 
     if codecs is None:
         return [tuple(default)]
@@ -166,7 +166,7 @@ def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool, c
     + its header per message + tau m ids x 4 B if sent).
 
     The expectation over the blocks drawn (a last block shorter than b is drawn with probability tau); with
-    tau_m = m every block is sent and no id travels (``isparse.messages.Messages.bytes_per_worker``).
+    tau_m = m every block is sent and no id travels (``isparse.compression.messages.Messages.bytes_per_worker``).
     """
     ids = tau_m if (send_ids and tau_m < m) else 0
     value_bytes = VALUE_BYTES if codec is None else codec.value_bits / 8.0
@@ -345,7 +345,7 @@ def codec_offset(cost: RoundCost, probe: Probe) -> float:
 
 
 def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: float = 0.0) -> PlanRow | SkippedRow:
-    """The prediction for one built configuration ``setup`` (an :class:`isparse.setup.RunSetup`).
+    """The prediction for one built configuration ``setup`` (an :class:`isparse.runsetup.RunSetup`).
 
     ``predicted_iterations`` is ``setup.bound.iterations_to(tol x r_0)``, what ``isparse-run`` logs as
     ``predicted_iterations`` (with the bound's omega for an unbiased codec); a NaN or infinite count gives a

@@ -11,7 +11,7 @@ A Python user builds the same spec and gets the same errors as the command line:
 
 Keys follow the config's layout (``workers.n``, ``blocks.size``, ``problem.lam``, ...): ``algorithm`` and
 ``data`` are typed options (a method's own options, :class:`~isparse.methods.base.AlgorithmOptions`; a data
-source, :mod:`isparse.sources`), picked by their ``name``; a plain string is taken as that name.
+source, :mod:`isparse.data.sources`), picked by their ``name``; a plain string is taken as that name.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .blocks import TauSetting
-from .codecs import DEFAULT_LEVELS
-from .codecs import NAMES as CODECS
+from .compression.blocks import TauSetting
+from .compression.codecs import DEFAULT_LEVELS
+from .compression.codecs import NAMES as CODECS
 from .errors import ConfigError
 from .methods.base import AlgorithmOptions
 from .params import Boolean, Interval, Nullable, OneOf, Pair, Section, param, section
 from .regularizers import NAMES as REGULARIZERS
-from .sources import Bundled, DataSource
+from .data.sources import Bundled, DataSource
 
 
 def _reg_weights_used(p: "ProblemSpec", key: str) -> None:
@@ -108,8 +108,8 @@ class MessagesSpec(Section):
     rules = (_levels_for_dither,)
 
     def make_codec(self):
-        """The :class:`~isparse.codecs.Codec` of these keys."""
-        from .codecs import codec
+        """The :class:`~isparse.compression.codecs.Codec` of these keys."""
+        from .compression.codecs import codec
 
         return codec(self.codec, self.levels)
 

@@ -119,7 +119,7 @@ def _pool(job, setup, stop):
             print(f"Dask dashboard: {client.dashboard_link}", flush=True)
             source = None
             if job.data.load == "on_worker":   # each Dask worker reads its rows of the shared file
-                from isparse.problems.source import ShardSource
+                from isparse.data.on_worker import ShardSource
 
                 source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
             pool = DaskPool(client, *args, snapshot_every=job.cluster.snapshot_every,

@@ -107,7 +107,7 @@ def _pools(job):
         def make(setup):
             source = None
             if job.data.load == "on_worker":
-                from isparse.problems.source import ShardSource
+                from isparse.data.on_worker import ShardSource
 
                 source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
             pools.append(DaskPool(client, *setup.pool_args(), snapshot_every=job.cluster.snapshot_every,

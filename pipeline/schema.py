@@ -190,7 +190,7 @@ def group_options() -> dict[str, dict[str, dict]]:
     """{group: {option: the option's values}} of the typed groups: algorithm (every registered method), data (every
     data source), cluster (every kind)."""
     from isparse.methods import METHODS
-    from isparse.sources import SOURCES
+    from isparse.data.sources import SOURCES
 
     return {"algorithm": {name: cls.options(name=name).to_dict() for name, cls in METHODS.items()},
             "data": {name: src.to_dict() for name, src in SOURCES.items()},
@@ -266,7 +266,7 @@ def _algorithm_class(name):
 
 
 def _data_class(name):
-    from isparse.sources import SOURCES
+    from isparse.data.sources import SOURCES
 
     return type(SOURCES[name])
 
@@ -355,7 +355,7 @@ def keys_markdown() -> str:
     """docs/config.md: every key of isparse-run's config, what it may be and what it means, from the schema (the
     sections, each method's options, each data source's and each cluster kind's keys)."""
     from isparse.methods import METHODS
-    from isparse.sources import SOURCES
+    from isparse.data.sources import SOURCES
 
     def cell(text):
         return str(text).replace("|", "\\|")
@@ -367,7 +367,7 @@ def keys_markdown() -> str:
     head = ["| key | allowed | meaning |", "|---|---|---|"]
     out = ["# The keys of isparse-run's config", "",
            "Written by `python -m pipeline.schema` from the dataclasses that declare them (a test checks it is up to",
-           "date): `isparse/spec.py` (the run), each method's `options` (`isparse/methods/`), `isparse/sources.py` (the",
+           "date): `isparse/spec.py` (the run), each method's `options` (`isparse/methods/`), `isparse/data/sources.py` (the",
            "data sources), `pipeline/cluster/options.py` (the clusters) and `pipeline/schema.py` (the pipeline's own",
            "sections). `isparse-run --cfg job` prints a composed config with its values.", "",
            "## The run and the pipeline", "", *head]

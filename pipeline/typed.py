@@ -116,7 +116,7 @@ def _algorithm_for(values):
 
 
 def _data_for(values):
-    from isparse.sources import SOURCES
+    from isparse.data.sources import SOURCES
 
     src = SOURCES.get(values.get("name"))
     return type(src) if src is not None else None

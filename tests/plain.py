@@ -1,13 +1,13 @@
 """Plain NumPy versions of Algorithms 1 and 2, written from the paper and fed the same random draws.
 
 They use dense data and their own gradient formula, so they share nothing with isparse but the
-random draws: worker i's draws at iteration t from ``isparse.sampling.Sampler(seed)``, asked one
+random draws: worker i's draws at iteration t from ``isparse.compression.sampling.Sampler(seed)``, asked one
 worker at a time (the library asks for a whole host at once).
 """
 
 import numpy as np
 
-from isparse.sampling import BLOCKS, COINS, EXAMPLES
+from isparse.compression.sampling import BLOCKS, COINS, EXAMPLES
 
 
 def local_grad(A, b, rows, n, N, lam, x):

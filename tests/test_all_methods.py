@@ -194,7 +194,7 @@ def test_shared_data_isaga_equals_plain_saga_with_distinct_indices(a1a):
     """n workers, tau = 1: n distinct examples per iteration from the shared stream, one SAGA table."""
     s = make(algorithm="isaga_shared", data=a1a, lam=1e-2, n=3, block_size=1, tau=1.0, seed=6)
     A, b, N, gamma = a1a.A.toarray(), a1a.b, a1a.N, s.method.gamma
-    from isparse.sampling import SHARED_EXAMPLES
+    from isparse.compression.sampling import SHARED_EXAMPLES
 
     sampler = Sampler(6)                     # the shared index stream: a function of (seed, t), drawn in order
     table, x, want = np.zeros((N, a1a.d)), np.zeros(a1a.d), [np.zeros(a1a.d)]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from isparse import InProcessPool, load_dataset
-from isparse.codecs import NAMES, codec
-from isparse.messages import Messages
+from isparse.compression.codecs import NAMES, codec
+from isparse.compression.messages import Messages
 from isparse.problems import QuadraticProblem
-from isparse.sampling import CODEC, Sampler
+from isparse.compression.sampling import CODEC, Sampler
 from isparse.theory import theorem1_bound, theorem3_bound, theorem5_bound
 from isparse.theory.iasgd import strong_growth_rho
 from specs import make, spec

@@ -4,11 +4,9 @@ versions of the four experiments run by the isparse-run console script (a real H
 store), whose tables are checked against ratios recomputed here from the child runs' logged metrics."""
 
 import csv
-import math
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest

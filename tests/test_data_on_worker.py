@@ -7,7 +7,7 @@ from isparse import load_dataset
 from specs import make
 from isparse.engines.dask import DaskPool
 from isparse.errors import DataError
-from isparse.problems.source import ShardSource
+from isparse.data.on_worker import ShardSource
 
 from conftest import DATA_DIR
 

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from isparse.data import Dataset
-from isparse.problems.glm import null_space_basis
+from isparse.problems.spectra import null_space_basis
 from specs import make
 
 

@@ -198,7 +198,7 @@ def test_every_algorithm_and_data_set_has_a_config(compose):
 
     from isparse.data import NAMED_FILES
     from isparse.methods import METHODS
-    from isparse.sources import SOURCES
+    from isparse.data.sources import SOURCES
 
     store = ConfigStore.instance()
     assert {n.removesuffix(".yaml") for n in store.list("algorithm")} == set(METHODS)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from isparse.blocks import resolve_tau
+from isparse.compression.blocks import resolve_tau
 from pipeline.report import build_report
 
 import matplotlib.pyplot as plt  # noqa: E402  (after pipeline.report, which selects the Agg backend)

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from isparse import BlockPartition, ConfigError, Sampler, resolve_tau
-from isparse.sampling import BLOCKS, EXAMPLES
+from isparse.compression.sampling import BLOCKS, EXAMPLES
 
 
 def test_blocks_cover_coordinates_with_short_last_block():
@@ -149,7 +149,7 @@ def _first_distinct_by_sorting(cand, size):
 def test_fast_paths_of_first_distinct_match_the_sorting_one(size):
     """size 2 and small draws (pairwise comparisons) take shortcuts: the same values and the same failed rows as
     sorting, also where values repeat often (small ground sets make some rows fail)."""
-    from isparse.sampling import _first_distinct
+    from isparse.compression.sampling import _first_distinct
 
     rng = np.random.default_rng(size)
     for m in (size, size + 1, 3 * size):

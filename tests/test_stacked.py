@@ -62,7 +62,7 @@ def test_block_scan_equals_the_pairs_bit_for_bit(problem, size):
     """The large-d path (entries matched against sampled blocks) sums each pair's entries in the same row order
     as the small-d table: the same bits, whatever the host's index."""
     from isparse import BlockPartition, Sampler
-    from isparse.sampling import BLOCKS
+    from isparse.compression.sampling import BLOCKS
 
     ids = [0, 3, 4]
     bp = BlockPartition(123, size)

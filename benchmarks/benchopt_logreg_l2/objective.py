@@ -12,7 +12,7 @@ back (lam = lmbd / N). Suboptimality curves are the same in both conventions up 
 Columns besides ``objective_value`` (NaN for the solvers that do not report them):
 
 - ``objective_uplink_bytes``: cumulative bytes the n workers sent to the master (isparse methods: the packed
-  messages, ``isparse.messages``);
+  messages, ``isparse.compression.messages``);
 - ``objective_rounds``: iterations of the master loop (messages received for an asynchronous method);
 - ``objective_bound``: the theorem's bound on ``objective_bound_quantity`` (||x - x*||^2 for Theorems 1-5) at that
   iteration, NaN where the method has none (``isparse.theory``);

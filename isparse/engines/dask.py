@@ -3,7 +3,7 @@
 Each Dask worker holds one :class:`DaskHost` actor (a :class:`~isparse.engines.host.WorkerHost`) with the logical workers
 placed there (contiguous, even split of 0..n-1 over the workers sorted by address), their data
 stacked. Shards are sent once when the actors are created, never per round; a round sends x to
-each host and receives one batch of messages per host (``isparse.messages.Messages``). Only this
+each host and receives one batch of messages per host (``isparse.compression.messages.Messages``). Only this
 module imports ``distributed``.
 
 Lost Dask workers
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from ..messages import Messages
+from ..compression.messages import Messages
 from .host import WorkerHost
 from .protocol import AsynchronousView
 
@@ -123,7 +123,7 @@ class DaskPool:
         Seconds an actor call may take before its Dask worker is declared lost.
     measure_every : int, default 50
         Every this many rounds (from round 0) each host also measures the serialized size of its reply.
-    source : isparse.problems.source.ShardSource, optional
+    source : isparse.data.on_worker.ShardSource, optional
         ``data.load=on_worker``: each Dask worker reads its shards from the (shared) data file instead of
         receiving them; also used to recreate lost workers.
     on_recovery : callable(dict), optional

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..messages import Messages
+from ..compression.messages import Messages
 from .host import WorkerHost
 from .protocol import AsynchronousView
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
-from ..messages import VALUE_BYTES
+from ..compression.messages import VALUE_BYTES
 from .protocol import Engine
 
 

@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..messages import Messages
+from ..compression.messages import Messages
 
 
 class Engine(Protocol):

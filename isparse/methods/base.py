@@ -8,7 +8,7 @@ An engine runs, per round (arXiv:1901.09437, section 2, the common template)::
 ``data`` is the hosted workers' part of the problem, stacked (``StackedGLM``: one CSR matrix and a
 row-to-worker map; ``StackedQuadratic``), ``states`` the method's worker state with a leading axis k.
 The in-process engine passes all n workers as one host, a Dask host its own k; because every
-random draw is a function of (seed, i, t) (``isparse.sampling``) and every sum over a worker's
+random draw is a function of (seed, i, t) (``isparse.compression.sampling``) and every sum over a worker's
 rows runs in the same order, one seed gives the same iterates on both.
 
 States are NamedTuples of arrays: values. A step returns a new state; it may write into the arrays
@@ -34,11 +34,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..blocks import BlockPartition
+from ..compression.blocks import BlockPartition
 from ..errors import ConfigError
-from ..messages import BLOCK_ID_DTYPE, Messages
-from ..codecs import FLOAT64, Codec
-from ..sampling import BLOCKS, CODEC, Sampler
+from ..compression.messages import BLOCK_ID_DTYPE, Messages
+from ..compression.codecs import FLOAT64, Codec
+from ..compression.sampling import BLOCKS, CODEC, Sampler
 from ..theory import NoBound
 from .context import AlgorithmOptions, Context   # noqa: F401  (re-exported: a method module imports them from here)
 
@@ -62,11 +62,11 @@ class Method:
     gamma : float
         Stepsize gamma > 0.
     seed : int
-        Seed of every random draw (``isparse.sampling.Sampler``).
+        Seed of every random draw (``isparse.compression.sampling.Sampler``).
     send_ids : bool
         Send the block ids with the values (the old convention); default False: values only.
     codec : Codec
-        How each value is coded on the wire (``isparse.codecs``; default float64, exact).
+        How each value is coded on the wire (``isparse.compression.codecs``; default float64, exact).
 
     Class attributes (the algorithm box)
     ------------------------------------
@@ -95,7 +95,7 @@ class Method:
     smoothness = "L"        # which constant of the problem is "L" in the stepsize: L (of f_i) or L_example (of f_ij)
     step_L_choice = True    # step.L=f is allowed (the stepsize takes L through smooth(); not IASGD's rho)
     #: the stepsize rule and the bound take the codec's omega (derived in ``isparse.theory``); otherwise a lossy
-    #: codec leaves the run without a bound (``isparse.setup.build`` says so in its NoBound)
+    #: codec leaves the run without a bound (``isparse.runsetup.build`` says so in its NoBound)
     codec_theory = False
     #: why a lossy codec leaves the method without a bound (said in its NoBound) when ``codec_theory`` is False
     codec_why = ""

@@ -1,6 +1,6 @@
 """What a method is built from: its ``algorithm`` options section and the :class:`Context` of one run.
 
-``isparse.setup.build`` fills a :class:`Context` from the run's spec (``isparse.spec.RunSpec``), the problem and
+``isparse.runsetup.build`` fills a :class:`Context` from the run's spec (``isparse.spec.RunSpec``), the problem and
 its reference solution; :meth:`isparse.methods.base.Method.configure` reads it to compute the stepsize and the
 bound. :class:`AlgorithmOptions` is the schema of the ``algorithm.*`` keys, one subclass per family of methods.
 """
@@ -12,8 +12,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..blocks import BlockPartition
-from ..codecs import FLOAT64, Codec
+from ..compression.blocks import BlockPartition
+from ..compression.codecs import FLOAT64, Codec
 from ..params import Nullable, Section, Text, param
 
 
@@ -53,7 +53,7 @@ class AlgorithmOptions(Section):
 
 @dataclass
 class Context:
-    """Everything a method needs to be built for one run (``isparse.setup.build`` makes it).
+    """Everything a method needs to be built for one run (``isparse.runsetup.build`` makes it).
 
     Attributes
     ----------
@@ -70,7 +70,7 @@ class Context:
     seed : int
     send_ids : bool
     codec : Codec
-        ``messages.codec`` (``isparse.codecs``).
+        ``messages.codec`` (``isparse.compression.codecs``).
     omega : float or None
         The codec's omega for this method's messages (0 for float64, None for a biased codec): set by ``build``.
     options : AlgorithmOptions

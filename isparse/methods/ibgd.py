@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sampling import COINS
+from ..compression.sampling import COINS
 from .ibcd import IBCD
 
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..sampling import EXAMPLES
+from ..compression.sampling import EXAMPLES
 from ..theory import theorem5_bound, theorem5_stepsize
 from .base import Method, strongly_convex_or_none
 

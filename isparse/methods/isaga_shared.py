@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import ConfigError
-from ..sampling import SHARED_EXAMPLES
+from ..compression.sampling import SHARED_EXAMPLES
 from ..theory import theorem2_bound, theorem2_stepsize
 from ..theory.paper import saga_paper_stepsize
 from .base import Method, strongly_convex_or_none

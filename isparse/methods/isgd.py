@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..params import Interval, OneOf, param
-from ..sampling import EXAMPLES
+from ..compression.sampling import EXAMPLES
 from ..theory import isgd_bound, isgd_schedule, theorem1_stepsize
 from ..theory.isgd import theorem7_stepsize
 from ..theory.paper import sgd_effective_paper_stepsize, sgd_paper_stepsize

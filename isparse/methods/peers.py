@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import check_range
 from ..params import Interval, Nullable, param
-from ..sampling import SHARED_BLOCKS
+from ..compression.sampling import SHARED_BLOCKS
 from .base import AlgorithmOptions, Method
 from .isega import ISEGA, IsegaMasterState, IsegaWorkerState
 

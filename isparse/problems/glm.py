@@ -20,102 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 
-from ..data import Dataset
+from ..data.dataset import Dataset
 from ..errors import check_range
 from ..regularizers import Zero
 from .base import Problem
-
-
-# -- losses phi(z; b) and penalties P(x) ----------------------------------------------------
-@dataclass(frozen=True)
-class Logistic:
-    """phi(z; b) = log(1 + exp(-b z)), b in {-1, +1}; phi'' <= 1/4, |phi'| <= 1."""
-
-    name = "logistic"
-    curvature = 0.25
-    bounded_derivative = True
-
-    @staticmethod
-    def value(z, b):
-        return np.logaddexp(0.0, -b * z)
-
-    @staticmethod
-    def deriv(z, b):
-        return -b * expit(-b * z)
-
-    @staticmethod
-    def second(z, b):
-        s = expit(z)
-        return s * (1.0 - s)
-
-
-@dataclass(frozen=True)
-class Squared:
-    """phi(z; b) = (z - b)^2 / 2; phi'' = 1."""
-
-    name = "squared"
-    curvature = 1.0
-    bounded_derivative = False
-
-    @staticmethod
-    def value(z, b):
-        return 0.5 * (z - b) ** 2
-
-    @staticmethod
-    def deriv(z, b):
-        return z - b
-
-    @staticmethod
-    def second(z, b):
-        return np.ones_like(z)
-
-
-@dataclass(frozen=True)
-class L2Penalty:
-    """P(x) = (lam/2)||x||^2: smooth with constant lam, strongly convex with lam."""
-
-    lam: float
-    name = "l2"
-
-    def value(self, x):
-        return 0.5 * self.lam * float(x @ x)
-
-    def grad(self, x):
-        return self.lam * x
-
-    def hess_diag(self, x):
-        return np.full_like(x, self.lam)
-
-    @property
-    def smoothness(self):
-        return self.lam
-
-
-@dataclass(frozen=True)
-class NonconvexPenalty:
-    """P(x) = lam sum_k x_k^2 / (1 + x_k^2): non-convex, P'' in [-lam/2, 2 lam], so smooth with constant 2 lam."""
-
-    lam: float
-    name = "nonconvex"
-
-    def value(self, x):
-        return self.lam * float(np.sum(x * x / (1.0 + x * x)))
-
-    def grad(self, x):
-        return self.lam * 2.0 * x / (1.0 + x * x) ** 2
-
-    def hess_diag(self, x):
-        u = x * x
-        return self.lam * (2.0 - 6.0 * u) / (1.0 + u) ** 3
-
-    @property
-    def smoothness(self):
-        return 2.0 * self.lam
-
-
-LOSSES = {"logistic": Logistic(), "squared": Squared()}
+from .losses import LOSSES, L2Penalty, NonconvexPenalty
+from .spectra import null_space_basis, rows_view, top_eig, top_eigs
 
 
 @dataclass(frozen=True)
@@ -255,7 +166,7 @@ class GLMProblem(Problem):
         self._A = data.A[self._order].tocsr()
         self._A.sort_indices()
         self._b = data.b[self._order]
-        self.shards = [GLMShard(A=_rows(self._A, lo, hi), b=self._b[lo:hi], scale=scale, loss=self.loss,
+        self.shards = [GLMShard(A=rows_view(self._A, lo, hi), b=self._b[lo:hi], scale=scale, loss=self.loss,
                                 penalty=self.penalty) for lo, hi in zip(self._ptr[:-1], self._ptr[1:])]
         self._L_i = None
 
@@ -277,7 +188,7 @@ class GLMProblem(Problem):
             row whose squared norm is infinite (else the row of the largest squared norm; with its line when the
             source is a LIBSVM file) and lambda.
         """
-        from ..data import data_lines
+        from ..data.libsvm import data_lines
         from ..errors import ConfigError, DataError
 
         if not np.isfinite(self.lam):
@@ -389,7 +300,7 @@ class GLMProblem(Problem):
         """Smoothness of f = (1/n) sum_i f_i itself: c lambda_max(A^T A)/N + smoothness of P (one worker's L on the
         whole data; L_f <= mean_i L_i <= L). Computed once, when asked (``step.rule=paper`` of ISGD)."""
         if "_L_f" not in self.__dict__:
-            self._L_f = self.loss.curvature * _top_eig(self._A) / self.N + self.penalty.smoothness
+            self._L_f = self.loss.curvature * top_eig(self._A) / self.N + self.penalty.smoothness
         return self._L_f
 
     @property
@@ -427,87 +338,3 @@ class LogisticProblem(GLMProblem):
 
 #: the shard of every GLM problem
 LogisticShard = GLMShard
-
-
-def _rows(A: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
-    """Rows lo:hi of a CSR matrix with sorted indices, as a CSR matrix sharing its arrays (no copy, no check)."""
-    start, stop = A.indptr[lo], A.indptr[hi]
-    out = sp.csr_matrix((A.data[start:stop], A.indices[start:stop], A.indptr[lo:hi + 1] - start),
-                        shape=(hi - lo, A.shape[1]), copy=False)
-    out.has_sorted_indices = True
-    return out
-
-
-#: shards of at most this many rows get lambda_max from their rows' Gram matrices, batched (see :func:`top_eigs`)
-GRAM_ROWS = 64
-
-
-#: null(A) by a dense eigendecomposition of A^T A up to this d; above it only the empty columns (see null_space_basis)
-NULL_DENSE_MAX_D = 1000
-#: an eigenvalue of A^T A at most this fraction of the largest counts as zero
-NULL_REL_TOL = 1e-10
-
-
-def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_tol: float = NULL_REL_TOL):
-    """An orthonormal basis of null(A) and how it was found (issue 21: the part of ||x - x*||^2 that only the
-    penalty's curvature lambda pulls back; one-hot groups that sum to a constant, duplicated and empty columns).
-
-    Parameters
-    ----------
-    A : sparse matrix of shape (N, d)
-
-    Returns
-    -------
-    Z : ndarray or sparse matrix of shape (d, k)
-        Orthonormal columns: for d <= ``dense_max_d`` (dense) the eigenvectors of A^T A whose eigenvalue is at most
-        ``rel_tol`` x the largest (exact null directions have eigenvalues at rounding level, about 1e-16 x the
-        largest; a direction of curvature below 1e-10 x L is, next to lambda, null in practice); for larger d the
-        unit vectors of the empty columns only (a subspace of null(A); sparse).
-    how : str
-        ``"eigh of A^T A (d x d)"`` or ``"empty columns only (d > <dense_max_d>)"``.
-    """
-    d = A.shape[1]
-    if d <= dense_max_d:
-        G = (A.T @ A).toarray()
-        w, V = np.linalg.eigh(G)
-        keep = w <= rel_tol * max(float(w[-1]), 0.0)
-        return V[:, keep].copy(), "eigh of A^T A (d x d)"
-    empty = np.flatnonzero(np.diff(sp.csc_matrix(A).indptr) == 0)
-    # sparse: at d = 10^6 a dense d x k basis of the empty columns would not fit in memory
-    Z = sp.csc_matrix((np.ones(empty.size), (empty, np.arange(empty.size))), shape=(d, empty.size))
-    return Z, f"empty columns only (d > {dense_max_d})"
-
-
-def top_eigs(A: sp.csr_matrix, ptr: np.ndarray) -> np.ndarray:
-    """lambda_max(A_i^T A_i) of every block of rows A_i = A[ptr[i]:ptr[i+1]], shape (len(ptr) - 1,).
-
-    A block of l <= :data:`GRAM_ROWS` rows (and fewer than d) uses lambda_max(A_i A_i^T), its l x l Gram matrix:
-    the entries of all such Gram matrices come from one sparse product of row pairs and their eigenvalues from one
-    batched ``eigvalsh`` per block size (at n = 10^4 shards of 3 rows, a9a: 0.1 s instead of 42 s for 10^4 d x d
-    problems). Larger blocks keep :func:`_top_eig` (d x d, or svds for large d)."""
-    n = ptr.size - 1
-    l = np.diff(ptr)
-    out = np.zeros(n)
-    small = np.flatnonzero((l > 0) & (l <= GRAM_ROWS) & (l < A.shape[1]))
-    for size in np.unique(l[small]):
-        blocks = small[l[small] == size]
-        jj, kk = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
-        J = (ptr[blocks][:, None, None] + jj[None]).ravel()
-        K = (ptr[blocks][:, None, None] + kk[None]).ravel()
-        dots = np.asarray(A[J].multiply(A[K]).sum(axis=1)).ravel()
-        out[blocks] = np.linalg.eigvalsh(dots.reshape(blocks.size, size, size))[:, -1]
-    for i in np.setdiff1d(np.flatnonzero(l > 0), small):
-        out[i] = _top_eig(_rows(A, ptr[i], ptr[i + 1]))
-    return out
-
-
-def _top_eig(A: sp.csr_matrix) -> float:
-    """lambda_max(A^T A): dense eigvalsh for d <= 2000, else the top singular value from svds."""
-    if A.shape[0] == 0:
-        return 0.0
-    if A.shape[1] <= 2000:
-        G = (A.T @ A).toarray()
-        return float(np.linalg.eigvalsh(G)[-1])
-    from scipy.sparse.linalg import svds
-
-    return float(svds(A, k=1, return_singular_vectors=False)[0] ** 2)

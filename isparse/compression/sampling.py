@@ -13,7 +13,7 @@ owns the positions [i Q, (i + 1) Q) of that counter for iteration t, so
 
 Streams (the last counter word) separate the purposes: block ids, the example indices of
 stochastic methods, IBGD's Bernoulli coins, the streams all workers share (shared-data ISAGA's
-example indices, shared-block BCD's blocks), and a random codec's draws (``isparse.codecs``: one uniform per
+example indices, shared-block BCD's blocks), and a random codec's draws (``isparse.compression.codecs``: one uniform per
 value of worker i's message, independent of its block ids).
 """
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import BlockPartition, resolve_tau
-from .data import Dataset, split_rows
+from .compression.blocks import BlockPartition, resolve_tau
+from .data.dataset import Dataset, split_rows
 from .errors import ConfigError, check_range
 from .problems import Reference, reference_solve
 from .problems.base import Problem
@@ -33,7 +33,7 @@ class RunSetup:
         The theorem's bound for the stepsize used.
     x0 : ndarray of shape (d,)
     seed : int
-        Seed of every random draw of the workers (``isparse.sampling``).
+        Seed of every random draw of the workers (``isparse.compression.sampling``).
     shards : list
         What each worker holds: the problem's shards, or the whole data set for shared-data methods.
     rows : list of ndarray, optional

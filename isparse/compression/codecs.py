@@ -31,7 +31,7 @@ Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}
 one with probability s |v_j| / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
 omega carries the factor (N / ||v||)^2 <= 1 + 2^-20.
 
-The random draws of a codec are counter-based like the sampler's (``isparse.sampling``, stream ``CODEC``): worker
+The random draws of a codec are counter-based like the sampler's (``isparse.compression.sampling``, stream ``CODEC``): worker
 i's draws at iteration t are a function of (seed, i, t) alone, so the engines agree bit for bit and resume and
 replay need no stored state. Encode and decode are vectorized over the host's batch of workers: the codes of a
 batch are packed into one byte buffer, one bit plane per code bit (a whole byte for the 8 low bits of a 9-bit code).
@@ -61,7 +61,7 @@ class Codec:
     exact : bool
         Q(v) = v (float64 only).
     random : bool
-        Encoding draws random numbers (stream ``CODEC`` of ``isparse.sampling``).
+        Encoding draws random numbers (stream ``CODEC`` of ``isparse.compression.sampling``).
     header_bits : int
         Bits per message besides the values (dither's norm).
     """
@@ -199,7 +199,7 @@ class Natural(Codec):
 
     The codes 1 .. 2^e - 2 of the ``exponent_bits`` = e bit field are the powers 2^e_min .. 2^e_max, code 0 is zero
     and the top code inf. Unscaled, the window is float32's exponents, 2^-126 .. 2^127; a run's codec is
-    :meth:`scaled` by ``isparse.setup.build`` so that the window's top is 2^HEADROOM x the largest local gradient
+    :meth:`scaled` by ``isparse.runsetup.build`` so that the window's top is 2^HEADROOM x the largest local gradient
     entry at x^0 (2^64 for natural: its 254 powers then reach about 2^-190 of that entry, so no data scale puts the values
     near the bottom, where the rounding to {0, 2^e_min} would exceed omega).
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Optional
 
-from .data import DATA_DIR_ENV, NAMED_FILES
-from .errors import ConfigError
-from .params import Interval, Nullable, OneOf, Section, Text, param, required
+from .dataset import Dataset
+from .named import DATA_DIR_ENV, NAMED_FILES
+from ..errors import ConfigError
+from ..params import Interval, Nullable, OneOf, Section, Text, param, required
 
 EMPTY_ROWS = ("keep", "drop", "error")
 
@@ -79,7 +80,7 @@ class DataSource(Section):
         DataError
             A file that cannot be used (naming the file and the physical line).
         """
-        from .cache import cached_dataset
+        from ..cache import cached_dataset
 
         return cached_dataset(self, cache_dir)
 
@@ -93,8 +94,8 @@ class DataSource(Section):
 
     def problem(self, spec, dataset, parts):
         """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts``."""
-        from .problems import GLMProblem
-        from .regularizers import make_regularizer
+        from ..problems import GLMProblem
+        from ..regularizers import make_regularizer
 
         p = spec.problem
         reg = make_regularizer(p.reg, p.reg_strength, *p.box, l2_strength=p.reg_l2)
@@ -117,7 +118,7 @@ class Bundled(DataSource):
     lam: float = param(0.1, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
 
     def read(self):
-        from .data import load_breast_cancer
+        from .libsvm import load_breast_cancer
 
         return load_breast_cancer()
 
@@ -178,7 +179,8 @@ class NamedLibsvm(_LibsvmSource):
         return file
 
     def read(self):
-        from .data import NAMED_FEATURES, load_libsvm
+        from .named import NAMED_FEATURES
+        from .libsvm import load_libsvm
 
         d = NAMED_FEATURES[self.name] if self.n_features is None else self.n_features
         return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
@@ -210,7 +212,7 @@ class LibsvmFile(_LibsvmSource):
         return p
 
     def read(self):
-        from .data import load_libsvm
+        from .libsvm import load_libsvm
 
         return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
 
@@ -253,7 +255,7 @@ class Quadratic(DataSource):
         return None
 
     def problem(self, spec, dataset, parts):
-        from .problems import QuadraticProblem
+        from ..problems import QuadraticProblem
 
         return QuadraticProblem(d=self.d, o=self.o, n=spec.workers.n, seed=self.seed)
 
@@ -273,3 +275,32 @@ SOURCES: dict = _sources()
 def source(name: str, **values) -> DataSource:
     """The data option ``name`` with ``values`` for its keys, checked (as ``data=<name> data.<key>=<value>``)."""
     return DataSource.from_dict({"name": name, **values}, "data")
+
+def load_dataset(name: str, data_dir: str | None = None, path: str | None = None, empty_rows: str | None = None,
+                 n_features: int | None = None) -> Dataset:
+    """Read a data set by name: the data source ``name`` of :mod:`isparse.data.sources` with these options (as
+    ``data=<name> data.dir=... data.path=... data.empty_rows=... data.n_features=...``), no cache.
+
+    Parameters
+    ----------
+    name : str
+        ``breast_cancer`` (bundled), a named LIBSVM set (:data:`NAMED_FILES`) or ``libsvm`` (then ``path``).
+    data_dir : str, optional
+        ``data.dir`` of a named set (default ``$ISPARSE_DATA_DIR``).
+    path : str, optional
+        ``data.path`` of ``libsvm``.
+    empty_rows : {"keep", "drop", "error"}, optional
+        ``data.empty_rows`` (see :func:`load_libsvm`).
+    n_features : int, optional
+        ``data.n_features``: the dimension d of a LIBSVM file (default: the published one of a named set,
+        :data:`NAMED_FEATURES`; the largest index of a ``libsvm`` file).
+
+    Raises
+    ------
+    ConfigError
+        Unknown name, an option this source does not take, a missing directory or file (all before reading).
+    DataError
+        A file that cannot be used (see :func:`load_libsvm`).
+    """
+    given = {"dir": data_dir, "path": path, "empty_rows": empty_rows, "n_features": n_features}
+    return source(name, **{k: v for k, v in given.items() if v is not None}).read()

@@ -2,7 +2,7 @@
 
 A batch carries, for k logical workers, the values each one sends, worker after worker. By default
 it carries **values only**: the master recomputes every worker's block ids from (seed, i, t)
-(``isparse.sampling``), so ``uplink_bytes`` counts the coded values (``isparse.codecs``: 8 B each for the
+(``isparse.compression.sampling``), so ``uplink_bytes`` counts the coded values (``isparse.compression.codecs``: 8 B each for the
 default float64, 9 bits for ``natural``, ...). With ``send_ids`` (the old convention, for comparison) and for
 compressors whose ids cannot be derived (EF21's Top-K), the batch also carries the block ids, counted at 4 B each;
 a dense message (all m blocks) never needs ids.
@@ -40,7 +40,7 @@ class Messages:
         Block ids sent with the values; None when the master derives them (values-only messages). The ids of a
         worker that sends all m blocks are neither needed nor counted.
     codec : Codec
-        How the values are coded on the wire (``isparse.codecs``; float64 by default).
+        How the values are coded on the wire (``isparse.compression.codecs``; float64 by default).
     payload : ndarray or None
         The packed codes (what travels); None for a batch made on the master from decoded values (``concat``).
     """

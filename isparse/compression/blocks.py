@@ -2,7 +2,7 @@
 
 The coordinates 0..d-1 are cut into m = ceil(d / b) contiguous blocks of size b (the last one
 may be shorter). In every iteration each worker i samples its own set U_i of exactly tau*m
-blocks (``isparse.sampling``; docs/algorithms.md §1; arXiv:1901.09437, section 2).
+blocks (``isparse.compression.sampling``; docs/algorithms.md §1; arXiv:1901.09437, section 2).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError, check_range
+from ..errors import ConfigError, check_range
 
 @dataclass(frozen=True)
 class BlockPartition:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import DataError
-from .glm import GLMShard
+from ..problems.glm import GLMShard
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class ShardSource:
     Attributes
     ----------
     dataset : dict
-        The data source's keys (``isparse.sources.DataSource.loader``: absolute paths, which must mean the same file
+        The data source's keys (``isparse.data.sources.DataSource.loader``: absolute paths, which must mean the same file
         on every Dask worker).
     ids : tuple of int
         The logical workers.
@@ -58,7 +58,7 @@ class ShardSource:
         DataError
             A rebuilt shard's rows or non-zeros differ from the client's (the file is not the same here).
         """
-        from ..sources import DataSource
+        from .sources import DataSource
 
         data = DataSource.from_dict(self.dataset).read()
         out = []
