@@ -3,10 +3,16 @@
 Every message names the field, the value given and what is allowed, in the
 form of scikit-learn's parameter validation::
 
-    The 'tau' parameter must be in [1/m, 1] = [0.0333, 1]; got 1.5.
+    The 'tau' parameter must be in [1/m = 0.0333, 1]; got 1.5.
+
+A library function names its own arguments (``split_rows(10, 20)``: "The 'n' parameter ..."); the glue that calls
+it with a config key maps the argument to the key with :func:`keys`, so the command line's user reads
+"The 'workers.n' parameter ...".
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 
 class ConfigError(ValueError):
@@ -24,6 +30,18 @@ class ConfigError(ValueError):
 
     def __reduce__(self):   # survives pickling (a process pool or a Dask task sends it back): key and message
         return (type(self), (self.key, str(self)))
+
+    def renamed(self, names: dict) -> "ConfigError":
+        """The same error naming config keys instead of a function's arguments: its key mapped by ``names``
+        ({argument: key}) and every quoted argument name ``'n'`` of its text before the value given (the text from
+        its last "; got " on is the value, kept as it is)."""
+        text = str(self)
+        head, sep, tail = text.rpartition("; got ")
+        if not sep:
+            head, tail = text, ""
+        for arg, key in names.items():
+            head = head.replace(f"'{arg}'", f"'{key}'")
+        return type(self)(names.get(self.key, self.key), head + sep + tail)
 
 
 class DataError(ValueError):
@@ -64,6 +82,26 @@ def check_range(key: str, value, low=None, high=None, *, low_text=None, high_tex
     if v != v or too_low or too_high:
         raise ConfigError(key, f"The '{key}' parameter must be in {allowed}; got {value!r}.")
     return int(value) if integer else value
+
+
+@contextmanager
+def keys(**names: str):
+    """Within the block, a :class:`ConfigError` about one of a function's own arguments is raised again naming the
+    config key the argument came from (key and text, :meth:`ConfigError.renamed`); any other error passes as it is.
+
+    Examples
+    --------
+    >>> with keys(n="workers.n", how="workers.split"):
+    ...     split_rows(10, 20)
+    Traceback (most recent call last):
+    ConfigError: The 'workers.n' parameter must be in [1, N (rows of the data set) = 10]; got 20.
+    """
+    try:
+        yield
+    except ConfigError as exc:
+        if exc.key not in names:
+            raise
+        raise exc.renamed(names) from None
 
 
 def check_choice(key: str, value, allowed):

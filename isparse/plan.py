@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .compression.tau import GRAMMAR, Tau
 from .errors import ConfigError
 
 #: bytes per value and per block id in a message (isparse.compression.messages)
@@ -44,13 +45,17 @@ def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
     Parameters
     ----------
     taus : list or None
-        Each a number in [1/m, 1], or ``"1/n"``-style ``"<c>/n"``, ``"1/m"``, ``"auto"`` (= ``"1/n"``). A number whose
-        tau*m is not an integer is rounded up to the next allowed tau (ceil(tau*m)/m). None: the default grid
-        tau*m in {1, 2, 4, 8, ...} up to m, plus ceil(m/n) (tau = 1/n rounded up) and m (tau = 1).
+        Each entry is read as a run's ``tau`` (:class:`isparse.compression.tau.Tau`: the same grammar and the same
+        rounding, so every row is a tau ``isparse-run`` accepts): ``auto`` (= ``1/n``), ``"<c>/n"`` (rounded up,
+        tau*m = ceil(c m / n), 0 < c <= n), ``"<k>/m"`` (k blocks), or a number in [1/m, 1] with tau*m an integer.
+        None: the default grid tau*m in {1, 2, 4, 8, ...} up to m, plus ceil(m/n) (tau = 1/n rounded up) and m
+        (tau = 1).
     m : int
         Blocks.
     n : int
         Workers.
+    key : str
+        The key errors name.
 
     Returns
     -------
@@ -59,12 +64,10 @@ def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
     Raises
     ------
     ConfigError
-        (``key``) an empty grid, an entry that is not a number or one of the forms above, a tau outside [1/m, 1].
+        (``key``) an empty grid, or an entry :meth:`Tau.parse` or :meth:`Tau.resolve` refuses.
     """
-    from .compression.blocks import tau_per_n
-
     if taus is None:
-        grid = {1, m, math.ceil(m / n)}
+        grid = {1, m, Tau.parse("auto").resolve(m, n)[1]}
         k = 2
         while k < m:
             grid.add(k)
@@ -72,29 +75,9 @@ def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
         return sorted(grid)
     taus = list(taus) if isinstance(taus, (list, tuple)) else [taus]
     if not taus:
-        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of tau values in [1/m, 1] (numbers, "
-                               f"'<c>/n' or '1/m'), or null for the default grid; got [].")
-    out = set()
-    for tau in taus:
-        if isinstance(tau, str) and tau.replace(" ", "") in ("auto", "1/m"):
-            out.add(math.ceil(m / n) if tau.strip() == "auto" else 1)
-            continue
-        c = tau_per_n(tau) if isinstance(tau, str) else None
-        if c is not None:
-            out.add(min(m, max(1, math.ceil(c * m / n - 1e-9))))
-            continue
-        try:
-            value = float(tau) if not isinstance(tau, bool) else None
-        except (TypeError, ValueError):
-            value = None
-        if value is None or value != value:
-            raise ConfigError(key, f"The '{key}' parameter's entries must be numbers in [1/m, 1] = [{1 / m:.4g}, 1], "
-                                   f"'<c>/n' or '1/m'; got {tau!r}.")
-        if not (1.0 / m - 1e-12 <= value <= 1.0):
-            raise ConfigError(key, f"The '{key}' parameter's entries must be in [1/m, 1] = [{1 / m:.4g}, 1] "
-                                   f"(m = {m} blocks); got {tau!r}.")
-        out.add(min(m, max(1, math.ceil(value * m - 1e-9))))
-    return sorted(out)
+        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of tau values ({GRAMMAR}), or null "
+                               f"for the default grid; got [].")
+    return sorted({Tau.parse(tau, key).resolve(m, n)[1] for tau in taus})
 
 
 def resolve_block_sizes(sizes, d: int, default: int, key: str = "plan.block_sizes") -> list[int]:

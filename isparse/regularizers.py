@@ -84,21 +84,22 @@ def make_regularizer(name: str = "none", strength: float = 0.0, lower: float = -
     Raises
     ------
     ConfigError
-        Unknown name, a negative weight, or lower >= upper.
+        Naming the argument: an unknown ``name``, a negative ``strength`` or ``l2_strength``, or ``lower`` >= upper
+        (the spec's glue maps them to ``problem.reg``, ``problem.reg_strength``, ...).
     """
     if name in (None, "none"):
         return Regularizer()
     if name not in NAMES:
-        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be one of {', '.join(NAMES)}; got {name!r}.")
-    strength = float(check_range("problem.reg_strength", strength, 0.0, None))
+        raise ConfigError("name", f"The 'name' parameter must be one of {', '.join(NAMES)}; got {name!r}.")
+    strength = float(check_range("strength", strength, 0.0, None))
     if name == "l1":
         return Regularizer("l1", l1=strength)
     if name == "l2":
         return Regularizer("l2", l2=strength)
     if name == "elastic_net":
-        return Regularizer("elastic_net", l1=strength, l2=float(check_range("problem.reg_l2", l2_strength, 0.0, None)))
+        return Regularizer("elastic_net", l1=strength, l2=float(check_range("l2_strength", l2_strength, 0.0, None)))
     if not float(lower) < float(upper):
-        raise ConfigError("problem.box", f"The 'problem.box' parameter must have lower < upper; got [{lower}, {upper}].")
+        raise ConfigError("lower", f"The 'lower' parameter must be below upper = {upper}; got {lower}.")
     return Regularizer("box", lower=float(lower), upper=float(upper))
 
 

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compression.blocks import BlockPartition, resolve_tau
+from .compression.blocks import BlockPartition
+from .compression.tau import resolve_tau
 from .data.dataset import Dataset, split_rows
-from .errors import ConfigError, check_range
+from .data.sources import lam_key
+from .errors import ConfigError, keys
 from .problems import Reference, reference_solve
 from .problems.base import Problem
 from .spec import RunSpec
@@ -151,18 +153,20 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     if problem is None:
         parts = None
         if data is not None:
-            check_range("workers.n", n, 1, data.N, high_text="N (rows of the data set)", integer=True)
-            parts = split_rows(data.N, n, spec.workers.split, spec.workers.split_seed)
+            with keys(n="workers.n", how="workers.split", seed="workers.split_seed"):
+                parts = split_rows(data.N, n, spec.workers.split, spec.workers.split_seed)
         problem = spec.data.problem(spec, data, parts)
-    blocks = BlockPartition(problem.d, spec.blocks.size)
-    tau, tau_m = resolve_tau(1.0 if cls.full else spec.tau, blocks.m, n)
+    with keys(size="blocks.size"):
+        blocks = BlockPartition(problem.d, spec.blocks.size)
+    tau, tau_m = resolve_tau(1.0 if cls.full else spec.tau, blocks.m, n)   # errors name the key tau
     regularizer = problem.reg
     ctx = Context(algorithm=cls.name, problem=problem, reference=None, n=n, blocks=blocks, tau=tau, tau_m=tau_m,
                   step_multiplier=spec.step.multiplier, step_rule=spec.step.rule, step_L=spec.step.L, seed=spec.seed,
                   send_ids=spec.messages.send_ids, options=spec.algorithm, regularizer=regularizer, data=data,
                   codec=spec.messages.make_codec())
     ctx.omega = ctx.codec.omega(cls.message_values(ctx))
-    problem.check_constants()                      # L, mu, kappa finite and > 0, before the reference solve
+    with keys(lam=lam_key(spec)):
+        problem.check_constants()                  # L, mu, kappa finite and > 0, before the reference solve
     cls.check(ctx)                                 # what the method needs, before the reference solve
     if reference is None:
         reference = problem.reference()            # closed form, where the problem has one

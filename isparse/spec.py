@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .compression.blocks import TauSetting
+from .compression.tau import TauSetting
 from .compression.codecs import DEFAULT_LEVELS
 from .compression.codecs import NAMES as CODECS
 from .errors import ConfigError
@@ -151,9 +151,10 @@ class RunSpec(Section):
     problem: ProblemSpec = section(ProblemSpec)
     workers: WorkersSpec = section(WorkersSpec)
     blocks: BlocksSpec = section(BlocksSpec)
-    tau: Any = param("auto", TauSetting(), "fraction of blocks each worker sends: auto = ceil(m/n)/m (tau = 1/n "
-                                           "rounded up); '<c>/n' (e.g. 0.5/n, 2/n): tau*m = ceil(c*m/n); or a number "
-                                           "in [1/m, 1] with tau*m an integer")
+    tau: Any = param("auto", TauSetting(), "fraction of blocks each worker sends (isparse.compression.tau): '<c>/n' "
+                                           "(e.g. 0.5/n, 2/n; 0 < c <= n) follows n, rounded up: tau*m = ceil(c*m/n); "
+                                           "auto = 1/n; '<k>/m': k blocks; a number in [1/m, 1] with tau*m an "
+                                           "integer (never rounded)")
     messages: MessagesSpec = section(MessagesSpec)
     step: StepSpec = section(StepSpec)
     seed: int = param(0, Interval(int, 0, None), "seed of every random draw: worker i's draws at iteration t "

@@ -1,7 +1,7 @@
 """``isparse-plan``: which tau (block size, codec) reaches eps soonest on this cluster, from the theory and a few rounds.
 
     isparse-plan data=a1a workers.n=10 cluster=local
-    isparse-plan data=a1a workers.n=10 'plan.taus=[1/m,1/n,0.25,1]' plan.block_sizes=[1,4] --json
+    isparse-plan data=a1a workers.n=10 'plan.taus=[1/m,1/n,2.5/n,1]' plan.block_sizes=[1,4] --json
     isparse-plan data=a1a workers.n=10 'plan.codecs=[float64,natural,dither:7]'
 
 It takes isparse-run's overrides (conf/plan.yaml is isparse-run's schema plus ``plan.*``: ``pipeline.schema.PlanConfig``)
@@ -273,7 +273,8 @@ def render(plan: dict) -> str:
         lines.append(f"{s['codec']:>10} {s['tau']:>10.4g} {s['tau_m']:>4}/{s['m']:<3} {s['blocks_size']:>3}   skipped: {s['reason']}")
     lines.append("")
     if rec:
-        lines.append(f"recommended: tau = {rec['tau']:.4g} (tau*m = {rec['tau_m']} of m = {rec['m']}), "
+        lines.append(f"recommended: tau = {rec['tau']:.4g} (tau*m = {rec['tau_m']} of m = {rec['m']}: "
+                     f"isparse-run tau={rec['tau_m']}/m), "
                      f"blocks.size = {rec['blocks_size']}, messages.codec={rec['codec']}: {rec['predicted_iterations']:,.0f} iterations (theory), "
                      f"{rec['predicted_time_s']:.3f} s and {_fmt_bytes(rec['predicted_uplink_bytes'])} uplink to eps "
                      f"predicted (theorem: {rec['bound_theorem']}, bound_source={rec['bound_source']})")

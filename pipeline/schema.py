@@ -12,7 +12,8 @@ Who checks what:
 - :func:`load_job` turns the composed config into a :class:`JobConfig`: every value is checked by
   ``isparse.params`` (types, ranges, the rules between keys), a key added with ``+`` that no section has is
   refused, a string key gets the text as typed on the command line (Hydra reads ``run_name=1.10`` as the number
-  1.1), and relative paths are anchored to the directory the command ran in.
+  1.1), and relative paths are anchored to the directory the command ran in (every key declared with
+  ``isparse.params.PathValue``, found by walking the schema).
 
 A Python user's ``RunSpec.from_dict`` and the command line therefore refuse the same values with the same words.
 """
@@ -25,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from isparse.compression.tau import Tau
 from isparse.errors import ConfigError
 from isparse.plan import resolve_block_sizes, resolve_codecs, resolve_tau_grid
-from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, param, section
+from isparse.params import Boolean, Interval, Nullable, OneOf, PathValue, Section, Text, anchor_paths, param, section
 from isparse.spec import RunSpec
 
 from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
@@ -72,17 +74,19 @@ class CompareSpec(Section):
 class PathsSpec(Section):
     """Where a run writes: ``paths.outputs`` holds the MLflow store, the cache and the run directories."""
 
-    root: str = param("${hydra:runtime.cwd}", Text(), "the directory the command ran in")
-    outputs: str = param("${paths.root}/outputs", Text(), "the outputs directory (relative: to the command's "
-                                                          "directory)")
+    root: str = param("${hydra:runtime.cwd}", PathValue(kind="dir"), "the directory the command ran in")
+    outputs: str = param("${paths.root}/outputs", PathValue(kind="dir"), "the outputs directory (relative: to the "
+                                                                         "command's directory)")
 
 
 @dataclass
 class TrackingSpec(Section):
     """MLflow tracking."""
 
-    uri: str = param("sqlite:///${paths.outputs}/mlflow.db", Text(), "the MLflow store: a sqlite:/// file or an "
-                                                                     "http(s):// tracking server")
+    uri: str = param("sqlite:///${paths.outputs}/mlflow.db",
+                     PathValue(kind="file", scheme="sqlite:///", text="sqlite:///<file> (relative: to the command's "
+                                                                      "directory) or an http(s):// URI"),
+                     "the MLflow store: a sqlite:/// file or an http(s):// tracking server")
     experiment: str = param("isparse", Text(), "the MLflow experiment")
     log_every: int = param(10, Interval(int, 1, None), "record metrics every this many iterations")
     run_name: Optional[str] = param(None, Nullable(Text()),
@@ -126,13 +130,13 @@ class JobConfig(RunSpec):
 
 class _Grid:
     """``plan.taus`` / ``plan.block_sizes``: null (the default grid) or a list (a single value: a list of one); an
-    empty list is refused now, naming what the grid holds (``isparse.plan``); each entry's range is checked once d
-    and m are known."""
+    empty list is refused now, naming what the grid holds (``isparse.plan``); each entry is checked now by ``entry``
+    (a tau's grammar, :meth:`isparse.compression.tau.Tau.parse`) and its range once d and m are known."""
 
     text = "null or a list"
 
-    def __init__(self, resolve):
-        self.resolve = resolve
+    def __init__(self, resolve, entry=None):
+        self.resolve, self.entry = resolve, entry
 
     def __call__(self, key, value):
         if value is None:
@@ -143,6 +147,8 @@ class _Grid:
         for item in items:
             if isinstance(item, bool) or not isinstance(item, (int, float, str)):
                 raise ConfigError(key, f"The '{key}' parameter's entries must be numbers or '<c>/n'; got {item!r}.")
+            if self.entry is not None:
+                self.entry(item, key)
         return items
 
 
@@ -164,9 +170,10 @@ class _CodecGrid:
 class PlanSpec(Section):
     """isparse-plan's grid and probes (pipeline/plan.py)."""
 
-    taus: Optional[list] = param(None, _Grid(resolve_tau_grid),
-                                 "the tau grid: numbers in [1/m, 1], '<c>/n' or 1/m; null: tau*m in {1, 2, 4, ...} up "
-                                 "to m, plus ceil(m/n) and m")
+    taus: Optional[list] = param(None, _Grid(resolve_tau_grid, Tau.parse),
+                                 "the tau grid, each entry as the tau key (auto, '<c>/n' rounded up, '<k>/m', or a "
+                                 "number in [1/m, 1] with tau*m an integer); null: tau*m in {1, 2, 4, ...} up to m, "
+                                 "plus ceil(m/n) and m")
     block_sizes: Optional[list] = param(None, _Grid(resolve_block_sizes),
                                         "block sizes b in [1, d]; null: blocks.size alone")
     codecs: Optional[list] = param(None, _CodecGrid(),
@@ -302,7 +309,7 @@ def load_job(cfg, cls=JobConfig, overrides=None):
     from .typed import job_overrides, keep_typed_text
 
     keep_typed_text(tree, job_overrides() if overrides is None else overrides, cls)
-    _anchor(tree)
+    _anchor(tree, cls)
     return cls.from_dict(tree)
 
 
@@ -316,36 +323,16 @@ def _unmissing(node) -> None:
             _unmissing(v)
 
 
-def absolute(path) -> str:
-    """``path`` (``~`` expanded) made absolute against the directory the command ran in (Hydra's ``runtime.cwd``
-    when a job runs, whatever ``hydra.job.chdir`` says; else this process's directory)."""
+def _anchor(tree: dict, cls) -> None:
+    """Relative paths mean the directory the command ran in, as ``hydra.run.dir`` does (with ``hydra.job.chdir=true``
+    they would otherwise mean the job's directory: a second store and cache there; a Dask worker reads the same
+    file): every key ``cls`` declares with a :class:`~isparse.params.PathValue` (``paths.outputs``, a ``sqlite:///``
+    ``tracking.uri``, ``data.path``, ``data.dir`` and its ``$ISPARSE_DATA_DIR``, ...) is anchored to Hydra's
+    ``runtime.cwd`` when a job runs (whatever ``hydra.job.chdir`` says), else to this process's directory."""
     from hydra.core.hydra_config import HydraConfig
 
-    path = Path(str(path)).expanduser()
-    if not path.is_absolute():
-        base = HydraConfig.get().runtime.cwd if HydraConfig.initialized() else os.getcwd()
-        path = Path(base) / path
-    return os.path.normpath(path)   # links kept as named (an error shows the path given; the reader resolves them)
-
-
-def _anchor(tree: dict) -> None:
-    """Relative paths mean the directory the command ran in, as ``hydra.run.dir`` does: ``paths.outputs``, a
-    ``sqlite:///`` ``tracking.uri``, ``data.path``, ``data.dir`` and a relative ``$ISPARSE_DATA_DIR`` (with
-    ``hydra.job.chdir=true`` they would otherwise mean the job's directory: a second store and cache there; a Dask
-    worker reads the same file)."""
-    from isparse.data import DATA_DIR_ENV
-
-    paths, tracking, data = tree.get("paths") or {}, tree.get("tracking") or {}, tree.get("data") or {}
-    if isinstance(paths.get("outputs"), str):
-        paths["outputs"] = absolute(paths["outputs"])
-    uri = tracking.get("uri")
-    if isinstance(uri, str) and uri.startswith("sqlite:///") and not uri[len("sqlite:///"):].startswith("/"):
-        tracking["uri"] = "sqlite:///" + absolute(uri[len("sqlite:///"):])
-    for key in ("path", "dir"):
-        if isinstance(data.get(key), str) and data[key]:
-            data[key] = absolute(data[key])
-    if "dir" in data and data["dir"] is None and os.environ.get(DATA_DIR_ENV):
-        data["dir"] = absolute(os.environ[DATA_DIR_ENV])
+    base = HydraConfig.get().runtime.cwd if HydraConfig.initialized() else os.getcwd()
+    anchor_paths(cls, tree, base)
 
 
 register()   # importing the schema registers it: isparse-run, isparse-plan and a test composing conf/ import it first

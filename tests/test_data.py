@@ -68,8 +68,8 @@ def test_split_rows_is_a_partition():
     assert {len(p) for p in parts} == {10, 11}
     contiguous = split_rows(103, 10, "contiguous")
     assert contiguous[0].tolist() == list(range(11))
-    with pytest.raises(ConfigError, match="'workers.n' parameter must be in"):
-        split_rows(5, 6)
+    with pytest.raises(ConfigError, match=r"^The 'n' parameter must be in \[1, N \(rows of the data set\) = 5\]; got 6\.$"):
+        split_rows(5, 6)                                   # a library function names its own argument
 
 
 def test_index_past_declared_dimension_names_the_line(tmp_path):

@@ -114,12 +114,12 @@ def test_plan_on_a_local_cluster_matches_the_runs(tmp_path, dask_client):
     tau = 1/n and tau = 1 are the ones an isparse-run multirun logs for the same overrides; the recommendation is
     the argmin of the printed times."""
     address = ["cluster=address", f"cluster.address={dask_client.scheduler.address}"]
-    proc = cli(tmp_path, "isparse-plan", *OVERRIDES, *address, "plan.taus=[1/m,1/n,0.5,1]", "plan.block_sizes=[1,41]",
+    proc = cli(tmp_path, "isparse-plan", *OVERRIDES, *address, "plan.taus=[1/m,1/n,2/n,1]", "plan.block_sizes=[1,41]",
                "plan.rounds=10", "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     plan = json.loads(proc.stdout)
     assert json.loads(next((tmp_path / "plan").rglob("plan.json")).read_text()) == plan   # kept in the job's dir
-    # block size 41: m = 3, tau*m in {1, ceil(3/4) = 1, ceil(1.5) = 2, 3}
+    # block size 41: m = 3, tau*m in {1, ceil(3/4) = 1, ceil(2 x 3/4) = 2, 3}
     assert [(r["blocks_size"], r["tau_m"]) for r in plan["rows"]] == [(1, 1), (1, 31), (1, 62), (1, 123), (41, 1),
                                                                       (41, 2), (41, 3)]
     text = render(plan)   # what isparse-plan prints without --json: each row, the recommendation, the ratio note
@@ -161,7 +161,8 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
     proc = cli(tmp_path, "isparse-plan", "engine=inprocess", "plan.taus=[]", timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert [line for line in proc.stderr.splitlines() if line.strip()] == [
-        "isparse-plan: error: The 'plan.taus' parameter must be a non-empty list of tau values in [1/m, 1] (numbers, '<c>/n' or '1/m'), or null for the default grid; got []."]
+        "isparse-plan: error: The 'plan.taus' parameter must be a non-empty list of tau values (auto, '<c>/n' (0 < c <= n), "
+        "'<k>/m' (k an integer in [1, m]) or a number in [1/m, 1] with tau*m an integer), or null for the default grid; got []."]
     assert not (tmp_path / "cache").exists()
 
 
@@ -171,8 +172,14 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
     (["plan.rounds=1"], "plan.rounds", "The 'plan.rounds' parameter must be in [2, inf); got 1."),
     (["plan.repeats=0"], "plan.repeats", "The 'plan.repeats' parameter must be in [1, inf); got 0."),
     (["plan.json=yes"], "plan.json", "The 'plan.json' parameter must be true or false; got 'yes'."),
-    (["data=a1a", "plan.taus=[0.5,1.5]"], "plan.taus",
-     "The 'plan.taus' parameter's entries must be in [1/m, 1] = [0.00813, 1] (m = 123 blocks); got 1.5."),
+    (["data=a1a", "plan.taus=[1/n,1.5]"], "plan.taus", "The 'plan.taus' parameter must be in (0, 1]; got 1.5."),
+    (["data=a1a", "plan.taus=[1/n,0.001]"], "plan.taus", "The 'plan.taus' parameter must be in [1/m = 0.00813, 1]; got 0.001."),
+    (["data=a1a", "plan.taus=[0.5]"], "plan.taus",   # a number is never rounded, in a plan as in a run
+     "The 'plan.taus' parameter times m = 123 must be an integer; got tau = 0.5 (tau*m = 61.5). Nearest allowed: "
+     "61/123 = 0.495935 or 62/123 = 0.504065 (written 61/m or 62/m), or '<c>/n', which is rounded up (auto = 1/n)."),
+    (["data=a1a", "plan.taus=[5/n]"], "plan.taus",
+     "The 'plan.taus' parameter written as '<c>/n' must have c <= n = 4 (tau = c/n at most 1; tau=1 sends every block); "
+     "got '5/n'."),
     (["data=a1a", "plan.block_sizes=[200]"], "plan.block_sizes",
      "The 'plan.block_sizes' parameter's entries must be integers in [1, d] = [1, 123]; got 200."),
     (["plan.codecs=[]"], "plan.codecs", "The 'plan.codecs' parameter must be a non-empty list of codecs (float64, "
@@ -198,9 +205,9 @@ def test_plan_bad_inputs_named(tmp_path, overrides, key, text):
 
 def test_tau_grid():
     assert resolve_tau_grid(None, 123, 4) == [1, 2, 4, 8, 16, 31, 32, 64, 123]   # 1/m ... 1, with 1/n = ceil(123/4)
-    assert resolve_tau_grid(["1/m", "1/n", "2/n", 0.5, 1], 123, 4) == [1, 31, 62, 123]   # 0.5 m = 61.5 -> 62
+    assert resolve_tau_grid(["1/m", "1/n", "2/n", "62/m", 1], 123, 4) == [1, 31, 62, 123]   # 2 x 123/4 = 61.5 -> 62
     assert resolve_tau_grid("auto", 10, 3) == [4]
-    for bad in ([], [0.001], [1.01], ["x"], [float("nan")]):
+    for bad in ([], [0.001], [1.01], ["x"], [float("nan")], [0.5], ["5/n"], ["124/m"]):
         with pytest.raises(ConfigError) as err:
             resolve_tau_grid(bad, 123, 4)
         assert err.value.key == "plan.taus"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from isparse.compression.blocks import resolve_tau
+from isparse.compression.tau import resolve_tau
 from pipeline.report import build_report
 
 import matplotlib.pyplot as plt  # noqa: E402  (after pipeline.report, which selects the Agg backend)
@@ -148,8 +148,10 @@ def test_every_experiment_composes_and_its_sweep_values_are_valid(compose, name)
 def test_tau_written_per_n():
     assert resolve_tau("1/n", 112, 10) == resolve_tau("auto", 112, 10) == (12 / 112, 12)
     assert resolve_tau("0.25/n", 112, 10)[1] == 3 and resolve_tau("4/n", 112, 10)[1] == 45
-    assert resolve_tau("4/n", 112, 2)[1] == 112           # clipped to tau = 1
     from isparse import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'tau'.*c <= n = 2"):   # tau = 2 > 1: refused, not clipped to tau = 1
+        resolve_tau("4/n", 112, 2)
 
     with pytest.raises(ConfigError, match="'tau'.*c > 0"):
         resolve_tau("-1/n", 112, 10)

@@ -19,9 +19,9 @@ def test_blocks_cover_coordinates_with_short_last_block():
     assert bp.coords(np.arange(4)).tolist() == list(range(10))
     coords, owner = bp.coords_batch(np.array([[0, 3], [1, 2]]))
     assert coords.tolist() == [0, 1, 2, 9, 3, 4, 5, 6, 7, 8] and owner.tolist() == [0] * 4 + [1] * 6
-    with pytest.raises(ConfigError, match=r"'blocks.size' parameter must be in \[1, d = 10\]; got 11"):
+    with pytest.raises(ConfigError, match=r"'size' parameter must be in \[1, d = 10\]; got 11"):   # its own argument
         BlockPartition(d=10, size=11)
-    with pytest.raises(ConfigError, match="'blocks.size'"):
+    with pytest.raises(ConfigError, match="'size'"):
         BlockPartition(d=10, size=0)
 
 
@@ -34,9 +34,9 @@ def test_tau_auto_is_smallest_fraction_at_least_one_over_n(m, n, expected):
 
 
 def test_tau_errors_name_the_range():
-    with pytest.raises(ConfigError, match=r"'tau' parameter must be in \[1/m = 0.1, 1\]; got 0"):
-        resolve_tau(0, 10, 2)
-    with pytest.raises(ConfigError, match=r"'tau' parameter must be in \[1/m = 0.1, 1\]; got 1.5"):
+    with pytest.raises(ConfigError, match=r"'tau' parameter must be in \[1/m = 0.1, 1\]; got 0.05"):
+        resolve_tau(0.05, 10, 2)
+    with pytest.raises(ConfigError, match=r"'tau' parameter must be in \(0, 1\]; got 1.5"):   # m unknown yet
         resolve_tau(1.5, 10, 2)
     with pytest.raises(ConfigError, match="Nearest allowed: 2/10 = 0.2 or 3/10 = 0.3"):
         resolve_tau(0.25, 10, 2)

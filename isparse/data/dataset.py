@@ -159,8 +159,13 @@ def split_rows(N: int, n: int, how: str = "shuffle", seed: int = 0) -> list[np.n
     Returns
     -------
     list of n sorted ndarrays of row indices.
+
+    Raises
+    ------
+    ConfigError
+        (``n``) n not an integer in [1, N]; (``how``) another split.
     """
-    check_range("workers.n", n, 1, N, high_text="N (rows)", integer=True)
-    check_choice("workers.split", how, ["shuffle", "contiguous"])
+    check_range("n", n, 1, N, high_text="N (rows of the data set)", integer=True)
+    check_choice("how", how, ["shuffle", "contiguous"])
     order = np.random.default_rng(seed).permutation(N) if how == "shuffle" else np.arange(N)
     return [np.sort(part) for part in np.array_split(order, n)]

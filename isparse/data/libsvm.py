@@ -146,9 +146,9 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
     """
     from sklearn.datasets import load_svmlight_file
 
-    check_choice("data.empty_rows", empty_rows, ["keep", "drop", "error"])
+    check_choice("empty_rows", empty_rows, ["keep", "drop", "error"])
     if n_features is not None:
-        check_range("data.n_features", n_features, 1, None, integer=True)
+        check_range("n_features", n_features, 1, None, integer=True)
     path = Path(path)
     if not path.is_file():
         raise DataError(f"data file not found: {path}")

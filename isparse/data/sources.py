@@ -21,8 +21,8 @@ from typing import ClassVar, Optional
 
 from .dataset import Dataset
 from .named import DATA_DIR_ENV, NAMED_FILES
-from ..errors import ConfigError
-from ..params import Interval, Nullable, OneOf, Section, Text, param, required
+from ..errors import ConfigError, keys
+from ..params import Interval, Nullable, OneOf, PathValue, Section, Text, param, required
 
 EMPTY_ROWS = ("keep", "drop", "error")
 
@@ -98,8 +98,11 @@ class DataSource(Section):
         from ..regularizers import make_regularizer
 
         p = spec.problem
-        reg = make_regularizer(p.reg, p.reg_strength, *p.box, l2_strength=p.reg_l2)
-        return GLMProblem(dataset, parts, spec.lam, reg, p.loss, p.penalty)
+        with keys(name="problem.reg", strength="problem.reg_strength", l2_strength="problem.reg_l2",
+                  lower="problem.box"):
+            reg = make_regularizer(p.reg, p.reg_strength, *p.box, l2_strength=p.reg_l2)
+        with keys(lam=lam_key(spec)):
+            return GLMProblem(dataset, parts, spec.lam, reg, p.loss, p.penalty)
 
     def describe(self, problem) -> str:
         """Where the rows came from (the run's param ``data.source``)."""
@@ -150,8 +153,9 @@ class NamedLibsvm(_LibsvmSource):
     """A LIBSVM data set of the shared directory (``data.dir``, else ``$ISPARSE_DATA_DIR``), by its name."""
 
     name: str = param("a1a", OneOf(*NAMED_FILES), "the data set")
-    dir: Optional[str] = param(None, Nullable(Text()), "the directory holding the LIBSVM files; null: "
-                                                       "$ISPARSE_DATA_DIR (relative paths: the command's directory)")
+    dir: Optional[str] = param(None, Nullable(PathValue(kind="dir", env=DATA_DIR_ENV)),
+                               "the directory holding the LIBSVM files; null: $ISPARSE_DATA_DIR (relative paths: the "
+                               "command's directory)")
 
     def directory(self) -> Path:
         """The data directory: ``data.dir``, else ``$ISPARSE_DATA_DIR``.
@@ -165,10 +169,7 @@ class NamedLibsvm(_LibsvmSource):
         if not chosen:
             raise ConfigError("data.dir", f"The 'data.dir' parameter must name the directory holding the LIBSVM "
                                           f"files (or set ${DATA_DIR_ENV}); got nothing.")
-        p = Path(chosen).expanduser().resolve()
-        if not p.is_dir():
-            raise ConfigError("data.dir", f"The 'data.dir' parameter must be an existing directory; got {str(p)!r}.")
-        return p
+        return _declared(type(self), "dir").existing("data.dir", chosen)
 
     def file(self) -> Path:
         file = self.directory() / NAMED_FILES[self.name]
@@ -183,7 +184,8 @@ class NamedLibsvm(_LibsvmSource):
         from .libsvm import load_libsvm
 
         d = NAMED_FEATURES[self.name] if self.n_features is None else self.n_features
-        return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
+        with keys(n_features="data.n_features", empty_rows="data.empty_rows"):
+            return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
         return {**self.to_dict(), "dir": str(self.directory())}
@@ -194,27 +196,21 @@ class LibsvmFile(_LibsvmSource):
     """Any LIBSVM file, ``data.path`` (``.gz`` and ``.bz2`` are decompressed as scikit-learn does)."""
 
     name: str = param("libsvm", OneOf("libsvm"), "the data set")
-    path: Optional[str] = param(None, Nullable(Text()), "the LIBSVM file (relative paths: the command's directory)")
+    path: Optional[str] = param(None, Nullable(PathValue(kind="file")),
+                                "the LIBSVM file (relative paths: the command's directory)")
 
     def check_run(self, spec, key="data"):
         if self.path is None:
             raise required(f"{key}.path", "a LIBSVM file for data=libsvm")
 
     def file(self) -> Path:
-        given = Path(self.path).expanduser()
-        p = given.resolve()
-        if not p.is_file():
-            what = ("a directory" if p.is_dir() else f"a link to {str(p)!r}, which does not exist" if given.is_symlink()
-                    else "no such file")
-            raise ConfigError("data.path", f"The 'data.path' parameter must be an existing file (relative paths are "
-                                           f"read from the directory the command ran in); got {str(given)!r}: "
-                                           f"{what}.")
-        return p
+        return _declared(type(self), "path").existing("data.path", self.path)
 
     def read(self):
         from .libsvm import load_libsvm
 
-        return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
+        with keys(n_features="data.n_features", empty_rows="data.empty_rows"):
+            return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
         return {**self.to_dict(), "path": str(self.file())}
@@ -257,10 +253,22 @@ class Quadratic(DataSource):
     def problem(self, spec, dataset, parts):
         from ..problems import QuadraticProblem
 
-        return QuadraticProblem(d=self.d, o=self.o, n=spec.workers.n, seed=self.seed)
+        with keys(d="data.d", o="data.o", n="workers.n", seed="data.seed"):
+            return QuadraticProblem(d=self.d, o=self.o, n=spec.workers.n, seed=self.seed)
 
     def describe(self, problem) -> str:
         return f"problem (17) of arXiv:1901.09437, d={self.d}, o={self.o}, seed={self.seed}"
+
+
+def _declared(cls, name: str) -> PathValue:
+    """The :class:`~isparse.params.PathValue` a source class declares for its key ``name``."""
+    constraint = cls.fields()[name].metadata["constraint"]
+    return constraint.inner if isinstance(constraint, Nullable) else constraint
+
+
+def lam_key(spec) -> str:
+    """The key lambda comes from: ``problem.lam``, or ``data.lam`` when that is null (:attr:`RunSpec.lam`)."""
+    return "data.lam" if spec.problem.lam is None else "problem.lam"
 
 
 def _sources() -> dict:

@@ -145,7 +145,7 @@ class GLMProblem(Problem):
     provides = frozenset({"rows"})
 
     def __init__(self, data: Dataset, parts, lam: float, reg=None, loss: str = "logistic", penalty: str = "l2"):
-        check_range("problem.lam", lam, 0.0, None, low_open=True)
+        check_range("lam", lam, 0.0, None, low_open=True)
         self.data = data
         self.A, self.b = data.A, data.b
         self.N, self.d = data.A.shape
@@ -182,7 +182,7 @@ class GLMProblem(Problem):
         Raises
         ------
         ConfigError
-            ``problem.lam`` not finite.
+            (``lam``) lambda not finite.
         DataError
             The bound on L (or L_example) or on kappa overflows float64: the message names the data source, the first
             row whose squared norm is infinite (else the row of the largest squared norm; with its line when the
@@ -192,7 +192,7 @@ class GLMProblem(Problem):
         from ..errors import ConfigError, DataError
 
         if not np.isfinite(self.lam):
-            raise ConfigError("problem.lam", f"The 'problem.lam' parameter must be a finite number > 0; got {self.lam!r}.")
+            raise ConfigError("lam", f"The 'lam' parameter must be a finite number > 0; got {self.lam!r}.")
         A, c, smooth = self.A, self.loss.curvature, self.penalty.smoothness
         rows = np.repeat(np.arange(self.N), np.diff(A.indptr))
         with np.errstate(over="ignore", invalid="ignore"):

@@ -121,16 +121,16 @@ class QuadraticProblem(Problem):
     Raises
     ------
     ConfigError
-        d < 2, o < 1, or mu = 0 (n o < d - 1).
+        (``d``, ``o``, ``n``: each names its argument) d < 2, o < 1, n < 1, or mu = 0 (n o < d - 1).
     """
 
     name = "quadratic"
     provides = frozenset({"exact_reference", "strong_growth"})
 
     def __init__(self, d: int, o: int, n: int, seed: int = 0):
-        d = check_range("data.d", d, 2, None, integer=True)
-        o = check_range("data.o", o, 1, None, integer=True)
-        n = check_range("workers.n", n, 1, None, integer=True)
+        d = check_range("d", d, 2, None, integer=True)
+        o = check_range("o", o, 1, None, integer=True)
+        n = check_range("n", n, 1, None, integer=True)
         rng = np.random.default_rng(seed)
         v = rng.normal(size=d)
         v /= np.linalg.norm(v)
@@ -147,8 +147,8 @@ class QuadraticProblem(Problem):
         self._x0 = rng.normal(size=d)
         eig = np.linalg.eigvalsh(self.M)
         if eig[0] <= 1e-12:
-            raise ConfigError("data.o", f"The 'data.o' parameter times workers.n must be at least d - 1 = {d - 1} "
-                                        f"so that mu > 0; got o = {o}, n = {n}.")
+            raise ConfigError("o", f"The 'o' parameter times 'n' must be at least d - 1 = {d - 1} so that mu > 0; "
+                                   f"got o = {o}, n = {n}.")
         self.mu = float(eig[0])
         self.L_i = np.array([np.linalg.eigvalsh(M)[-1] for M in mats])
         self.L = float(self.L_i.max())

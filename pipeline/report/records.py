@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 
-from isparse.compression.blocks import resolve_tau
+from isparse.compression.tau import resolve_tau
 from isparse.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class RunRecord:
 
     @property
     def one_over_n(self) -> bool:
-        """tau = 1/n as ``tau=auto`` sets it (``isparse.compression.blocks.resolve_tau``; tau = 1 when n = 1)."""
+        """tau = 1/n as ``tau=auto`` sets it (``isparse.compression.tau``; tau = 1 when n = 1)."""
         return self.tau_m == resolve_tau("auto", self.m, self.n)[1]
 
     def label(self) -> str:
