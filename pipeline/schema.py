@@ -13,7 +13,7 @@ Who checks what:
   ``isparse.params`` (types, ranges, the rules between keys), a key added with ``+`` that no section has is
   refused, a string key gets the text as typed on the command line (Hydra reads ``run_name=1.10`` as the number
   1.1), and relative paths are anchored to the directory the command ran in (every key declared with
-  ``isparse.params.PathValue``, found by walking the schema).
+  ``isparse.paths.PathValue``, found by walking the schema).
 
 A Python user's ``RunSpec.from_dict`` and the command line therefore refuse the same values with the same words.
 """
@@ -29,7 +29,8 @@ from typing import Any, Optional
 from isparse.compression.tau import Tau
 from isparse.errors import ConfigError
 from isparse.plan import resolve_block_sizes, resolve_codecs, resolve_tau_grid
-from isparse.params import Boolean, Interval, Nullable, OneOf, PathValue, Section, Text, anchor_paths, param, section
+from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, param, section
+from isparse.paths import PathValue, anchor_paths
 from isparse.spec import RunSpec
 
 from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
@@ -326,7 +327,7 @@ def _unmissing(node) -> None:
 def _anchor(tree: dict, cls) -> None:
     """Relative paths mean the directory the command ran in, as ``hydra.run.dir`` does (with ``hydra.job.chdir=true``
     they would otherwise mean the job's directory: a second store and cache there; a Dask worker reads the same
-    file): every key ``cls`` declares with a :class:`~isparse.params.PathValue` (``paths.outputs``, a ``sqlite:///``
+    file): every key ``cls`` declares with a :class:`~isparse.paths.PathValue` (``paths.outputs``, a ``sqlite:///``
     ``tracking.uri``, ``data.path``, ``data.dir`` and its ``$ISPARSE_DATA_DIR``, ...) is anchored to Hydra's
     ``runtime.cwd`` when a job runs (whatever ``hydra.job.chdir`` says), else to this process's directory."""
     from hydra.core.hydra_config import HydraConfig

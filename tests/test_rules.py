@@ -16,7 +16,8 @@ import pytest
 from isparse import ConfigError, RunSpec, build, load_libsvm, split_rows
 from isparse.compression.blocks import BlockPartition
 from isparse.compression.tau import Tau, resolve_tau
-from isparse.params import Nullable, PathValue, Section, Text, anchor_paths, param, section
+from isparse.params import Nullable, Section, Text, param, section
+from isparse.paths import PathValue, anchor_paths
 from isparse.plan import resolve_tau_grid
 from isparse.problems import GLMProblem, QuadraticProblem
 from isparse.regularizers import make_regularizer

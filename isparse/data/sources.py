@@ -22,7 +22,8 @@ from typing import ClassVar, Optional
 from .dataset import Dataset
 from .named import DATA_DIR_ENV, NAMED_FILES
 from ..errors import ConfigError, keys
-from ..params import Interval, Nullable, OneOf, PathValue, Section, Text, param, required
+from ..params import Interval, Nullable, OneOf, Section, Text, param, required
+from ..paths import PathValue
 
 EMPTY_ROWS = ("keep", "drop", "error")
 
@@ -261,7 +262,7 @@ class Quadratic(DataSource):
 
 
 def _declared(cls, name: str) -> PathValue:
-    """The :class:`~isparse.params.PathValue` a source class declares for its key ``name``."""
+    """The :class:`~isparse.paths.PathValue` a source class declares for its key ``name``."""
     constraint = cls.fields()[name].metadata["constraint"]
     return constraint.inner if isinstance(constraint, Nullable) else constraint
 
