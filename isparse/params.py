@@ -37,17 +37,35 @@ class Constraint:
 
 class Interval(Constraint):
     """A number in an interval: ``kind`` int or float, bounds ``low``/``high`` (None: unbounded), ``low_open``
-    for an exclusive lower bound; floats must be finite unless ``finite=False``."""
+    / ``high_open`` for an exclusive lower / upper bound (beta in [0, 1): ``Interval(float, 0, 1, high_open=True)``);
+    floats must be finite unless ``finite=False``."""
 
-    def __init__(self, kind: type, low=None, high=None, *, low_open: bool = False, finite: bool = True):
-        self.kind, self.low, self.high, self.low_open, self.finite = kind, low, high, low_open, finite
+    def __init__(self, kind: type, low=None, high=None, *, low_open: bool = False, high_open: bool = False,
+                 finite: bool = True):
+        if high_open and high is None:
+            raise TypeError("Interval: high_open=True needs a finite high (an unbounded end is open already)")
+        self.kind, self.low, self.high, self.finite = kind, low, high, finite
+        self.low_open, self.high_open = low_open, high_open
         lo = "-inf" if low is None else f"{low:g}"
         hi = "inf" if high is None else f"{high:g}"
-        self.text = (f"{'an integer' if kind is int else 'a number'} in {'(' if low_open or low is None else '['}{lo}, "
-                     f"{hi}{')' if high is None else ']'}")   # an unbounded end is open: inf itself is refused
+        #: the interval as printed, e.g. [0, 1); an unbounded end is open: inf itself is refused
+        self.allowed = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high is None or high_open else ']'}"
+        self.text = f"{'an integer' if kind is int else 'a number'} in {self.allowed}"
 
     def __call__(self, key, value):
-        value = check_range(key, value, self.low, self.high, integer=self.kind is int, low_open=self.low_open)
+        if self.high_open:   # check_range knows closed upper ends only: the open one is checked here, same wording
+            bad_type = isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                self.kind is int and not float(value).is_integer())
+            if bad_type:
+                raise ConfigError(key, f"The '{key}' parameter must be {self.text}; got {value!r}.")
+            if not float(value) < self.high:
+                raise ConfigError(key, f"The '{key}' parameter must be in {self.allowed}; got {value!r}.")
+        try:
+            value = check_range(key, value, self.low, self.high, integer=self.kind is int, low_open=self.low_open)
+        except ConfigError:
+            if not self.high_open:
+                raise
+            raise ConfigError(key, f"The '{key}' parameter must be in {self.allowed}; got {value!r}.") from None
         if self.kind is float and self.finite and not math.isfinite(value):
             raise ConfigError(key, f"The '{key}' parameter must be a finite number; got {value!r}.")
         return value   # as given: an int stays an int (its logged param reads as typed)

@@ -96,15 +96,17 @@ class RunSetup:
 
 
 def _codec_bound(ctx, cls, method, bound):
-    """The bound with a lossy codec: the method's own where its theory carries omega (``Method.codec_theory``) and
-    the codec is unbiased; otherwise a NoBound that says why (a biased codec, or no derivation for the method)."""
+    """The bound with a lossy codec: the method's own where its theory carries omega (``Theory.codec_theory``) and
+    the codec is unbiased; otherwise a NoBound that says why (a biased codec, or no derivation for the method). A
+    method without theory keeps its NoBound (it says there is no theory)."""
     from .theory import NoBound
 
-    if ctx.codec.exact or (cls.codec_theory and ctx.omega is not None):
+    theory = cls.theory
+    if ctx.codec.exact or theory is None or (theory.codec_theory and ctx.omega is not None):
         return bound
     why = (f"messages.codec={ctx.codec.label} is biased (deterministic rounding): no bound is derived with it"
            if ctx.omega is None else f"no bound is derived for {cls.name} with messages.codec={ctx.codec.label}"
-           + (f": {cls.codec_why}" if cls.codec_why else ""))
+           + (f": {theory.codec_why}" if theory.codec_why else ""))
     return NoBound(theorem=why, gamma_theory=bound.gamma_theory, gamma=method.gamma, quantity=bound.quantity)
 
 
@@ -158,7 +160,7 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
         problem = spec.data.problem(spec, data, parts)
     with keys(size="blocks.size"):
         blocks = BlockPartition(problem.d, spec.blocks.size)
-    tau, tau_m = resolve_tau(1.0 if cls.full else spec.tau, blocks.m, n)   # errors name the key tau
+    tau, tau_m = resolve_tau(1.0 if cls.traits.full else spec.tau, blocks.m, n)   # errors name the key tau
     regularizer = problem.reg
     ctx = Context(algorithm=cls.name, problem=problem, reference=None, n=n, blocks=blocks, tau=tau, tau_m=tau_m,
                   step_multiplier=spec.step.multiplier, step_rule=spec.step.rule, step_L=spec.step.L, seed=spec.seed,

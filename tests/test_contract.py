@@ -54,8 +54,8 @@ def test_every_method_runs_on_both_engines_with_the_same_iterates(dask_client, b
     assert [r["uplink_bytes"] for r in remote.records] == [r["uplink_bytes"] for r in local.records]
 
 
-@pytest.mark.parametrize("algorithm", sorted(a for a in METHODS if METHODS[a].derivable_ids and not METHODS[a].full
-                                             and a != "ibgd"))
+@pytest.mark.parametrize("algorithm", sorted(a for a, cls in METHODS.items()
+                                             if cls.traits.derivable_ids and not cls.traits.full and a != "ibgd"))
 def test_values_only_messages_give_the_iterates_of_id_carrying_ones(breast_cancer, quadratic, algorithm):
     """The master recomputes the block ids from (seed, i, t): dropping them from the messages changes nothing but
     the bytes (4 B per id less)."""

@@ -104,3 +104,28 @@ def test_isega_converges_with_box_constraint(a1a):
     res = _run(s, 20000, tol=1e-10, log_every=1000)
     assert res.converged
     assert np.all(np.abs(res.x) <= 0.05 + 1e-15)
+
+
+def test_the_batch_cap_is_announced_and_the_capped_batch_is_what_runs(caplog):
+    """algorithm.batch=8 over 100 contiguous shards of breast_cancer (569 rows: 5 or 6 each): one warning names the
+    cap, batch_effective = 5 is logged, and the iterates are the plain ISGD loop's with minibatches of 5; a batch
+    within every shard is not announced."""
+    import logging
+
+    ds = load_dataset("breast_cancer")
+    parts = np.array_split(np.arange(ds.N), 100)
+    l_min = min(len(p) for p in parts)
+    assert l_min == 5
+    with caplog.at_level(logging.WARNING, logger="isparse"):
+        s = make(algorithm="isgd", data=ds, lam=0.1, n=100, block_size=3, split="contiguous", seed=3,
+                 options={"batch": 8})
+    capped = [r.getMessage() for r in caplog.records if "algorithm.batch" in r.getMessage()]
+    assert capped == ["algorithm.batch=8 is capped at the smallest shard's 5 examples (the batch that runs: 5)"]
+    assert s.method.batch == 5 and s.derived["batch_effective"] == 5
+    want = plain.isgd(ds.A.toarray(), ds.b, parts, 0.1, 3, s.method.tau_m, s.method.gamma, 15, Sampler(3), batch=5)
+    np.testing.assert_allclose(np.array(_run(s, 15).iterates), want, rtol=0, atol=1e-12)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="isparse"):
+        s5 = make(algorithm="iasgd", data=ds, lam=0.1, n=100, block_size=3, split="contiguous",
+                  options={"batch": 5, "rho": 2.0})
+    assert s5.derived["batch_effective"] == 5 and not [r for r in caplog.records if "algorithm.batch" in r.getMessage()]

@@ -17,17 +17,30 @@ only measurements are logged. The engines' asynchronous views run it; the master
 
 from __future__ import annotations
 
-from ..theory import NoBound
-from .isgd import ISGD
+import dataclasses
+
+from ..theory import NoBound, theorem1_stepsize
+from ..theory.paper import sgd_effective_paper_stepsize, sgd_paper_stepsize
+from .isgd import ISGD, ISGDTheory
+
+
+class Theorem9(ISGDTheory):
+    """ISGD's stepsize; Theorem 9's bound cannot be recovered from the paper's text, so none is logged."""
+
+    def bound(self, ctx, method):
+        return NoBound(theorem="Theorem 9 (asynchronous ISGD): the bound cannot be recovered from the paper's text",
+                       gamma_theory=self.stepsize(ctx.problem.L, ctx.problem.mu, ctx.n, ctx.tau), gamma=method.gamma)
 
 
 class AsyncISGD(ISGD):
     """Algorithm 8 (asynchronous ISGD). The worker step is ISGD's; the master applies one message at a time."""
 
     name = "async_isgd"
-    asynchronous = True
-    codec_theory = False
-    codec_why = "Theorem 9 gives no bound even without a codec (it cannot be recovered from the paper's text)"
+    traits = dataclasses.replace(ISGD.traits, asynchronous=True)
+    theory = Theorem9(theorem1_stepsize, paper_stepsize=sgd_effective_paper_stepsize,
+                      paper_literal_stepsize=sgd_paper_stepsize,
+                      codec_why="Theorem 9 gives no bound even without a codec (it cannot be recovered from the "
+                                "paper's text)")
 
     def master_init(self, x0):
         return None
@@ -38,8 +51,3 @@ class AsyncISGD(ISGD):
 
     def extra_iterates(self, state) -> dict:
         return {}
-
-    @classmethod
-    def bound(cls, ctx, method):
-        return NoBound(theorem="Theorem 9 (asynchronous ISGD): the bound cannot be recovered from the paper's text",
-                       gamma_theory=cls.stepsize(ctx.problem.L, ctx.problem.mu, ctx.n, ctx.tau), gamma=method.gamma)

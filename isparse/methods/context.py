@@ -1,8 +1,8 @@
-"""What a method is built from: its ``algorithm`` options section and the :class:`Context` of one run.
+"""What a method is built from: the :class:`Context` of one run.
 
 ``isparse.runsetup.build`` fills a :class:`Context` from the run's spec (``isparse.spec.RunSpec``), the problem and
-its reference solution; :meth:`isparse.methods.base.Method.configure` reads it to compute the stepsize and the
-bound. :class:`AlgorithmOptions` is the schema of the ``algorithm.*`` keys, one subclass per family of methods.
+its reference solution; :meth:`isparse.methods.base.Method.configure` reads it to build the method, and the
+method's theory (``isparse.theory.base.Theory``) reads it to compute the stepsize and the bound.
 """
 
 from __future__ import annotations
@@ -14,41 +14,7 @@ import numpy as np
 
 from ..compression.blocks import BlockPartition
 from ..compression.codecs import FLOAT64, Codec
-from ..params import Nullable, Section, Text, param
-
-
-@dataclass
-class AlgorithmOptions(Section):
-    """The ``algorithm`` section: which method, and (in subclasses, one per family of methods) its own options.
-
-    ``algorithm.name`` picks the method class (``isparse.methods.METHODS``; ``algorithm.module`` is imported
-    first, for a method defined outside ``isparse.methods``), and that class's ``options`` dataclass is the
-    schema of the other keys: a key it does not have is refused.
-    """
-
-    name: str = param("isega", Text(), "the method (algorithm=<name>)")
-    module: Optional[str] = param(None, Nullable(Text()), "the Python module that defines the method, imported "
-                                                          "first; null: a method of isparse.methods")
-
-    @classmethod
-    def choose(cls, values, key):
-        from . import method_class
-
-        options = method_class(values.get("name", AlgorithmOptions.name), values.get("module"), key or "algorithm").options
-        if not issubclass(options, cls):
-            raise TypeError(f"{options.__name__} (the options of algorithm={values.get('name')}) must subclass "
-                            f"AlgorithmOptions")
-        return options
-
-    @classmethod
-    def label(cls, values, key):
-        return f"{key or 'algorithm'}={values.get('name', AlgorithmOptions.name)}"
-
-    def method_class(self):
-        """The method class of ``name`` (and ``module``)."""
-        from . import method_class
-
-        return method_class(self.name, self.module)
+from .options import AlgorithmOptions
 
 
 @dataclass
@@ -101,8 +67,10 @@ class Context:
     omega: Optional[float] = 0.0
 
     def common(self) -> dict:
-        """The keyword arguments every method's constructor takes from the run: seed, send_ids, codec."""
-        return dict(seed=self.seed, send_ids=self.send_ids, codec=self.codec)
+        """The keyword arguments every method's constructor takes from the run: its options, the regularizer R,
+        seed, send_ids and codec (``isparse.methods.contract.Box``)."""
+        return dict(options=self.options, reg=self.regularizer, seed=self.seed, send_ids=self.send_ids,
+                    codec=self.codec)
 
     @property
     def r0(self) -> float:

@@ -17,6 +17,7 @@ iterate is w_k; with rho = 1 and tau = 1 this is Nesterov's method with step 1/L
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
@@ -26,15 +27,14 @@ import numpy as np
 from ..errors import ConfigError
 from ..params import Interval, Nullable, param
 from ..theory import iasgd_bound, strong_growth_rho
-from .base import AlgorithmOptions
+from .base import MinibatchOptions, Theory
 from .isgd import ISGD
 
 
 @dataclass
-class IasgdOptions(AlgorithmOptions):
-    """``algorithm.*`` of iasgd and asgd."""
+class IasgdOptions(MinibatchOptions):
+    """``algorithm.*`` of iasgd and asgd: the minibatch (:class:`MinibatchOptions`) and rho."""
 
-    batch: int = param(1, Interval(int, 1, None), "minibatch size per worker")
     rho: Optional[float] = param(None, Nullable(Interval(float, 1.0, None)),
                                  "the strong-growth constant; null: the computed rho_hat (needs Assumption 2 and "
                                  "exact local gradients, e.g. data=quadratic)")
@@ -47,6 +47,45 @@ class IasgdMasterState(NamedTuple):
     v: np.ndarray
 
 
+def _no_gamma_rule(L, mu, n, tau, omega=0.0):
+    raise NotImplementedError("IASGD's step is eta = 1/(rho L): IasgdTheory.step gives rho")
+
+
+class IasgdTheory(Theory):
+    """The step parameter is rho, the strong-growth constant of q (``algorithm.rho``, or rho_hat computed with the
+    codec's omega; ``isparse.theory.iasgd``), scaled by 1/step.multiplier; the bound on f - f*."""
+
+    def rho(self, ctx) -> tuple[float, bool]:
+        """(rho, computed): the configured rho, or rho_hat where it can be computed (exact local gradients: every
+        worker's minibatch that runs is all its examples); scaled by 1/step.multiplier (a larger multiplier means
+        a larger step 1/(rho L))."""
+        if "iasgd_rho" not in ctx.cache:                  # step and bound ask: computed once per build
+            ctx.cache["iasgd_rho"] = self._rho(ctx)
+        return ctx.cache["iasgd_rho"]
+
+    def _rho(self, ctx) -> tuple[float, bool]:
+        p, batch = ctx.problem, ctx.options.effective_batch(ctx.problem.shards)
+        if ctx.options.rho is not None:
+            rho, computed = ctx.options.rho, False
+        else:
+            rho_tilde = p.strong_growth_constant()
+            if rho_tilde is None or not all(s.l <= batch for s in p.shards):   # rho_bar = 0 needs exact gradients
+                raise ConfigError("algorithm.rho", f"The 'algorithm.rho' parameter must be set (a number >= 1) for "
+                                                   f"{type(p).__name__}: its strong-growth constant cannot be computed "
+                                                   f"(it needs Assumption 2 and exact local gradients); got null.")
+            rho = strong_growth_rho(rho_tilde, 0.0, ctx.n, ctx.tau, **self.omega_kw(ctx))
+            computed = True
+        return rho / ctx.step_multiplier, computed and ctx.step_multiplier <= 1
+
+    def step(self, ctx) -> dict:
+        return {"rho": self.rho(ctx)[0]}
+
+    def bound(self, ctx, method):
+        rho, computed = self.rho(ctx)
+        return iasgd_bound(rho=rho, rho_is_computed=computed, subopt0=ctx.problem.F(ctx.x0) - ctx.reference.F_star,
+                           **ctx.constants())
+
+
 class IASGD(ISGD):
     """Algorithm 7 (IASGD).
 
@@ -56,22 +95,26 @@ class IASGD(ISGD):
         Smoothness and strong convexity of f.
     rho : float
         Strong-growth constant used (>= 1).
-    batch : int
-        Minibatch per worker (as ISGD).
+    batch : int, optional
+        The minibatch that runs (as ISGD).
     """
 
     name = "iasgd"
-    step_L_choice = False
-    codec_theory = True    # rho_hat takes the codec's omega (derived in ``isparse.theory.iasgd``)
     options = IasgdOptions
+    # rho_hat takes the codec's omega (derived in ``isparse.theory.iasgd``); step.L=f is refused (its step takes rho)
+    theory = IasgdTheory(_no_gamma_rule, step_L_choice=False, codec_theory=True)
 
-    def __init__(self, n, blocks, tau_m, gamma=None, *, L, mu, rho, batch=1, l_min=1, **common):
+    def __init__(self, n, blocks, tau_m, gamma=None, *, L, mu, rho, batch=None, **common):
         eta = 1.0 / (rho * L)
-        super().__init__(n, blocks, tau_m, eta, batch=batch, l_min=l_min, **common)
+        super().__init__(n, blocks, tau_m, eta, batch=batch, **common)
         self.rho, self.eta = float(rho), eta
         s = math.sqrt(mu / (rho * rho * L))
         self.s, self.alpha, self.beta = s, s / (1.0 + s), 1.0 - s
         self.gamma_eta = 1.0 / (rho * math.sqrt(mu * L))
+
+    @classmethod
+    def run_inputs(cls, ctx) -> dict:
+        return {**super().run_inputs(ctx), "L": ctx.problem.L, "mu": ctx.problem.mu}
 
     def master_init(self, x0):
         x0 = np.array(x0, dtype=float)
@@ -84,7 +127,7 @@ class IASGD(ISGD):
         return self.alpha * v + (1.0 - self.alpha) * w, IasgdMasterState(w=w, v=v)
 
     def derived_params(self) -> dict:
-        return {"rho": self.rho}
+        return {**super().derived_params(), "rho": self.rho}
 
     def iterate(self, state, x):
         """The measured point: w_k (x is the extrapolated query point zeta_k)."""
@@ -93,24 +136,6 @@ class IASGD(ISGD):
     def extra_iterates(self, state) -> dict:
         return {}
 
-    # -- building ---------------------------------------------------------------------------
-    @classmethod
-    def rho_of(cls, ctx) -> tuple[float, bool]:
-        """(rho, computed): the configured rho, or rho_hat of ``isparse.theory.iasgd`` where it can be computed;
-        scaled by 1/step.multiplier (a larger multiplier means a larger step 1/(rho L))."""
-        p, batch = ctx.problem, cls.batch_of(ctx)
-        if ctx.options.rho is not None:
-            rho, computed = ctx.options.rho, False
-        else:
-            rho_tilde = p.strong_growth_constant()
-            if rho_tilde is None or not all(s.l <= batch for s in p.shards):   # rho_bar = 0 needs exact gradients
-                raise ConfigError("algorithm.rho", f"The 'algorithm.rho' parameter must be set (a number >= 1) for "
-                                                   f"{type(p).__name__}: its strong-growth constant cannot be computed "
-                                                   f"(it needs Assumption 2 and exact local gradients); got null.")
-            rho = strong_growth_rho(rho_tilde, 0.0, ctx.n, ctx.tau, **cls.omega_kw(ctx))
-            computed = True
-        return rho / ctx.step_multiplier, computed and ctx.step_multiplier <= 1
-
     @classmethod
     def check(cls, ctx):
         if ctx.problem.mu <= 0:
@@ -118,19 +143,9 @@ class IASGD(ISGD):
                                                  f"(the accelerated step needs mu > 0); got {ctx.problem.penalty.name!r}.")
         super().check(ctx)
 
-    @classmethod
-    def configure(cls, ctx):
-        p = ctx.problem
-        rho, computed = cls.rho_of(ctx)
-        method = cls(ctx.n, ctx.blocks, ctx.tau_m, **ctx.common(), L=p.L, mu=p.mu, rho=rho,
-                     batch=cls.batch_of(ctx), l_min=min(s.l for s in p.shards))
-        bound = iasgd_bound(rho=rho, rho_is_computed=computed, subopt0=p.F(ctx.x0) - ctx.reference.F_star,
-                            **ctx.constants())
-        return method, bound
-
 
 class ASGD(IASGD):
     """Accelerated SGD: IASGD with tau = 1 (the full-communication baseline)."""
 
     name = "asgd"
-    full = True
+    traits = dataclasses.replace(IASGD.traits, full=True)

@@ -13,9 +13,12 @@ coins theta_i^t are drawn from (seed, i, t), so the master knows who sent.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..compression.sampling import COINS
+from .base import Traits
 from .ibcd import IBCD
 
 
@@ -23,8 +26,8 @@ class IBGD(IBCD):
     """Algorithm 3 (IBGD). tau is the probability that a worker sends."""
 
     name = "ibgd"
-    needs = ("grads",)
-    theorem = "Theorem 4 (IBGD; the rate of Theorem 1)"
+    traits = Traits(needs=("grads",))
+    theory = dataclasses.replace(IBCD.theory, theorem="Theorem 4 (IBGD; the rate of Theorem 1)")
 
     def senders(self, ids, t) -> np.ndarray:
         """theta_i^t of the workers ``ids`` (all True at tau = 1), shape (k,)."""

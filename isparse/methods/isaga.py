@@ -17,13 +17,14 @@ stepsize and bound take the codec's omega (derived in ``isparse.theory.theorem5`
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import numpy as np
 
 from ..compression.sampling import EXAMPLES
 from ..theory import theorem5_bound, theorem5_stepsize
-from .base import Method, strongly_convex_or_none
+from .base import Method, Theory, Traits, strongly_convex_or_none
 
 
 class IsagaWorkerState(NamedTuple):
@@ -39,15 +40,22 @@ class IsagaWorkerState(NamedTuple):
     alpha_bar: np.ndarray
 
 
+class Theorem5(Theory):
+    """Theorem 5's stepsize (L of the f_ij) and bound, with the codec's omega (the tables keep exact gradients)."""
+
+    def bound(self, ctx, method):
+        p = ctx.problem
+        return strongly_convex_or_none(ctx, method, lambda: theorem5_bound(
+            gamma=method.gamma, L_example=p.L_example, l_max=max(s.l for s in p.shards),
+            sum_sq_example_grads=p.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))
+
+
 class ISAGA(Method):
     """Algorithm 5 (distributed ISAGA). See the module docstring for the update."""
 
     name = "isaga"
-    needs = ("example_grads_at",)
-    smoothness = "L_example"
-    stepsize = staticmethod(theorem5_stepsize)
-    state_text = "the SAGA tables, N x d, and their means, n x d"
-    codec_theory = True     # Theorem 5 with omega (derived; the tables keep the exact gradients)
+    traits = Traits(needs=("example_grads_at",), state_text="the SAGA tables, N x d, and their means, n x d")
+    theory = Theorem5(theorem5_stepsize, smoothness="L_example", codec_theory=True)
 
     @classmethod
     def state_bytes(cls, ctx):
@@ -61,9 +69,9 @@ class ISAGA(Method):
         return self.sampler.subsets(EXAMPLES, data.ids, t, data.l, 1)[:, 0]
 
     def worker_step(self, data, state, x, t, donate=False):
-        U = self.sample(data.ids, t)                               # U_i^t
+        s = self.sampled(data, t)                                  # U_i^t
         j = self.examples(data, t)                                 # j ~ uniform over the l_i local examples
-        pc, pw = self.coords_batch(U)
+        pw, pc = s.pw, s.pc
         g = data.example_grads_at(x, j, pw, pc)                    # (grad f_ij(x^t))_{U_i}
         rows = data.row_ptr[pw] + j[pw]
         alpha = state.alpha if donate else state.alpha.copy()
@@ -72,7 +80,7 @@ class ISAGA(Method):
         sent = g - old + alpha_bar[pw, pc]
         alpha_bar[pw, pc] += (g - old) / data.l[pw]                # keep the mean in step with the table
         alpha[rows, pc] = g
-        return self.messages(data, t, U, pw, sent), IsagaWorkerState(alpha, alpha_bar)
+        return self.send(s, sent), IsagaWorkerState(alpha, alpha_bar)
 
     def master_step(self, state, x, batch, donate=False):
         return self.averaged_step(x, batch), state
@@ -87,16 +95,9 @@ class ISAGA(Method):
     def worker_memory(data, state, targets) -> float:
         return float(np.sum((state.alpha - targets) ** 2))
 
-    @classmethod
-    def bound(cls, ctx, method):
-        p = ctx.problem
-        return strongly_convex_or_none(ctx, method, lambda: theorem5_bound(
-            gamma=method.gamma, L_example=p.L_example, l_max=max(s.l for s in p.shards),
-            sum_sq_example_grads=p.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))
-
 
 class SAGA(ISAGA):
     """Distributed SAGA: ISAGA with tau = 1 (the full-communication baseline)."""
 
     name = "saga"
-    full = True
+    traits = dataclasses.replace(ISAGA.traits, full=True)

@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..compression.sampling import SHARED_EXAMPLES
 from ..theory import theorem2_bound, theorem2_stepsize
 from ..theory.paper import saga_paper_stepsize
-from .base import Method, strongly_convex_or_none
+from .base import Method, Theory, Traits, strongly_convex_or_none
 
 
 class SharedSagaMasterState(NamedTuple):
@@ -47,6 +47,30 @@ class SharedRows:
         return int(self.ids.size)
 
 
+def whole(ctx):
+    """psi_j = phi_j + P: the data set as one worker's problem (built once per run, kept in ``ctx.cache``)."""
+    from ..problems import GLMProblem
+
+    if "whole" not in ctx.cache:
+        p = ctx.problem
+        ctx.cache["whole"] = GLMProblem(ctx.data, [np.arange(ctx.data.N)], p.lam, loss=p.loss.name,
+                                        penalty=p.penalty.name)
+    return ctx.cache["whole"]
+
+
+class Theorem2(Theory):
+    """Theorem 2's stepsize and bound, L the smoothness of the psi_j (of the whole data set)."""
+
+    def smooth(self, ctx):
+        return whole(ctx).L_example
+
+    def bound(self, ctx, method):
+        w = whole(ctx)
+        return strongly_convex_or_none(ctx, method, lambda: theorem2_bound(
+            gamma=method.gamma, L_example=w.L_example, N=ctx.data.N,
+            sum_sq_example_grads=w.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))
+
+
 class ISAGAShared(Method):
     """Algorithm 4 (ISAGA with data shared by all workers).
 
@@ -54,25 +78,31 @@ class ISAGAShared(Method):
     ----------
     N : int
         Number of examples (>= n).
+    targets : ndarray of shape (N, d), optional
+        grad psi_j(x*) for every example (Theorem 2's Psi, monitored by :meth:`master_memory`).
     """
 
     name = "isaga_shared"
-    needs = ("example_grads_at",)
-    smoothness = "L_example"
-    stepsize = staticmethod(theorem2_stepsize)
-    paper_stepsize = staticmethod(saga_paper_stepsize)
-    state_text = "the master's SAGA table and its targets grad psi_j(x*), 2 x N x d"
-    codec_why = ("the master's table stores the decoded gradients, so the codec's noise on grad psi_j(x*) != 0 "
-                 "stays in it (isparse/theory/theorem2.py)")
+    traits = Traits(needs=("example_grads_at",),
+                    state_text="the master's SAGA table and its targets grad psi_j(x*), 2 x N x d")
+    theory = Theorem2(theorem2_stepsize, paper_stepsize=saga_paper_stepsize, smoothness="L_example",
+                      codec_why="the master's table stores the decoded gradients, so the codec's noise on "
+                                "grad psi_j(x*) != 0 stays in it (isparse/theory/theorem2.py)")
 
     @classmethod
     def state_bytes(cls, ctx):
         return 8 * 2 * ctx.data.N * ctx.problem.d if ctx.data is not None else 0
 
-    def __init__(self, n, blocks, tau_m, gamma, *, N, **common):
+    def __init__(self, n, blocks, tau_m, gamma, *, N, targets=None, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)
-        self.N = int(N)
-        self.targets = None   # grad psi_j(x*) for every example, shape (N, d): set by ``configure`` (Theorem 2's Psi)
+        self.N, self.targets = int(N), targets
+
+    @classmethod
+    def run_inputs(cls, ctx):
+        """N, and the targets grad psi_j(x*) of every example."""
+        w = whole(ctx)
+        targets = np.stack([w.shards[0].example_grad(ctx.reference.x_star, j) for j in range(ctx.data.N)])
+        return {"N": ctx.data.N, "targets": targets}
 
     # every worker's shard is the whole data set: a host is sent it once
     def host_shards(self, shards, ids):
@@ -91,11 +121,9 @@ class ISAGAShared(Method):
 
     def worker_step(self, data, state, x, t, donate=False):
         j = self.indices(t)[data.ids]
-        U = self.sample(data.ids, t)
-        pc, pw = self.coords_batch(U)
-        whole = data.whole
-        g = whole.rows_grads_at(x, j[:, None], np.ones(data.k), pw, pc)    # (grad psi_{j_i}(x^t))_{U_i}
-        return self.messages(data, t, U, pw, g), state
+        s = self.sampled(data, t)
+        g = data.whole.rows_grads_at(x, j[:, None], np.ones(data.k), s.pw, s.pc)    # (grad psi_{j_i}(x^t))_{U_i}
+        return self.send(s, g), state
 
     def master_init(self, x0):
         return SharedSagaMasterState(np.zeros((self.N, x0.size)), np.zeros_like(x0))
@@ -123,40 +151,7 @@ class ISAGAShared(Method):
         super().check(ctx)
 
     @classmethod
-    def whole(cls, ctx):
-        """psi_j = phi_j + P: the data set as one worker's problem."""
-        from ..problems import GLMProblem
-
-        if "whole" not in ctx.cache:
-            p = ctx.problem
-            ctx.cache["whole"] = GLMProblem(ctx.data, [np.arange(ctx.data.N)], p.lam, loss=p.loss.name,
-                                            penalty=p.penalty.name)
-        return ctx.cache["whole"]
-
-    @classmethod
-    def smooth(cls, ctx):
-        return cls.whole(ctx).L_example
-
-    @classmethod
-    def options_of(cls, ctx):
-        return {"N": ctx.data.N}
-
-    @classmethod
-    def configure(cls, ctx):
-        method, bound = super().configure(ctx)
-        whole = cls.whole(ctx)
-        method.targets = np.stack([whole.shards[0].example_grad(ctx.reference.x_star, j) for j in range(ctx.data.N)])
-        return method, bound
-
-    @classmethod
     def shards(cls, ctx):
         """What every worker holds: the whole data set."""
-        w = cls.whole(ctx)
+        w = whole(ctx)
         return [w.shards[0]] * ctx.n, [w.parts[0]] * ctx.n
-
-    @classmethod
-    def bound(cls, ctx, method):
-        whole = cls.whole(ctx)
-        return strongly_convex_or_none(ctx, method, lambda: theorem2_bound(
-            gamma=method.gamma, L_example=whole.L_example, N=ctx.data.N,
-            sum_sq_example_grads=whole.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))

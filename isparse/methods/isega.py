@@ -24,10 +24,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..regularizers import Zero
 from ..theory import theorem3_bound, theorem3_stepsize
 from ..theory.paper import isega_paper_stepsize
-from .base import Method, strongly_convex_or_none
+from .base import Method, Theory, Traits, strongly_convex_or_none
 
 
 class IsegaWorkerState(NamedTuple):
@@ -50,48 +49,37 @@ class IsegaMasterState(NamedTuple):
     h_bar: np.ndarray
 
 
-class ISEGA(Method):
-    """Algorithm 2 (ISEGA) with a proximal step for R. See the module docstring for the update.
+class Theorem3(Theory):
+    """Theorem 3's stepsize and bound (with the codec's omega: tau/(1 + omega) in the place of tau)."""
 
-    Parameters
-    ----------
-    reg : regularizer, optional
-        R with ``prox(v, step)``; default R = 0.
-    """
+    def bound(self, ctx, method):
+        return strongly_convex_or_none(ctx, method, lambda: theorem3_bound(gamma=method.gamma, **ctx.constants()))
+
+
+class ISEGA(Method):
+    """Algorithm 2 (ISEGA) with a proximal step for R (``self.reg``). See the module docstring for the update."""
 
     name = "isega"
-    prox = True
-    stepsize = staticmethod(theorem3_stepsize)
-    paper_stepsize = staticmethod(isega_paper_stepsize)
-    state_text = "the memories h_i, n x d"
-    codec_theory = True
+    traits = Traits(prox=True, state_text="the memories h_i, n x d")
+    theory = Theorem3(theorem3_stepsize, paper_stepsize=isega_paper_stepsize, codec_theory=True)
 
     @classmethod
     def state_bytes(cls, ctx):
         return 8 * ctx.n * ctx.problem.d
 
-    def __init__(self, n, blocks, tau_m, gamma, *, reg=None, **common):
-        super().__init__(n, blocks, tau_m, gamma, **common)
-        self.reg = reg if reg is not None else Zero()
-
-    @classmethod
-    def options_of(cls, ctx):
-        return {"reg": ctx.regularizer}
-
     def worker_init(self, data, x0):
         return IsegaWorkerState(h=np.zeros((data.k, x0.size)))
 
     def worker_step(self, data, state, x, t, donate=False):
-        U = self.sample(data.ids, t)                              # U_i^t, tau*m-nice
-        pc, pw = self.coords_batch(U)
-        g = self.local_grads_at(data, x, U, pw, pc)                  # grad f_i(x^t), only on U_i
+        s = self.sampled(data, t)                                 # U_i^t, tau*m-nice
+        g = self.local_grads(data, x, s)                          # grad f_i(x^t), only on U_i
         h = state.h if donate else state.h.copy()
-        delta = g - h[pw, pc]                                     # Delta_i = (grad f_i(x^t) - h_i^t)_{U_i}
-        batch = self.messages(data, t, U, pw, delta)
+        delta = g - h[s.pw, s.pc]                                 # Delta_i = (grad f_i(x^t) - h_i^t)_{U_i}
+        batch = self.send(s, delta)
         if self.codec.exact:
-            h[pw, pc] = g                                         # h_i^{t+1} = h_i^t + Delta_i
+            h[s.pw, s.pc] = g                                     # h_i^{t+1} = h_i^t + Delta_i
         else:                                                     # + what the master decodes, Q(Delta_i) x rate
-            h[pw, pc] += self.memory_rate * batch.values
+            h[s.pw, s.pc] += self.memory_rate * batch.values
         return batch, IsegaWorkerState(h)
 
     @property
@@ -119,7 +107,3 @@ class ISEGA(Method):
     @staticmethod
     def worker_memory(data, state, targets) -> float:
         return float(np.sum((state.h - targets) ** 2))
-
-    @classmethod
-    def bound(cls, ctx, method):
-        return strongly_convex_or_none(ctx, method, lambda: theorem3_bound(gamma=method.gamma, **ctx.constants()))

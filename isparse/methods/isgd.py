@@ -14,24 +14,24 @@ For a non-convex f (mu = 0) the stepsize and bound are Theorem 7's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from ..params import Interval, OneOf, param
 from ..compression.sampling import EXAMPLES
+from ..params import OneOf, param
 from ..theory import isgd_bound, isgd_schedule, theorem1_stepsize
 from ..theory.isgd import theorem7_stepsize
 from ..theory.paper import sgd_effective_paper_stepsize, sgd_paper_stepsize
-from .base import AlgorithmOptions, Method
+from .base import Method, MinibatchOptions, Theory, Traits
 
 
 @dataclass
-class IsgdOptions(AlgorithmOptions):
-    """``algorithm.*`` of isgd, sgd and async_isgd."""
+class IsgdOptions(MinibatchOptions):
+    """``algorithm.*`` of isgd, sgd and async_isgd: the minibatch (:class:`MinibatchOptions`) and the schedule."""
 
-    batch: int = param(1, Interval(int, 1, None), "minibatch size per worker (capped at the smallest shard)")
     schedule: str = param("constant", OneOf("constant", "decreasing"),
                           "constant gamma (the derived neighbourhood bound) or decreasing gamma_t = 1/(a + c t) "
                           "(Theorem 6, bound on f(x_hat) - f*)")
@@ -45,30 +45,59 @@ class IsgdMasterState(NamedTuple):
     weight: float
 
 
+class ISGDTheory(Theory):
+    """Theorems 6 and 7: a constant gamma (Theorem 1's rule; Theorem 7's for a non-convex f) or the decreasing
+    schedule gamma_t = 1/(a + c t) (``algorithm.schedule=decreasing``); the bound on dist_sq or on f(x_hat) - f*."""
+
+    def step(self, ctx) -> dict:
+        p, n, tau, mult = ctx.problem, ctx.n, ctx.tau, ctx.step_multiplier
+        if ctx.options.schedule == "decreasing":
+            a, c = isgd_schedule(self.smooth(ctx), p.mu, n, tau, **self.omega_kw(ctx))
+            return {"gamma": mult / a, "schedule": (a / mult, c / mult)}    # gamma_0 of the decreasing schedule
+        if p.mu <= 0:                                                       # non-convex: Theorem 7's stepsize
+            return {"gamma": mult * theorem7_stepsize(self.smooth(ctx), p.mu, n, tau)}
+        rule = self.stepsize_rule(ctx.step_rule)
+        # step.rule=paper: gamma tau = one-worker SGD's 1/(5 L_f), L_f of f itself; else step.L's
+        L = p.L_f if rule is self.paper_stepsize else self.smooth(ctx)
+        omega = self.omega_kw(ctx) if rule is self.stepsize else {}        # the paper's steps are the plots' own
+        return {"gamma": mult * rule(L, p.mu, n, tau, **omega)}
+
+    def bound(self, ctx, method):
+        p = ctx.problem
+        sigma_sq = float(np.mean([s.gradient_noise_bound(method.batch) for s in p.shards]))   # of the batch that runs
+        extra = dict(nu_sq=p.gradient_dissimilarity_bound(), f0_minus_low=p.F(ctx.x0)) if p.mu <= 0 else {}
+        return isgd_bound(gamma=method.gamma, sigma_sq=sigma_sq, decreasing=ctx.options.schedule == "decreasing",
+                          **extra, **ctx.constants())
+
+
 class ISGD(Method):
     """Algorithm 6 (ISGD).
 
     Parameters
     ----------
-    batch : int
-        Minibatch size per worker (>= 1; capped at the smallest shard, ``l_min``).
+    batch : int, optional
+        The minibatch that runs (>= 1): ``algorithm.batch`` capped at the smallest shard (``run_inputs``); default
+        ``self.opts.batch``.
     schedule : tuple or None
         None for the constant gamma; (a, c) for gamma_t = 1/(a + c t).
-    l_min : int
-        The smallest number of examples on a worker.
     """
 
     name = "isgd"
     options = IsgdOptions
-    needs = ("minibatch_grads_at",)
-    stepsize = staticmethod(theorem1_stepsize)
-    paper_stepsize = staticmethod(sgd_effective_paper_stepsize)   # takes L_f, the smoothness of f (see configure)
-    paper_literal_stepsize = staticmethod(sgd_paper_stepsize)
-    codec_theory = True
+    traits = Traits(needs=("minibatch_grads_at",))
+    # step.rule=paper takes L_f, the smoothness of f itself (ISGDTheory.step)
+    theory = ISGDTheory(theorem1_stepsize, paper_stepsize=sgd_effective_paper_stepsize,
+                        paper_literal_stepsize=sgd_paper_stepsize, codec_theory=True)
 
-    def __init__(self, n, blocks, tau_m, gamma, *, batch=1, schedule=None, l_min=1, **common):
+    def __init__(self, n, blocks, tau_m, gamma, *, batch=None, schedule=None, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)
-        self.batch, self.schedule = min(int(batch), int(l_min)), schedule
+        self.batch = int(self.opts.batch if batch is None else batch)
+        self.schedule = schedule
+
+    @classmethod
+    def run_inputs(cls, ctx) -> dict:
+        """The minibatch that runs, min(algorithm.batch, l_min) (a cap is announced)."""
+        return {"batch": ctx.options.effective_batch(ctx.problem.shards, announce=True)}
 
     def stepsize_at(self, t: int) -> float:
         """gamma_t."""
@@ -82,10 +111,9 @@ class ISGD(Method):
         return self.sampler.subsets(EXAMPLES, data.ids, t, data.l, self.batch)
 
     def worker_step(self, data, state, x, t, donate=False):
-        U = self.sample(data.ids, t)
-        pc, pw = self.coords_batch(U)
-        g = data.minibatch_grads_at(x, self.minibatches(data, t), pw, pc)     # (g_i^t)_{U_i}
-        return self.messages(data, t, U, pw, g), state
+        s = self.sampled(data, t)
+        g = data.minibatch_grads_at(x, self.minibatches(data, t), s.pw, s.pc)     # (g_i^t)_{U_i}
+        return self.send(s, g), state
 
     def master_init(self, x0):
         return IsgdMasterState(t=0, x_hat=np.array(x0, dtype=float), weight=1.0 / self.stepsize_at(0))
@@ -101,50 +129,13 @@ class ISGD(Method):
         """``avg`` = x_hat^t (Theorem 6)."""
         return {"avg": state.x_hat}
 
-    # -- building ---------------------------------------------------------------------------
-    @classmethod
-    def batch_of(cls, ctx) -> int:
-        return ctx.options.batch
-
-    @classmethod
-    def decreasing(cls, ctx) -> bool:
-        return ctx.options.schedule == "decreasing"
-
-    @classmethod
-    def configure(cls, ctx):
-        p, n, tau = ctx.problem, ctx.n, ctx.tau
-        schedule = None
-        if cls.decreasing(ctx):
-            a, c = isgd_schedule(cls.smooth(ctx), p.mu, n, tau, **cls.omega_kw(ctx))
-            schedule = (a / ctx.step_multiplier, c / ctx.step_multiplier)
-            gamma = 1.0 / schedule[0]                     # gamma_0 of the decreasing schedule
-        elif p.mu <= 0:                                    # non-convex: Theorem 7's stepsize
-            gamma = ctx.step_multiplier * theorem7_stepsize(cls.smooth(ctx), p.mu, n, tau)
-        else:
-            rule = cls.stepsize_rule(ctx.step_rule)
-            # step.rule=paper: gamma tau = one-worker SGD's 1/(5 L_f), L_f of f itself; else step.L's
-            L = p.L_f if rule is cls.paper_stepsize else cls.smooth(ctx)
-            omega = cls.omega_kw(ctx) if rule is cls.stepsize else {}     # the paper's steps are the plots' own
-            gamma = ctx.step_multiplier * rule(L, p.mu, n, tau, **omega)
-        method = cls(n, ctx.blocks, ctx.tau_m, gamma, **ctx.common(), batch=cls.batch_of(ctx),
-                     schedule=schedule, l_min=min(s.l for s in p.shards))
-        return method, cls.bound(ctx, method)
-
-    @classmethod
-    def noise(cls, ctx) -> float:
-        """sigma^2 = (1/n) sum_i sigma_i^2 of the minibatch gradients."""
-        return float(np.mean([s.gradient_noise_bound(cls.batch_of(ctx)) for s in ctx.problem.shards]))
-
-    @classmethod
-    def bound(cls, ctx, method):
-        p = ctx.problem
-        extra = dict(nu_sq=p.gradient_dissimilarity_bound(), f0_minus_low=p.F(ctx.x0)) if p.mu <= 0 else {}
-        return isgd_bound(gamma=method.gamma, sigma_sq=cls.noise(ctx), decreasing=cls.decreasing(ctx),
-                          **extra, **ctx.constants())
+    def derived_params(self) -> dict:
+        """``batch_effective``: the minibatch that runs (``algorithm.batch`` capped at the smallest shard)."""
+        return {"batch_effective": self.batch}
 
 
 class SGD(ISGD):
     """Distributed minibatch SGD: ISGD with tau = 1 (the full-communication baseline)."""
 
     name = "sgd"
-    full = True
+    traits = dataclasses.replace(ISGD.traits, full=True)

@@ -22,10 +22,10 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from ..compression.sampling import SHARED_BLOCKS
 from ..errors import check_range
 from ..params import Interval, Nullable, param
-from ..compression.sampling import SHARED_BLOCKS
-from .base import AlgorithmOptions, Method
+from .base import AlgorithmOptions, Method, Theory, Traits
 from .isega import ISEGA, IsegaMasterState, IsegaWorkerState
 
 
@@ -55,7 +55,7 @@ def diana_stepsize(L, mu, n, tau, omega=0.0):
 
 def ef21_stepsize(L, mu, n, tau):
     """gamma = min{1/(L(1 + sqrt(2 beta/theta))), theta/(2 mu)} (EF21, PL case), with the compressor's contraction
-    alpha in the place of ``tau`` (alpha = tau for Top-K alone; ``EF21.contraction`` with a codec)."""
+    alpha in the place of ``tau`` (alpha = tau for Top-K alone; :func:`ef21_contraction` with a codec)."""
     if tau >= 1.0:
         return 1.0 / L
     theta = 1.0 - math.sqrt(1.0 - tau)
@@ -64,35 +64,61 @@ def ef21_stepsize(L, mu, n, tau):
     return min(step, theta / (2.0 * mu)) if mu > 0 else step
 
 
+def ef21_contraction(tau: float, codec, q: int) -> float:
+    """alpha of E||C(v) - v||^2 <= (1 - alpha)||v||^2 for C = the codec after Top-K (tau of the blocks):
+
+    - Top-K alone: alpha = tau (the kept blocks hold at least tau of ||v||^2);
+    - an unbiased Q with omega, scaled by 1/(1 + omega): with y = TopK(v) (disjoint from v - y, and Q keeps y's
+      support), E||Q(y)/(1 + omega) - v||^2 = E||Q(y)/(1 + omega) - y||^2 + ||v - y||^2
+      <= (1 - 1/(1 + omega))||y||^2 + ||v||^2 - ||y||^2 <= (1 - tau/(1 + omega))||v||^2: alpha = tau/(1 + omega);
+    - a deterministic rounding with ||Q(y) - y|| <= delta ||y|| (float32, bfloat16): alpha = tau (1 - delta^2).
+    """
+    if codec.exact:
+        return tau
+    omega = codec.omega(q)
+    if codec.unbiased and omega is not None:
+        return tau / (1.0 + omega)
+    return tau * (1.0 - codec.relative_error() ** 2)
+
+
+class EF21Theory(Theory):
+    """EF21's stepsize at the contraction alpha of Top-K with the codec (:func:`ef21_contraction`); no bound."""
+
+    def step(self, ctx) -> dict:
+        alpha = ef21_contraction(ctx.tau, ctx.codec, EF21.message_values(ctx))
+        return {"gamma": ctx.step_multiplier * self.stepsize(self.smooth(ctx), ctx.problem.mu, ctx.n, alpha)}
+
+
 class SharedBCD(Method):
     """Parallel block coordinate descent: the same tau*m blocks for every worker."""
 
     name = "shared_bcd"
-    stepsize = staticmethod(shared_bcd_stepsize)
+    theory = Theory(shared_bcd_stepsize)
 
     def sample(self, ids, t):
         U = self.sampler.subsets(SHARED_BLOCKS, [0], t, self.blocks.m, self.tau_m)
         return np.repeat(U, len(ids), axis=0)
 
     def worker_step(self, data, state, x, t, donate=False):
-        U = self.sample(data.ids, t)
-        pc, pw = self.coords_batch(U)
-        return self.messages(data, t, U, pw, self.local_grads_at(data, x, U, pw, pc)), state
+        s = self.sampled(data, t)
+        return self.send(s, self.local_grads(data, x, s)), state
 
     def master_step(self, state, x, batch, donate=False):
         return self.averaged_step(x, batch), state
 
 
 class DIANA(ISEGA):
-    """DIANA with Rand-K (tau*m blocks, scaled by 1/tau), shift rate alpha (default 1/(omega+1) = tau)."""
+    """DIANA with Rand-K (tau*m blocks, scaled by 1/tau), shift rate alpha (``algorithm.alpha``; default
+    1/(omega_D + 1) = tau without a codec)."""
 
     name = "diana"
     options = DianaOptions
-    stepsize = staticmethod(diana_stepsize)
-    paper_stepsize = None
+    # omega_D = (1 + omega)/tau - 1 in its stepsize and alpha (no bound is logged for DIANA)
+    theory = Theory(diana_stepsize, codec_theory=True)
 
-    def __init__(self, n, blocks, tau_m, gamma, *, reg=None, alpha=None, **common):
-        super().__init__(n, blocks, tau_m, gamma, reg=reg, **common)
+    def __init__(self, n, blocks, tau_m, gamma, **common):
+        super().__init__(n, blocks, tau_m, gamma, **common)
+        alpha = self.opts.alpha
         self.alpha = 1.0 / (diana_omega(self.tau, self.omega) + 1.0) if alpha is None else float(alpha)
 
     @classmethod
@@ -106,18 +132,13 @@ class DIANA(ISEGA):
                         low_open=True)
         super().check(ctx)
 
-    @classmethod
-    def options_of(cls, ctx):
-        return {"reg": ctx.regularizer, "alpha": ctx.options.alpha}
-
     def worker_step(self, data, state, x, t, donate=False):
-        U = self.sample(data.ids, t)
-        pc, pw = self.coords_batch(U)
-        g = self.local_grads_at(data, x, U, pw, pc)
+        s = self.sampled(data, t)
+        g = self.local_grads(data, x, s)
         h = state.h if donate else state.h.copy()
-        delta = g - h[pw, pc]                             # sent: (grad f_i - h_i)_U; C = (1/tau) of it
-        batch = self.messages(data, t, U, pw, delta)      # decoded: Q((grad f_i - h_i)_U)
-        h[pw, pc] += (self.alpha / self.tau) * batch.values   # h_i += alpha C(grad f_i - h_i)
+        delta = g - h[s.pw, s.pc]                         # sent: (grad f_i - h_i)_U; C = (1/tau) of it
+        batch = self.send(s, delta)                       # decoded: Q((grad f_i - h_i)_U)
+        h[s.pw, s.pc] += (self.alpha / self.tau) * batch.values   # h_i += alpha C(grad f_i - h_i)
         return batch, IsegaWorkerState(h)
 
     def master_step(self, state, x, batch, donate=False):
@@ -127,11 +148,6 @@ class DIANA(ISEGA):
         return x_new, IsegaMasterState(h_bar=state.h_bar + (self.alpha / (self.n * self.tau)) * S)
 
     worker_targets = worker_memory = None
-    codec_theory = True     # omega_D = (1 + omega)/tau - 1 in its stepsize and alpha (no bound is logged for DIANA)
-
-    @classmethod
-    def bound(cls, ctx, method):
-        return Method.bound.__func__(cls, ctx, method)
 
 
 class Ef21WorkerState(NamedTuple):
@@ -144,41 +160,14 @@ class EF21(Method):
     """EF21 with a Top-K block compressor (biased), g_i^0 = 0."""
 
     name = "ef21"
-    needs = ("grads",)
-    stepsize = staticmethod(ef21_stepsize)
-    derivable_ids = False
-    state_text = "the estimates g_i, n x d"
-    codec_theory = True     # the contraction with a codec in its stepsize (no bound is logged for EF21)
+    traits = Traits(needs=("grads",), derivable_ids=False, state_text="the estimates g_i, n x d")
+    theory = EF21Theory(ef21_stepsize, codec_theory=True)   # the contraction with a codec in its stepsize
 
     @property
     def codec_scale(self) -> float:
         """What a decoded value is multiplied by: 1/(1 + omega) for a random unbiased codec (so that the composition
-        is contractive, see :meth:`contraction`), else 1."""
+        is contractive, see :func:`ef21_contraction`), else 1."""
         return 1.0 / (1.0 + self.omega) if self.lossy_unbiased else 1.0
-
-    @staticmethod
-    def contraction(tau: float, codec, q: int) -> float:
-        """alpha of E||C(v) - v||^2 <= (1 - alpha)||v||^2 for C = the codec after Top-K (tau of the blocks):
-
-        - Top-K alone: alpha = tau (the kept blocks hold at least tau of ||v||^2);
-        - an unbiased Q with omega, scaled by 1/(1 + omega): with y = TopK(v) (disjoint from v - y, and Q keeps y's
-          support), E||Q(y)/(1 + omega) - v||^2 = E||Q(y)/(1 + omega) - y||^2 + ||v - y||^2
-          <= (1 - 1/(1 + omega))||y||^2 + ||v||^2 - ||y||^2 <= (1 - tau/(1 + omega))||v||^2: alpha = tau/(1 + omega);
-        - a deterministic rounding with ||Q(y) - y|| <= delta ||y|| (float32, bfloat16): alpha = tau (1 - delta^2).
-        """
-        if codec.exact:
-            return tau
-        omega = codec.omega(q)
-        if codec.unbiased and omega is not None:
-            return tau / (1.0 + omega)
-        return tau * (1.0 - codec.relative_error() ** 2)
-
-    @classmethod
-    def configure(cls, ctx):
-        alpha = cls.contraction(ctx.tau, ctx.codec, cls.message_values(ctx))
-        gamma = ctx.step_multiplier * ef21_stepsize(cls.smooth(ctx), ctx.problem.mu, ctx.n, alpha)
-        method = cls(ctx.n, ctx.blocks, ctx.tau_m, gamma, **ctx.common(), **cls.options_of(ctx))
-        return method, cls.bound(ctx, method)
 
     @classmethod
     def state_bytes(cls, ctx):
@@ -192,10 +181,10 @@ class EF21(Method):
         b, m = self.blocks.size, self.blocks.m
         norms = np.pad(diff ** 2, ((0, 0), (0, m * b - diff.shape[1]))).reshape(data.k, m, b).sum(axis=2)
         U = np.sort(np.argsort(-norms, axis=1, kind="stable")[:, : self.tau_m], axis=1)   # Top-K blocks by norm
-        pc, pw = self.coords_batch(U)
+        s = self.sampled(data, t, U)
         g = state.g if donate else state.g.copy()
-        batch = self.messages(data, t, U, pw, diff[pw, pc])
-        g[pw, pc] += batch.values if self.codec_scale == 1.0 else self.codec_scale * batch.values
+        batch = self.send(s, diff[s.pw, s.pc])
+        g[s.pw, s.pc] += batch.values if self.codec_scale == 1.0 else self.codec_scale * batch.values
         return batch, Ef21WorkerState(g)
 
     def master_init(self, x0):

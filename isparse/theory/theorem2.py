@@ -11,7 +11,7 @@ at tau = 1/n, gamma = n/(5L) and the rate is min{mu/(5L), 1/(3N)} (Corollary 2).
 
 No bound with a codec (``messages.codec``): the master keeps the table, so it stores the decoded Q(grad psi_j(x)),
 and the codec's noise on grad psi_j(x*) != 0 stays in the table and in the estimate: the iterates settle in a
-neighbourhood that is not derived here (``Method.codec_theory`` is False; the log says so).
+neighbourhood that is not derived here (``Theory.codec_theory`` is False; the log says so).
 """
 
 from __future__ import annotations
