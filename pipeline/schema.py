@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from isparse.compression import CODECS
 from isparse.errors import ConfigError
 from isparse.plan import CodecChoice, resolve_block_sizes, resolve_codecs, resolve_tau_grid
 from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, param, section
@@ -384,8 +385,6 @@ def keys_markdown() -> str:
     for options, names in seen.items():
         out += [f"`algorithm={'`, `algorithm='.join(names)}` ({options.__name__}):", "", *head, *rows(options, "algorithm"), ""]
     out += ["## messages.codec=<name>: each codec's own keys", ""]
-    from isparse.compression import CODECS
-
     for name, cls in CODECS.items():
         if cls.own_options():
             own = [r for r in rows(cls.options, "messages") if r.startswith(tuple(f"| `messages.{k}`"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from isparse.compression import codec_class
 from isparse.errors import ConfigError
 from isparse.params import is_text, leaf_constraints
 
@@ -117,8 +118,6 @@ def _algorithm_for(values):
 
 
 def _messages_for(values):
-    from isparse.compression import codec_class
-
     try:   # a codec of another module is imported (messages.module); a bad name is from_dict's to refuse
         return codec_class(str(values.get("codec", "float64")), values.get("module")).options
     except ConfigError:

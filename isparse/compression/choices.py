@@ -6,9 +6,11 @@ codec and the values of its own keys, written ``<name>``, ``<name>:<x>`` (a code
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..errors import ConfigError
+from .registry import CODECS, MessagesSpec
 
 
 class CodecChoice(NamedTuple):
@@ -31,8 +33,6 @@ class CodecChoice(NamedTuple):
     def label(self) -> str:
         """What a row of the plan shows: the name, ``<name>:<value>`` for a codec with one numeric option
         (``dither:7``), ``<name>(key=value, ...)`` for other options."""
-        from .registry import CODECS
-
         short = getattr(CODECS.get(self.codec), "short_option", None)
         values = dict(self.options)
         if short and list(values) == [short[0]]:
@@ -48,8 +48,6 @@ def _defaults(cls) -> CodecChoice:
 
 def _codec_grammar() -> str:
     """The forms of an entry: every registered name, and ``<name>:<x> with x in [lo, hi]`` for a short option."""
-    from .registry import CODECS
-
     shorts = []
     for name, cls in CODECS.items():
         if cls.short_option:
@@ -61,10 +59,6 @@ def _codec_grammar() -> str:
 
 def _choice(entry, own: CodecChoice, key: str, index: int) -> CodecChoice:
     """The choice of one entry of the grid (see :func:`resolve_codecs`)."""
-    from collections.abc import Mapping
-
-    from .registry import CODECS, MessagesSpec
-
     if isinstance(entry, Mapping):   # {codec: dither, levels: 7}: checked as the messages section
         return CodecChoice.of(MessagesSpec.from_dict(dict(entry), f"{key}[{index}]"))
     name, sep, text = entry.strip().partition(":") if isinstance(entry, str) else ("", "", "")

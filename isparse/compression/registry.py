@@ -142,7 +142,8 @@ class Codec(Compressor):
         ``messages.codec=<name>``; a subclass that sets it registers in :data:`CODECS`.
     options : type
         The :class:`MessagesSpec` subclass of its keys; its fields beyond :class:`MessagesSpec`'s are the
-        constructor's keyword arguments (:meth:`own_options`).
+        constructor's keyword arguments and the instance's attributes of the same names (:meth:`own_options`,
+        :meth:`option_values`).
     short_option : (str, str) or None
         Its one numeric option and the letter it is written with (dither: ``("levels", "s")``): ``<name>:<value>`` in
         ``plan.codecs`` and ``dither(s=15)`` in the label.
