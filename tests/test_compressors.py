@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from isparse import ConfigError
+from isparse import ConfigError, load_dataset
 from isparse.compression import (CODECS, FLOAT64, Codec, IndependentBlocks, MessagesSpec, Sampler, chain, codec,
                                  codec_class)
 from isparse.params import Interval, param
 from isparse.plan import CodecChoice, resolve_codecs
+from specs import make
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
 
@@ -150,6 +151,30 @@ def test_chain_of_all_blocks_and_float64_is_the_identity():
         assert c.codec is FLOAT64 and c.pieces == (IndependentBlocks(m, m, size), FLOAT64)
         out = _draws(c, v, 3, 5)
         assert np.array_equal(out.view(np.uint64), np.tile(v, (3, 1)).view(np.uint64))   # bit for bit, -0.0 too
+
+
+def test_the_uplink_chain_draws_and_codes_what_a_method_sends():
+    """chain(IndependentBlocks(tau_m, m, b), codec) on the workers' dense vectors: its U is the method's sample and its
+    decoded values are the method's coded batch on U scaled by 1/tau (breast cancer, d = 30, b = 2, m = 15, n = 5,
+    tau*m = 3, natural)."""
+    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=5, block_size=2, seed=3,
+             codec="natural")
+    meth = s.method
+    d, m, b, tau_m = meth.blocks.d, meth.blocks.m, meth.blocks.size, meth.tau_m
+    assert (d, m, b, tau_m) == (30, 15, 2, 3)
+    up = chain(IndependentBlocks(tau_m, m, b), meth.codec)
+    ids, t = np.arange(5), 7
+    V = np.random.default_rng(2).standard_normal((5, d))
+    counts = np.full(5, d)
+    u = up.draw(meth.sampler, ids, t, counts, d)
+    U = meth.sample(ids, t)
+    np.testing.assert_array_equal(u[0], U)
+    pc, pw = meth.coords_batch(U)
+    batch = meth.encode(ids, t, np.bincount(pw, minlength=5).astype(np.int32), V[pw, pc])
+    expected = np.zeros((5, d))
+    expected[pw, pc] = batch.values * (m / tau_m)
+    np.testing.assert_array_equal(up.decode(up.encode(V.ravel(), counts, u), counts).reshape(5, d), expected)
+    assert up.omega(d) == pytest.approx((1 + meth.codec.omega(tau_m * b)) * m / tau_m - 1, rel=1e-15)
 
 
 def _omega_dither(s, q):
