@@ -17,9 +17,11 @@ import time
 import numpy as np
 
 from isparse import InProcessPool, RunSpec, build
-from isparse.compression.codecs import NAMES
+from isparse.compression.codecs import CODECS
 
 from .common import load
+
+NAMES = tuple(CODECS)   # the built-in codecs, in the order they are defined
 
 
 def _spec(algorithm, data, **keys):

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .compression.tau import GRAMMAR, Tau
+from .compression.choices import CodecChoice, codec_label, resolve_codecs  # noqa: F401  (the grid of codecs: re-exported)
 from .errors import ConfigError
 
 #: bytes per value and per block id in a message (isparse.compression.messages)
@@ -100,61 +101,24 @@ def resolve_block_sizes(sizes, d: int, default: int, key: str = "plan.block_size
     return sorted(set(int(b) for b in sizes))
 
 
-def resolve_codecs(codecs, default: tuple[str, int], key: str = "plan.codecs") -> list[tuple[str, int]]:
-    """The grid's value codecs as (messages.codec, messages.levels) pairs, in the order given, without repeats.
-
-    Parameters
-    ----------
-    codecs : list or None
-        Each a name of :data:`isparse.compression.codecs.NAMES`, or ``"dither:<s>"`` (dither with s levels, s in [1, 255]);
-        ``"dither"`` alone takes ``default``'s levels if the run's codec is dither, else
-        :data:`isparse.compression.codecs.DEFAULT_LEVELS`. None: the run's own codec ``default`` alone.
-    default : (str, int)
-        The run's messages.codec and messages.levels.
-
-    Raises
-    ------
-    ConfigError
-        (``key``) an empty list, an entry that is not one of the forms above.
-    """
-    from .compression.codecs import DEFAULT_LEVELS, NAMES
-
-    if codecs is None:
-        return [tuple(default)]
-    codecs = list(codecs) if isinstance(codecs, (list, tuple)) else [codecs]
-    allowed = ", ".join(NAMES) + " or dither:<s> with s in [1, 255]"
-    if not codecs:
-        raise ConfigError(key, f"The '{key}' parameter must be a non-empty list of codecs ({allowed}), or null for "
-                               f"messages.codec alone; got [].")
-    own_levels = default[1] if default[0] == "dither" else DEFAULT_LEVELS
-    out = []
-    for entry in codecs:
-        name, _, levels = entry.strip().partition(":") if isinstance(entry, str) else ("", "", "")
-        s = own_levels if not levels else (int(levels) if name == "dither" and levels.isdigit() else None)
-        if name not in NAMES or s is None or not 1 <= s <= 255:
-            raise ConfigError(key, f"The '{key}' parameter's entries must be one of {allowed}; got {entry!r}.")
-        pair = (name, s if name == "dither" else DEFAULT_LEVELS)
-        if pair not in out:
-            out.append(pair)
-    return out
-
-
-def codec_label(codec: str, levels: int) -> str:
-    """``"dither:<s>"`` for dither, the name otherwise (what a row of the plan shows)."""
-    return f"dither:{levels}" if codec == "dither" else codec
-
-
 def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool, codec=None) -> float:
-    """Expected uplink bytes of one round, all n workers: n x (tau d values x the codec's bits / 8 (8 B for float64)
-    + its header per message + tau m ids x 4 B if sent).
+    """Expected uplink bytes of one round, all n workers: n x (the codec's bits of a message of tau d values / 8
+    (8 B per value for float64) + tau m ids x 4 B if sent).
 
-    The expectation over the blocks drawn (a last block shorter than b is drawn with probability tau); with
-    tau_m = m every block is sent and no id travels (``isparse.compression.messages.Messages.bytes_per_worker``).
+    The expectation over the blocks drawn (a last block shorter than b is drawn with probability tau): a message
+    holds tau d values on average, and the codec's ``bits`` is taken between the two whole counts around it
+    (linearly: exact for a codec whose bits are affine in the count, as every built-in one); with tau_m = m every
+    block is sent and no id travels (``isparse.compression.messages.Messages.bytes_per_worker``).
     """
     ids = tau_m if (send_ids and tau_m < m) else 0
-    value_bytes = VALUE_BYTES if codec is None else codec.value_bits / 8.0
-    header = 0.0 if codec is None else codec.header_bits / 8.0
-    return float(n * (tau_m * d * value_bytes / m + header + ids * BLOCK_ID_BYTES))
+    mean = tau_m * d / m
+    if codec is None:
+        value_bytes = mean * VALUE_BYTES
+    else:
+        lo = math.floor(mean)
+        bits = codec.bits(np.array([lo, lo + 1], np.int64)).astype(np.float64)
+        value_bytes = (bits[0] + (mean - lo) * (bits[1] - bits[0])) / 8.0
+    return float(n * (value_bytes + ids * BLOCK_ID_BYTES))
 
 
 @dataclass(frozen=True)
@@ -340,7 +304,7 @@ def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: flo
     target = tol * r0
     predicted = setup.bound.iterations_to(target)
     common = dict(tau=float(method.tau), tau_m=int(method.tau_m), m=int(method.blocks.m), blocks_size=int(blocks_size),
-                  codec=codec_label(method.codec.name, getattr(method.codec, "levels", 0)))
+                  codec=codec_label(method.codec))
     why = why_no_count(setup.bound, target, predicted)
     if why is not None:
         return SkippedRow(**common, reason=why)

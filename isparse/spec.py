@@ -11,7 +11,9 @@ A Python user builds the same spec and gets the same errors as the command line:
 
 Keys follow the config's layout (``workers.n``, ``blocks.size``, ``problem.lam``, ...): ``algorithm`` and
 ``data`` are typed options (a method's own options, :class:`~isparse.methods.base.AlgorithmOptions`; a data
-source, :mod:`isparse.data.sources`), picked by their ``name``; a plain string is taken as that name.
+source, :mod:`isparse.data.sources`), picked by their ``name``; a plain string is taken as that name. ``messages``
+is picked the same way by ``messages.codec``: :class:`~isparse.compression.registry.MessagesSpec` and, for a codec
+with keys of its own, its ``options`` (dither's ``messages.levels``; ``isparse.compression``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .compression.tau import TauSetting
-from .compression.codecs import DEFAULT_LEVELS
-from .compression.codecs import NAMES as CODECS
+from .compression.registry import MessagesSpec
 from .errors import ConfigError
 from .methods.base import AlgorithmOptions
-from .params import Boolean, Interval, Nullable, OneOf, Pair, Section, param, section
+from .params import Interval, Nullable, OneOf, Pair, Section, param, section
 from .regularizers import NAMES as REGULARIZERS
 from .data.sources import Bundled, DataSource
 
@@ -78,40 +79,6 @@ class BlocksSpec(Section):
     """The m = ceil(d / b) blocks of coordinates."""
 
     size: int = param(1, Interval(int, 1, None), "block size b (at most d); m = ceil(d / b)")
-
-
-def _levels_for_dither(m: "MessagesSpec", key: str) -> None:
-    """``levels`` is dither's s: another codec would ignore a changed value."""
-    if m.codec != "dither" and m.levels != DEFAULT_LEVELS:
-        full = f"{key}.levels" if key else "levels"
-        raise ConfigError(full, f"The '{full}' parameter is used by {key or 'messages'}.codec=dither only (it would "
-                                f"be ignored with codec={m.codec}); got {m.levels!r}.")
-
-
-@dataclass
-class MessagesSpec(Section):
-    """What a worker's message carries besides its values, and how its values are coded."""
-
-    send_ids: bool = param(False, Boolean(), "false: values only, the master recomputes the block ids from "
-                                             "(seed, i, t); true: the ids travel too (4 B each). EF21's Top-K ids "
-                                             "always travel")
-    codec: str = param("float64", OneOf(*CODECS),
-                       "how each value travels: float64 (8 B, exact), float32 (4 B) or bfloat16 (2 B; both "
-                       "deterministic rounding, biased: no bound), natural (9 bits, unbiased, omega = 1/8; an 8-bit "
-                       "exponent over 2^-190 .. 2^64 x the largest local gradient entry at x^0), natural7 (8 bits: "
-                       "natural with a 7-bit exponent over 2^-102 .. 2^24 x that entry) or dither "
-                       "(QSGD with s = levels, unbiased, omega = min(q/s^2, sqrt(q)/s) for q values, one 4 B norm per "
-                       "message); the theorems' bounds carry omega (docs/algorithms.md §7)")
-    levels: int = param(DEFAULT_LEVELS, Interval(int, 1, 255), "s, the levels of codec=dither "
-                                                               "(1 + ceil(log2(s + 1)) bits per value)")
-
-    rules = (_levels_for_dither,)
-
-    def make_codec(self):
-        """The :class:`~isparse.compression.codecs.Codec` of these keys."""
-        from .compression.codecs import codec
-
-        return codec(self.codec, self.levels)
 
 
 @dataclass

@@ -10,7 +10,8 @@ work). Then:
 
 1. builds the configured run (data, problem, x*, method) as isparse-run does, and for every tau of ``plan.taus`` and
    every block size of ``plan.block_sizes`` and every value codec of ``plan.codecs`` (``messages.codec`` names,
-   ``dither:<s>`` for s levels; null: the run's own codec) the run's theorem's iteration count to ``tol x r_0``
+   ``<name>:<x>`` for a codec's one numeric option, e.g. ``dither:<s>`` for s levels (``isparse.compression.choices``);
+   null: the run's own codec) the run's theorem's iteration count to ``tol x r_0``
    (``bound.iterations_to``: what isparse-run logs as ``predicted_iterations``, with the bound's omega);
 2. measures the round cost on the configured engine (engine=dask: the LocalCluster it starts or the scheduler at
    cluster.address; engine=inprocess: this process): short real runs (``plan.rounds`` rounds after a warm-up of
@@ -50,9 +51,9 @@ from omegaconf import DictConfig
 from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
-from isparse.plan import (Probe, SkippedRow, codec_label, codec_offset, fit_round_cost, plan_row, recommend,
+from isparse.plan import (CodecChoice, Probe, SkippedRow, codec_label, codec_offset, fit_round_cost, plan_row, recommend,
                           resolve_block_sizes, resolve_codecs, resolve_tau_grid)
-from isparse.spec import BlocksSpec
+from isparse.spec import BlocksSpec, MessagesSpec
 
 from .errors import console, exits_on_user_error, print_error
 from .schema import PlanConfig, load_job
@@ -78,8 +79,8 @@ class _Builder:
         self.d = int(self.data.d) if self.data is not None else int(job.data.d)
 
     def __call__(self, tau, block_size, codec=None):
-        messages = self.job.messages if codec is None else dataclasses.replace(
-            self.job.messages, codec=codec[0], levels=codec[1])
+        messages = self.job.messages if codec is None else MessagesSpec.from_dict(
+            {"send_ids": self.job.messages.send_ids, "module": self.job.messages.module, **codec.keys()}, "messages")
         spec = dataclasses.replace(self.job, tau=tau, blocks=BlocksSpec(size=int(block_size)), messages=messages)
         setup = build(spec, data=self.data, reference=self.reference, cache_dir=self.job.cache_dir)
         self.reference = setup.reference
@@ -162,7 +163,7 @@ def plan_job(cfg) -> dict:
     probe_b = job.blocks.size if job.blocks.size in grids else sizes[0]
     m0, grid0 = grids[probe_b]
 
-    own = (job.messages.codec, job.messages.levels)
+    own = CodecChoice.of(job.messages)
     codecs = resolve_codecs(opts.codecs, own)
     setups, skipped = {}, []
     for c in codecs:
@@ -172,7 +173,7 @@ def plan_job(cfg) -> dict:
                     setups[c, b, k] = builder(k / m, b, c)
                 except ConfigError as exc:   # e.g. a full-communication baseline at tau < 1, DIANA's alpha > tau
                     skipped.append(SkippedRow(tau=k / m, tau_m=k, m=m, blocks_size=b, reason=str(exc),
-                                              codec=codec_label(*c)))
+                                              codec=codec_label(c)))
 
     # the line is measured with the run's own codec (or the grid's first); every other codec of the grid gets one
     # probe at the tau of the line nearest 1/n, and its offset from the line (its encoding and decoding) is added
@@ -205,12 +206,12 @@ def plan_job(cfg) -> dict:
     for (c, b, k), setup in setups.items():
         if c != line and c not in offsets:
             skipped.append(SkippedRow(tau=k / grids[b][0], tau_m=k, m=grids[b][0], blocks_size=b,
-                                      codec=codec_label(*c), reason="the codec's round was not probed (the "
+                                      codec=codec_label(c), reason="the codec's round was not probed (the "
                                       "grid has no tau < 1 at blocks.size to probe it at)"))
             continue
         row = plan_row(setup, tol, cost, b, offsets.get(c, 0.0))
         (rows if not isinstance(row, SkippedRow) else skipped).append(row)
-    order = {codec_label(*c): i for i, c in enumerate(codecs)}
+    order = {codec_label(c): i for i, c in enumerate(codecs)}
     rows.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
     skipped.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
     best = recommend(rows)
@@ -223,14 +224,14 @@ def plan_job(cfg) -> dict:
              "expectation over the blocks drawn; with an unbiased codec the iterations are the bound's with its "
              "omega."]
     if codec_probes:
-        notes.append(f"the line was measured with messages.codec={codec_label(*line)}; each other codec's rounds are "
+        notes.append(f"the line was measured with messages.codec={codec_label(line)}; each other codec's rounds are "
                      "the line at its bytes plus codec_offset_s, what its one probe (at the tau of the grid nearest "
                      "1/n) measured beyond the line: encoding on the workers, decoding on the master.")
     if cost.note:
         notes.append(cost.note)
     return {"algorithm": job.algorithm.name, "data": job.data.name, "n": n, "d": d, "tol": tol,
-            "engine": where, "codecs": [codec_label(*c) for c in codecs],
-            "codec_probes": {codec_label(*c): dataclasses.asdict(p) for c, p in codec_probes.items()},
+            "engine": where, "codecs": [codec_label(c) for c in codecs],
+            "codec_probes": {codec_label(c): dataclasses.asdict(p) for c, p in codec_probes.items()},
             "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
             "recommended": best.as_dict() if best is not None else None, "round_cost": cost.as_dict(), "notes": notes}
 

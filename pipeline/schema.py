@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from isparse.compression.tau import Tau
+from isparse.compression import CODECS
 from isparse.errors import ConfigError
-from isparse.plan import resolve_block_sizes, resolve_codecs, resolve_tau_grid
+from isparse.plan import CodecChoice, resolve_block_sizes, resolve_codecs, resolve_tau_grid
 from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, param, section
 from isparse.paths import PathValue, anchor_paths
-from isparse.spec import RunSpec
+from isparse.spec import MessagesSpec, RunSpec
 
 from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
 
@@ -154,8 +155,8 @@ class _Grid:
 
 
 class _CodecGrid:
-    """``plan.codecs``: null (messages.codec alone) or a list of codec names (``dither:<s>`` for s levels), each
-    checked now (``isparse.plan.resolve_codecs``)."""
+    """``plan.codecs``: null (messages.codec alone) or a list of codec names (``<name>:<x>`` for a codec's one numeric
+    option, ``dither:<s>`` for s levels), each checked now (``isparse.plan.resolve_codecs``)."""
 
     text = "null or a list"
 
@@ -163,7 +164,7 @@ class _CodecGrid:
         if value is None:
             return None
         items = list(value) if isinstance(value, (list, tuple)) else [value]
-        resolve_codecs(items, ("float64", 0), key=key)
+        resolve_codecs(items, CodecChoice("float64"), key=key)
         return items
 
 
@@ -226,7 +227,10 @@ def hydra_node(cls, values: dict | None = None, skip=(), defaults=None, name: st
             continue
         sub = f.metadata.get("section")
         default = values.get(field_name)
-        if sub is not None and field_name not in GROUPS:
+        if sub is not None and hasattr(sub, "composed_values"):   # keys chosen by a value (messages.codec): open
+            fields.append((field_name, Any, dataclasses.field(
+                default_factory=lambda s=sub, v=default: {**s.composed_values(), **(v or {})})))
+        elif sub is not None and field_name not in GROUPS:
             node = hydra_node(sub, default, name=f"{node_name}_{field_name}")
             fields.append((field_name, node, dataclasses.field(default_factory=node)))
         elif isinstance(default, (list, dict)):
@@ -307,6 +311,8 @@ def load_job(cfg, cls=JobConfig, overrides=None):
     tree = {k: OmegaConf.to_container(v, resolve=True, throw_on_missing=False) if OmegaConf.is_config(v) else v
             for k, v in cfg.items_ex(resolve=True) if k != "hydra"}
     _unmissing(tree)
+    if isinstance(tree.get("messages"), dict):   # the codecs' own keys left null: each codec's default
+        tree["messages"] = MessagesSpec.given(tree["messages"])
     from .typed import job_overrides, keep_typed_text
 
     keep_typed_text(tree, job_overrides() if overrides is None else overrides, cls)
@@ -366,6 +372,12 @@ def keys_markdown() -> str:
         seen.setdefault(cls.options, []).append(name)
     for options, names in seen.items():
         out += [f"`algorithm={'`, `algorithm='.join(names)}` ({options.__name__}):", "", *head, *rows(options, "algorithm"), ""]
+    out += ["## messages.codec=<name>: each codec's own keys", ""]
+    for name, cls in CODECS.items():
+        if cls.own_options():
+            own = [r for r in rows(cls.options, "messages") if r.startswith(tuple(f"| `messages.{k}`"
+                                                                                 for k in cls.own_options()))]
+            out += [f"`messages.codec={name}` ({cls.options.__name__}):", "", *head, *own, ""]
     out += ["## data=<name>: each data source's keys", ""]
     kinds = {}
     for name, src in SOURCES.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from isparse.compression import codec_class
 from isparse.errors import ConfigError
 from isparse.params import is_text, leaf_constraints
 
@@ -99,7 +100,8 @@ def keep_typed_text(tree: dict, overrides, cls) -> None:
 def _text_keys(tree: dict, cls) -> set:
     """The dotted keys whose constraint admits strings only, for the options the tree chose."""
     keys = {k for k, c in leaf_constraints(cls).items() if is_text(c)}
-    for group, base in (("algorithm", _algorithm_for), ("data", _data_for), ("cluster", _cluster_for)):
+    for group, base in (("algorithm", _algorithm_for), ("data", _data_for), ("cluster", _cluster_for),
+                        ("messages", _messages_for)):
         chosen = base(tree.get(group) or {})
         if chosen is not None:
             keys |= {f"{group}.{k}" for k, c in leaf_constraints(chosen).items() if is_text(c)}
@@ -111,6 +113,13 @@ def _algorithm_for(values):
 
     try:   # a method of another module is imported (algorithm.module); a bad name is from_dict's to refuse
         return method_class(str(values.get("name")), values.get("module")).options
+    except ConfigError:
+        return None
+
+
+def _messages_for(values):
+    try:   # a codec of another module is imported (messages.module); a bad name is from_dict's to refuse
+        return codec_class(str(values.get("codec", "float64")), values.get("module")).options
     except ConfigError:
         return None
 

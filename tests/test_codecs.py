@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from isparse import InProcessPool, load_dataset
-from isparse.compression.codecs import NAMES, codec
+from isparse.compression.codecs import CODECS, codec
 from isparse.compression.messages import Messages
 from isparse.problems import QuadraticProblem
 from isparse.compression.sampling import CODEC, Sampler
@@ -17,6 +17,7 @@ from isparse.theory import theorem1_bound, theorem3_bound, theorem5_bound
 from isparse.theory.iasgd import strong_growth_rho
 from specs import make, spec
 
+NAMES = list(CODECS)   # the built-in codecs
 LOSSY = [c for c in NAMES if c != "float64"]
 
 
@@ -346,8 +347,9 @@ def test_the_spec_refuses_an_unknown_codec_and_stray_levels():
 
     with pytest.raises(ConfigError, match=r"'messages.codec' parameter must be one of .*float64.*got 'int8'"):
         spec("isega", codec="int8")
-    with pytest.raises(ConfigError, match=r"'messages.levels' parameter is used by messages.codec=dither only"):
-        spec("isega", codec="natural", levels=3)
+    with pytest.raises(ConfigError, match=r"'messages.levels' parameter is not a key of messages.codec=natural "
+                                          r"\(it would be ignored\); known: send_ids, codec, module\.$"):
+        spec("isega", codec="natural", levels=3)   # dither's own key
     with pytest.raises(ConfigError, match=r"'messages.levels' parameter must be"):
         spec("isega", codec="dither", levels=0)
 

@@ -282,9 +282,9 @@ def test_plan_codecs_grid(tmp_path):
     cost = plan["round_cost"]
     assert set(plan["codec_probes"]) == {"natural", "dither:7", "bfloat16"}
     for r in plan["rows"]:
-        levels = 7 if r["codec"] == "dither:7" else 15
+        levels = {"levels": 7} if r["codec"] == "dither:7" else {}   # dither's own key
         built = make(algorithm="isega", data=load_dataset("a1a", data_dir=os.environ.get("ISPARSE_DATA_DIR")),
-                     lam=0.3, n=4, tau=r["tau"], codec=r["codec"].split(":")[0], levels=levels)
+                     lam=0.3, n=4, tau=r["tau"], codec=r["codec"].split(":")[0], **levels)
         r0 = float(np.sum((built.x0 - built.reference.x_star) ** 2))
         assert r["predicted_iterations"] == built.bound.iterations_to(1e-4 * r0)
         assert r["bound_source"] == ("paper" if r["codec"] == "float64" else "derived")

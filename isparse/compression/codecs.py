@@ -8,16 +8,21 @@ E||Q(v) - v||^2 <= omega ||v||^2 gives (docs/algorithms.md §7)
 
 which is what the bounds with omega (``isparse.theory``) use.
 
-=========== ======== ============================================ ======================================
-codec       unbiased omega                                       bits on the wire per message of q values
-=========== ======== ============================================ ======================================
-float64     exact    0                                            64 q
-float32     no       (deterministic rounding, relative 2^-24)     32 q
-bfloat16    no       (deterministic rounding, relative 2^-8)      16 q
-natural     yes      1/8                                          9 q (sign + 8-bit exponent, window by the problem)
-natural7    yes      1/8                                          8 q (sign + 7-bit exponent, window by the problem)
-dither      yes      min(q/s^2, sqrt(q)/s) (1 + 2^-20)            32 + (1 + ceil(log2(s + 1))) q
-=========== ======== ============================================ ======================================
+=========== =========== ============================================ ======================================
+codec       kind        constant                                     bits on the wire per message of q values
+=========== =========== ============================================ ======================================
+float64     exact       omega 0                                      64 q
+float32     contractive alpha 1 - delta^2, delta = 2^-24 (rounding)   32 q
+bfloat16    contractive alpha 1 - delta^2, delta ~ 2^-8 (rounding)    16 q
+natural     unbiased    omega 1/8                                    9 q (sign + 8-bit exponent, window by the problem)
+natural7    unbiased    omega 1/8                                    8 q (sign + 7-bit exponent, window by the problem)
+dither      unbiased    omega min(q/s^2, sqrt(q)/s) (1 + 2^-20)      32 + (1 + ceil(log2(s + 1))) q
+=========== =========== ============================================ ======================================
+
+Each is a :class:`~isparse.compression.registry.Codec` (a :class:`~isparse.compression.compressors.Compressor` that
+codes every value) registered by its ``name``; dither's ``levels`` is its own option (:class:`DitherOptions`,
+``messages.levels``). float32 and bfloat16 round deterministically with ||Q(v) - v|| <= delta ||v||: contractive
+with alpha = 1 - delta^2, biased (no omega; the theorems with omega do not cover them).
 
 ``natural`` is natural compression (Horvath, Ho, Horvath, Sahu, Canini, Richtarik, arXiv:1905.10988): each value
 is rounded to one of the two powers of two around it, the upper one with probability (|v| - 2^e)/2^e, so that the
@@ -40,94 +45,22 @@ batch are packed into one byte buffer, one bit plane per code bit (a whole byte 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-#: the codecs ``messages.codec`` names
-NAMES = ("float64", "float32", "bfloat16", "natural", "natural7", "dither")
+from ..params import Interval, param
+from .registry import CODECS, Codec, MessagesSpec, codec_class
+from .sampling import CODEC
+
 #: the default of ``messages.levels`` (s of ``dither``): 15 levels use 4 bits, 5 with the sign
 DEFAULT_LEVELS = 15
-
-
-class Codec:
-    """A value codec: ``encode`` a batch of messages to a packed payload, ``decode`` it back to float64.
-
-    Attributes
-    ----------
-    name : str
-        ``messages.codec``.
-    unbiased : bool
-        E Q(v) = v for every v (float64 too: it is exact).
-    exact : bool
-        Q(v) = v (float64 only).
-    random : bool
-        Encoding draws random numbers (stream ``CODEC`` of ``isparse.compression.sampling``).
-    header_bits : int
-        Bits per message besides the values (dither's norm).
-    """
-
-    name = ""
-    unbiased = False
-    exact = False
-    random = False
-    header_bits = 0
-    value_bits = 64
-    #: the codec's window is placed by the problem's scale (:meth:`scaled`; ``natural`` and ``natural7``)
-    needs_scale = False
-
-    def scaled(self, scale: float) -> "Codec":
-        """The codec for messages whose largest |value| at the start is about ``scale`` (itself, but for the natural
-        codecs, whose exponent window it places)."""
-        return self
-
-    def omega(self, q: int) -> float | None:
-        """omega of E||Q(v) - v||^2 <= omega ||v||^2 for a message of q values; None for a biased codec."""
-        return 0.0 if self.exact else None
-
-    def relative_error(self) -> float | None:
-        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16); None otherwise."""
-        return 0.0 if self.exact else None
-
-    def bits(self, counts: np.ndarray) -> np.ndarray:
-        """Bits on the wire of each message, shape of ``counts`` (int64): header (if any values) + values."""
-        counts = np.asarray(counts, dtype=np.int64)
-        return counts * self.value_bits + np.where(counts > 0, self.header_bits, 0)
-
-    def encode(self, values: np.ndarray, counts: np.ndarray, u: np.ndarray | None):
-        """The payload of a batch: ``values`` (float64, worker-major) of messages of ``counts`` values; ``u`` the
-        uniforms in [0, 1), one per value (a random codec only)."""
-        raise NotImplementedError
-
-    def decode(self, payload, counts: np.ndarray) -> np.ndarray:
-        """The float64 values of ``payload``, shape (counts.sum(),)."""
-        raise NotImplementedError
-
-    def key(self) -> tuple:
-        """What identifies the codec (pickled with every batch instead of the object)."""
-        return (self.name,)
-
-    def __reduce__(self):
-        return (codec, self.key())
-
-    def __eq__(self, other):
-        return isinstance(other, Codec) and other.key() == self.key()
-
-    def __hash__(self):
-        return hash(self.key())
-
-    def __repr__(self):
-        return f"codec{self.key()!r}"
-
-    @property
-    def label(self) -> str:
-        """The codec as a user writes it (``dither(s=15)``)."""
-        return self.name
 
 
 class Float64(Codec):
     """The values themselves (8 B each)."""
 
-    name, unbiased, exact = "float64", True, True
+    name, kind = "float64", "exact"
 
     def encode(self, values, counts, u):
         return values
@@ -140,10 +73,13 @@ class Float32(Codec):
     """Round to the nearest float32 (4 B each): deterministic, biased, relative error <= 2^-24 per value (values
     above float32's range become inf, which the divergence check reports)."""
 
-    name, value_bits = "float32", 32
+    name, kind, value_bits = "float32", "contractive", 32
 
     def relative_error(self):
         return 2.0 ** -24
+
+    def alpha(self, q):
+        return 1.0 - self.relative_error() ** 2
 
     def encode(self, values, counts, u):
         with np.errstate(over="ignore"):
@@ -158,10 +94,13 @@ class BFloat16(Codec):
     relative error <= 2^-8 per value. What it costs in accuracy is the neighbourhood it leaves (measured in
     docs/benchmarks.md)."""
 
-    name, value_bits = "bfloat16", 16
+    name, kind, value_bits = "bfloat16", "contractive", 16
 
     def relative_error(self):
         return 2.0 ** -8 * (1.0 + 2.0 ** -16)   # nearest-even on 8 significant bits, after float32's own rounding
+
+    def alpha(self, q):
+        return 1.0 - self.relative_error() ** 2
 
     def encode(self, values, counts, u):
         with np.errstate(over="ignore"):
@@ -209,7 +148,7 @@ class Natural(Codec):
         The largest exponent of the window.
     """
 
-    name, unbiased, random = "natural", True, True
+    name, kind, stream = "natural", "unbiased", CODEC
     exponent_bits = 8
     #: e_max - (the exponent of max_i ||grad f_i(x^0)||_inf) after :meth:`scaled`
     HEADROOM = 64
@@ -251,11 +190,15 @@ class Natural(Codec):
         scale = scale if np.isfinite(scale) and scale > 0 else 1.0
         return type(self)(int(np.frexp(scale)[1]) - 1 + self.HEADROOM)
 
-    def key(self):
-        return (self.name, self.e_max)
+    def state(self):
+        return {"e_max": self.e_max}
 
-    def __reduce__(self):
-        return (type(self), (self.e_max,))
+    def overflow_hint(self):
+        """A value at the top of the window decodes to inf: said when a run diverges (natural7's window is
+        HEADROOM - 24 = 40 powers of two lower than natural's)."""
+        lower = Natural.HEADROOM - self.HEADROOM
+        return (f"a sent value reached the top of messages.codec={self.label}'s exponent window (2^{self.e_max})"
+                + (f"; {Natural.name}'s reaches 2^{lower} higher" if lower else ""))
 
     def decode(self, payload, counts):
         n = int(np.sum(counts))
@@ -288,22 +231,31 @@ class Natural7(Natural):
         super().__init__(e_max)
 
 
-class Dither(Codec):
-    """Random dithering with s levels and one float32 norm per message (QSGD)."""
+@dataclass
+class DitherOptions(MessagesSpec):
+    """The keys of ``messages.codec=dither``."""
 
-    name, unbiased, random, header_bits = "dither", True, True, 32
+    levels: int = param(DEFAULT_LEVELS, Interval(int, 1, 255), "s, the levels of codec=dither "
+                                                               "(1 + ceil(log2(s + 1)) bits per value)")
+
+
+class Dither(Codec):
+    """Random dithering with s levels and one float32 norm per message (QSGD).
+
+    Parameters
+    ----------
+    levels : int
+        s, in [1, 255] (``messages.levels``).
+    """
+
+    name, kind, stream, header_bits = "dither", "unbiased", CODEC, 32
+    options = DitherOptions
+    short_option = ("levels", "s")
 
     def __init__(self, levels: int = DEFAULT_LEVELS):
         self.levels = int(levels)
         self.level_bits = max(1, math.ceil(math.log2(self.levels + 1)))
         self.value_bits = 1 + self.level_bits
-
-    def key(self):
-        return (self.name, self.levels)
-
-    @property
-    def label(self):
-        return f"dither(s={self.levels})"
 
     def omega(self, q):
         s = self.levels
@@ -344,21 +296,20 @@ class Dither(Codec):
         return np.where(codes >> self.level_bits, -out, out)
 
 
-_SIMPLE = {"float64": Float64(), "float32": Float32(), "bfloat16": BFloat16(), "natural": Natural(),
-           "natural7": Natural7()}
-FLOAT64 = _SIMPLE["float64"]
+FLOAT64 = Float64()
 
 
-def codec(name: str = "float64", levels: int = DEFAULT_LEVELS) -> Codec:
-    """The codec of ``messages.codec=name`` (``levels``: s of ``dither``).
+def codec(name: str = "float64", *, module: str | None = None, **options) -> Codec:
+    """The codec ``messages.codec=name`` with its own ``options`` (``codec("dither", levels=7)``), checked as the
+    config is (``messages.module``: imported first).
 
     Raises
     ------
-    ValueError
-        An unknown name (the spec's ``OneOf`` refuses it first on the command line).
+    ConfigError
+        An unknown name (listing the known ones), a key the codec does not have, or a value out of its range.
     """
-    if name == "dither":
-        return Dither(levels)
-    if name not in _SIMPLE:
-        raise ValueError(f"unknown codec {name!r}; one of {', '.join(NAMES)}")
-    return _SIMPLE[name]
+    return MessagesSpec.from_dict({"codec": name, "module": module, **options}, "messages").make_codec()
+
+
+__all__ = ["CODECS", "DEFAULT_LEVELS", "FLOAT64", "BFloat16", "Codec", "Dither", "DitherOptions", "Float32",
+           "Float64", "MessagesSpec", "Natural", "Natural7", "codec", "codec_class"]

@@ -127,14 +127,11 @@ class RunOptions:
 
 
 def check_divergence(t, dist_sq, r0, gamma, x_prev, codec=None) -> None:
-    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0 (naming ``codec``'s exponent window,
-    where a value above it decodes to inf)."""
+    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0 (with what ``codec`` says of it,
+    ``overflow_hint()``: e.g. the natural codecs' exponent window, above which a value decodes to inf)."""
     if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
-        hint = ""
-        if getattr(codec, "e_max", None) is not None:   # natural compression: above its window a value decodes to inf
-            hint = (f", or a sent value reached the top of messages.codec={codec.label}'s exponent window "
-                    f"(2^{codec.e_max})" + ("; natural's reaches 2^40 higher" if codec.name == "natural7" else ""))
-        raise DivergenceError(t, gamma, x_prev, hint)
+        said = codec.overflow_hint() if codec is not None else None
+        raise DivergenceError(t, gamma, x_prev, f", or {said}" if said else "")
 
 
 class MasterLoop:

@@ -1,0 +1,357 @@
+"""Compressors as pieces: what each piece declares, the block sampling as a piece, and ``chain`` (docs/algorithms.md §7).
+
+A :class:`Compressor` C maps a batch of k messages (``values``, worker-major, of ``counts`` values each) to a payload
+and back. Its random draws are made outside it (:meth:`Compressor.draw`, counter-based, keyed by (seed, worker,
+iteration); ``isparse.compression.sampling``) and passed in, so ``encode(values, counts, u)`` and
+``decode(payload, counts)`` are pure functions. Each piece declares, as data, its class and constant:
+
+============ ================================================ =====================================
+kind         constant                                         memory_rate(q)
+============ ================================================ =====================================
+exact        C(v) = v (omega 0, alpha 1)                      1
+unbiased     E C(v) = v, E||C(v) - v||^2 <= omega(q) ||v||^2  1/(1 + omega(q))
+contractive  E||C(v) - v||^2 <= (1 - alpha(q)) ||v||^2        1
+biased       none                                             1
+============ ================================================ =====================================
+
+for a message v of q values. ``memory_rate`` is the share of a decoded value a memory (ISEGA's h, DIANA's shifts)
+moves by: 1/(1 + omega) keeps an unbiased piece's memory contracting (DIANA's shift rate).
+
+:class:`IndependentBlocks` is the paper's sampling as a piece: each worker keeps an independent tau*m-nice set U of
+its message's m blocks (stream ``BLOCKS``) and the receiver scales by 1/tau, so C(v) = (1/tau) v_U (zero off U):
+E C(v) = v and E||C(v) - v||^2 = sum_j [tau (1/tau - 1)^2 + (1 - tau)] v_j^2 = (1/tau - 1) ||v||^2, every
+coordinate being kept with probability tau: omega = 1/tau - 1 = m/(tau m) - 1, and exact at tau = 1.
+
+:func:`chain` composes pieces (optax's ``chain``): ``chain(IndependentBlocks(tau_m, m), codec)`` is the uplink
+C(v) = (1/tau) Q(v_U). Every piece but the last is a :class:`Selection` (it passes on a part of its message, which
+the next piece codes); the last codes what reaches it. The chain's constants come from the composition rule
+(:class:`Chain`), not from the methods.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .sampling import BLOCKS
+
+#: the classes a piece declares (``Compressor.kind``)
+KINDS = ("exact", "unbiased", "contractive", "biased")
+
+
+class Compressor:
+    """A piece: pure ``encode``/``decode`` of a batch of messages, its class and constant, its wire size.
+
+    Attributes
+    ----------
+    kind : {"exact", "unbiased", "contractive", "biased"}
+        The class the piece declares (module docstring).
+    stream : int or None
+        The ``isparse.compression.sampling`` stream its draws come from; None for a deterministic piece.
+    """
+
+    kind = "biased"
+    stream: int | None = None
+
+    @property
+    def random(self) -> bool:
+        """Encoding takes random draws (:meth:`draw`)."""
+        return self.stream is not None
+
+    @property
+    def exact(self) -> bool:
+        """C(v) = v."""
+        return self.kind == "exact"
+
+    @property
+    def unbiased(self) -> bool:
+        """E C(v) = v for every v (an exact piece too)."""
+        return self.kind in ("exact", "unbiased")
+
+    def omega(self, q: int) -> float | None:
+        """omega of E||C(v) - v||^2 <= omega ||v||^2 for a message of q values; 0 exact, None unless unbiased."""
+        return 0.0 if self.exact else None
+
+    def alpha(self, q: int) -> float | None:
+        """alpha of E||C(v) - v||^2 <= (1 - alpha) ||v||^2 for a message of q values; 1 exact, None unless
+        contractive."""
+        return 1.0 if self.exact else None
+
+    def memory_rate(self, q: int) -> float:
+        """The share of a decoded value a memory moves by: 1/(1 + omega(q)) for a lossy unbiased piece, else 1."""
+        if self.kind == "unbiased":
+            return 1.0 / (1.0 + self.omega(q))
+        return 1.0
+
+    def out_size(self, q):
+        """The most values the piece passes on from a message of q values (int or int array): q for a value codec."""
+        return q
+
+    def bits(self, counts: np.ndarray) -> np.ndarray:
+        """Bits on the wire of each message of ``counts`` values, shape of ``counts`` (int64)."""
+        return np.zeros(np.shape(counts), np.int64)
+
+    def draw(self, sampler, ids, t: int, counts: np.ndarray, q: int):
+        """The piece's draws for the messages of workers ``ids`` at iteration ``t`` (None for a deterministic piece).
+
+        Parameters
+        ----------
+        sampler : Sampler
+        ids : array of int, shape (k,)
+        t : int
+        counts : array of int, shape (k,)
+            Values of each message.
+        q : int
+            The most values a message can have: it fixes each worker's share of the counter, so a worker's draws do
+            not depend on the other messages of its batch.
+        """
+        return None
+
+    def encode(self, values: np.ndarray, counts: np.ndarray, u):
+        """The payload of a batch: ``values`` (float64, worker-major, shape (counts.sum(),)) and ``u`` from
+        :meth:`draw`."""
+        raise NotImplementedError
+
+    def decode(self, payload, counts: np.ndarray) -> np.ndarray:
+        """The float64 values of ``payload``, shape (counts.sum(),)."""
+        raise NotImplementedError
+
+    def overflow_hint(self) -> str | None:
+        """What to add to a divergence error when the piece can turn a large value into inf (None: nothing)."""
+        return None
+
+
+class Selected(NamedTuple):
+    """What a :class:`Selection` passes on: the support it kept, the kept values and their counts per message."""
+
+    support: np.ndarray
+    values: np.ndarray | None
+    counts: np.ndarray
+
+
+class Selection(Compressor):
+    """A piece that keeps a part of each message: its payload is a :class:`Selected`, whose values the next piece of a
+    chain codes. It costs no bits itself (the receiver recomputes the support from the draws)."""
+
+    def out_counts(self, counts: np.ndarray, support) -> np.ndarray:
+        """The kept values of each message, shape (k,)."""
+        raise NotImplementedError
+
+
+class IndependentBlocks(Selection):
+    """The independent tau*m-nice block sampling (arXiv:1901.09437, section 2) with the 1/tau scaling: unbiased,
+    omega = m/tau_m - 1.
+
+    Parameters
+    ----------
+    tau_m : int
+        Blocks kept per message, 1 <= tau_m <= m.
+    m : int
+        Blocks of a message.
+    size : int
+        Values per block b (the last block of a message of q values may be shorter: m = ceil(q / b)).
+    """
+
+    stream = BLOCKS
+
+    def __init__(self, tau_m: int, m: int, size: int = 1):
+        self.tau_m, self.m, self.size = int(tau_m), int(m), int(size)
+        if not (1 <= self.tau_m <= self.m and self.size >= 1):
+            raise ValueError(f"IndependentBlocks needs 1 <= tau_m <= m and size >= 1; got tau_m = {tau_m}, m = {m}, "
+                             f"size = {size}")
+
+    def __repr__(self):
+        return f"IndependentBlocks(tau_m={self.tau_m}, m={self.m}, size={self.size})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and (other.tau_m, other.m, other.size) == (self.tau_m, self.m, self.size)
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.tau_m, self.m, self.size))
+
+    @property
+    def tau(self) -> float:
+        """tau = tau_m / m."""
+        return self.tau_m / self.m
+
+    @property
+    def kind(self) -> str:
+        return "exact" if self.tau_m == self.m else "unbiased"
+
+    def omega(self, q):
+        return self.m / self.tau_m - 1.0
+
+    def out_size(self, q):
+        return np.minimum(q, self.tau_m * self.size) if np.ndim(q) else min(int(q), self.tau_m * self.size)
+
+    def draw(self, sampler, ids, t, counts, q):
+        """U of each worker: sorted block ids, shape (k, tau_m) (``Sampler.subsets`` of stream ``BLOCKS``)."""
+        return sampler.subsets(BLOCKS, ids, t, self.m, self.tau_m)
+
+    def _coords(self, counts, U):
+        """(positions in the batch of the kept values, in block order, worker after worker; kept values per worker)."""
+        counts = np.asarray(counts, dtype=np.int64)
+        q = int(counts[0]) if counts.size else 0
+        if np.any(counts != q) or math.ceil(q / self.size) != self.m:
+            raise ValueError(f"IndependentBlocks(m={self.m}, size={self.size}) codes messages of one length q with "
+                             f"ceil(q / size) = m; got counts {np.unique(counts).tolist()}")
+        U = np.asarray(U, dtype=np.int64)
+        idx = (U[:, :, None] * self.size + np.arange(self.size)).reshape(U.shape[0], -1)
+        keep = idx < q
+        pos = (idx + q * np.arange(U.shape[0])[:, None])[keep]
+        return pos, keep.sum(axis=1)
+
+    def out_counts(self, counts, support):
+        return self._coords(counts, support)[1]
+
+    def encode(self, values, counts, u):
+        pos, kept = self._coords(counts, u)
+        return Selected(np.asarray(u), np.asarray(values, dtype=np.float64)[pos], kept)
+
+    def decode(self, payload, counts):
+        pos, _ = self._coords(counts, payload.support)
+        out = np.zeros(int(np.sum(counts)))
+        out[pos] = payload.values * (self.m / self.tau_m)
+        return out
+
+
+class Chain(Compressor):
+    """The composition of pieces: ``pieces[0]`` acts first; every piece but the last is a :class:`Selection`.
+
+    The composition rule (the pieces' draws independent; q_k the most values reaching piece k, q_0 = q):
+
+    - all pieces exact: exact (the identity);
+    - all exact or unbiased: unbiased with 1 + omega = prod_k (1 + omega_k(q_k)). Derivation: for two independent
+      unbiased pieces, E C2(C1(v)) = E C1(v) = v, and E||C2(C1 v)||^2 <= (1 + omega_2) E||C1 v||^2 <=
+      (1 + omega_2)(1 + omega_1)||v||^2, so E||C2(C1 v) - v||^2 = E||C2(C1 v)||^2 - ||v||^2 <=
+      ((1 + omega_1)(1 + omega_2) - 1)||v||^2; induction gives the product. For chain(IndependentBlocks(tau_m, m),
+      Q): omega = (1 + omega_Q(tau_m b))/tau - 1 (DIANA's omega_D). A value codec's omega at the values it codes,
+      q_k, holds for the blocks kept, since it holds for every message of up to q_k values;
+    - one contractive piece, the others exact: contractive with that piece's alpha;
+    - otherwise: biased (no constant is derived for a contractive piece composed with a lossy one, nor for a biased
+      piece).
+
+    Parameters
+    ----------
+    *pieces : Compressor
+        At least one; a chain among them is flattened.
+    """
+
+    def __init__(self, *pieces: Compressor):
+        flat = []
+        for p in pieces:
+            flat.extend(p.pieces if isinstance(p, Chain) else [p])
+        if not flat:
+            raise ValueError("a chain needs at least one piece")
+        for p in flat[:-1]:
+            if not isinstance(p, Selection):
+                raise TypeError(f"every piece of a chain but the last must be a Selection (it passes on a part of its "
+                                f"message); got {p!r} before {flat[-1]!r}")
+        self.pieces = tuple(flat)
+
+    def __repr__(self):
+        return f"chain({', '.join(map(repr, self.pieces))})"
+
+    def __eq__(self, other):
+        return isinstance(other, Chain) and other.pieces == self.pieces
+
+    def __hash__(self):
+        return hash(self.pieces)
+
+    @property
+    def codec(self) -> Compressor | None:
+        """The value codec: the last piece (None when the chain ends with a selection: its values travel as they
+        are)."""
+        return None if isinstance(self.pieces[-1], Selection) else self.pieces[-1]
+
+    @property
+    def tau(self) -> float:
+        """The product of the selections' tau (1 without one)."""
+        return math.prod(getattr(p, "tau", 1.0) for p in self.pieces)
+
+    @property
+    def stream(self):
+        return next((p.stream for p in self.pieces if p.stream is not None), None)
+
+    @property
+    def kind(self) -> str:
+        kinds = [p.kind for p in self.pieces]
+        if all(k == "exact" for k in kinds):
+            return "exact"
+        if all(k in ("exact", "unbiased") for k in kinds):
+            return "unbiased"
+        if kinds.count("contractive") == 1 and all(k in ("exact", "contractive") for k in kinds):
+            return "contractive"
+        return "biased"
+
+    def sizes(self, q) -> list:
+        """q_k, the most values reaching each piece from a message of q values."""
+        out = []
+        for p in self.pieces:
+            out.append(q)
+            q = p.out_size(q)
+        return out
+
+    def omega(self, q):
+        kind = self.kind
+        if kind not in ("exact", "unbiased"):
+            return None
+        if kind == "exact":
+            return 0.0
+        return math.prod(1.0 + p.omega(qk) for p, qk in zip(self.pieces, self.sizes(q))) - 1.0
+
+    def alpha(self, q):
+        kind = self.kind
+        if kind == "exact":
+            return 1.0
+        if kind != "contractive":
+            return None
+        return next(p.alpha(qk) for p, qk in zip(self.pieces, self.sizes(q)) if p.kind == "contractive")
+
+    def out_size(self, q):
+        return self.pieces[-1].out_size(self.sizes(q)[-1])
+
+    def bits(self, counts):
+        """The wire bits of each message of ``counts`` values at the most values each piece passes on (a selection
+        that keeps a shorter last block sends fewer: ``Messages.bytes_per_worker`` counts the batch as sent)."""
+        return sum(p.bits(c) for p, c in zip(self.pieces, self.sizes(np.asarray(counts, dtype=np.int64))))
+
+    def draw(self, sampler, ids, t, counts, q):
+        """Each piece's draws, in order (a tuple): piece k draws for the values piece k - 1 kept."""
+        out = []
+        for p, qk in zip(self.pieces, self.sizes(q)):
+            u = p.draw(sampler, ids, t, counts, qk)
+            out.append(u)
+            if isinstance(p, Selection):
+                counts = p.out_counts(counts, u)
+        return tuple(out)
+
+    def encode(self, values, counts, u):
+        """(the selections' supports and counts, the last piece's payload)."""
+        kept = []
+        for p, uk in zip(self.pieces[:-1], u[:-1]):
+            sel = p.encode(values, counts, uk)
+            kept.append(sel._replace(values=None))
+            values, counts = sel.values, sel.counts
+        return tuple(kept), self.pieces[-1].encode(values, counts, u[-1])
+
+    def decode(self, payload, counts):
+        kept, last = payload
+        inner = [counts, *(s.counts for s in kept)]
+        out = self.pieces[-1].decode(last, inner[-1])
+        for p, sel, c in zip(reversed(self.pieces[:-1]), reversed(kept), reversed(inner[:-1])):
+            out = p.decode(sel._replace(values=out), c)
+        return out
+
+    def overflow_hint(self):
+        return next((h for h in (p.overflow_hint() for p in self.pieces) if h), None)
+
+
+def chain(*pieces: Compressor) -> Chain:
+    """The composition of ``pieces`` (the first acts first), e.g. ``chain(IndependentBlocks(tau_m, m), codec)``."""
+    return Chain(*pieces)
+
+
+__all__ = ["KINDS", "Chain", "Compressor", "IndependentBlocks", "Selected", "Selection", "chain"]

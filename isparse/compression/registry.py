@@ -1,0 +1,250 @@
+"""Value codecs as registered classes, and the ``messages`` section whose ``codec`` key picks one.
+
+:data:`CODECS` maps every ``messages.codec=<name>`` to its class. It is filled by the classes themselves: every
+:class:`Codec` subclass that sets ``name`` registers when it is defined (two classes with one name is an error), so
+a codec defined anywhere importable is one module, named by ``messages.module`` (imported first, as
+``algorithm.module`` is for a method). A codec declares its own keys as its ``options``, a subclass of
+:class:`MessagesSpec` (dither's ``levels``): :meth:`MessagesSpec.choose` picks the codec's options by
+``messages.codec``, so a key the chosen codec does not have is refused, naming it.
+
+A codec pickles by its class (module and qualified name, found by import on the receiving side: a Dask worker whose
+PYTHONPATH has the module) and the values that rebuild it (:meth:`Codec.state`), never by a name lookup.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+import numpy as np
+
+from ..errors import ConfigError, check_choice
+from ..params import Boolean, Constraint, Nullable, Section, Text, param, unknown_key
+from .compressors import Compressor
+
+#: messages.codec -> its class, in the order the classes were defined
+CODECS: dict[str, type] = {}
+
+
+def codec_class(name: str, module: str | None = None, key: str = "messages") -> type:
+    """The class of ``messages.codec=name``; ``module`` (``messages.module``) is imported first, so a codec defined
+    outside ``isparse.compression`` registers itself.
+
+    Raises
+    ------
+    ConfigError
+        ``module`` cannot be imported (naming ``<key>.module``), or no codec has that name (naming ``<key>.codec``
+        and listing the known ones).
+    """
+    if module is not None:
+        try:
+            importlib.import_module(str(module))
+        except Exception as exc:  # noqa: BLE001 - any import failure is the user's module's
+            raise ConfigError(f"{key}.module", f"The '{key}.module' parameter must name an importable Python module "
+                                               f"(on sys.path / PYTHONPATH); importing {module!r} failed: "
+                                               f"{type(exc).__name__}: {exc}") from None
+    check_choice(f"{key}.codec", name, CODECS)
+    return CODECS[name]
+
+
+class CodecName(Constraint):
+    """A registered codec's name, looked up when a value is checked (a codec of ``messages.module`` included)."""
+
+    is_text = True
+
+    @property
+    def text(self) -> str:
+        return f"one of {', '.join(CODECS)}, or a codec messages.module defines"
+
+    def __call__(self, key, value):
+        return check_choice(key, value, CODECS)
+
+
+def _keys_of_the_codec(m: "MessagesSpec", key: str) -> None:
+    """An instance built in Python with keys of another codec (``DitherOptions(codec="natural")``): refused, as
+    ``from_dict`` refuses them."""
+    own = codec_class(m.codec, m.module, key or "messages").options.fields()
+    extra = [k for k in type(m).fields() if k not in own]
+    if extra:
+        full = f"{key}.{extra[0]}" if key else extra[0]
+        raise unknown_key(full, f"{key or 'messages'}.codec={m.codec}", list(own))
+
+
+@dataclass
+class MessagesSpec(Section):
+    """What a worker's message carries besides its values, and how its values are coded: ``codec`` picks the value
+    codec (:data:`CODECS`), whose ``options`` (a subclass of this section) add its own keys."""
+
+    send_ids: bool = param(False, Boolean(), "false: values only, the master recomputes the block ids from "
+                                             "(seed, i, t); true: the ids travel too (4 B each). EF21's Top-K ids "
+                                             "always travel")
+    codec: str = param("float64", CodecName(),
+                       "how each value travels: float64 (8 B, exact), float32 (4 B) or bfloat16 (2 B; both "
+                       "deterministic rounding, biased: no bound), natural (9 bits, unbiased, omega = 1/8; an 8-bit "
+                       "exponent over 2^-190 .. 2^64 x the largest local gradient entry at x^0), natural7 (8 bits: "
+                       "natural with a 7-bit exponent over 2^-102 .. 2^24 x that entry) or dither "
+                       "(QSGD with s = messages.levels, unbiased, omega = min(q/s^2, sqrt(q)/s) for q values, one 4 B "
+                       "norm per message); a codec's own keys are listed under messages.codec=<name>; the theorems' "
+                       "bounds carry omega (docs/algorithms.md §7)")
+    module: Optional[str] = param(None, Nullable(Text()), "the Python module that defines the codec, imported "
+                                                          "first; null: a codec of isparse.compression")
+
+    rules = (_keys_of_the_codec,)
+
+    @classmethod
+    def choose(cls, values, key):
+        return codec_class(values.get("codec", "float64"), values.get("module"), key or "messages").options
+
+    @classmethod
+    def label(cls, values, key):
+        return f"{key or 'messages'}.codec={values.get('codec', 'float64')}"
+
+    def check(self, key: str = "") -> "MessagesSpec":
+        codec_class(self.codec, self.module, key or "messages")   # messages.module first: its codecs register
+        return super().check(key)
+
+    @classmethod
+    def composed_values(cls) -> dict:
+        """The section's keys for a config composer (Hydra's node, ``pipeline.schema``): these keys' defaults and every
+        registered codec's own keys, null (so ``messages.codec=dither messages.levels=7`` overrides keys that exist;
+        a codec's config file adds its own). :meth:`given` leaves a null own key out."""
+        return {**cls().to_dict(), **{k: None for c in CODECS.values() for k in c.own_options()}}
+
+    @staticmethod
+    def given(values: dict) -> dict:
+        """A composed section's ``values`` without the codecs' own keys left null: a null own key takes the
+        codec's default, and another codec's key that is null is not given."""
+        base = MessagesSpec.fields()
+        return {k: v for k, v in values.items() if k in base or v is not None}
+
+    def codec_class(self) -> type:
+        """The class of ``codec`` (and ``module``)."""
+        return codec_class(self.codec, self.module)
+
+    def make_codec(self) -> "Codec":
+        """The :class:`Codec` of these keys."""
+        return self.codec_class().from_options(self)
+
+    def choice(self) -> dict:
+        """``codec`` and the codec's own keys (what a grid of codecs varies): ``{"codec": "dither", "levels": 7}``."""
+        own = self.codec_class().own_options()
+        return {"codec": self.codec, **{k: getattr(self, k) for k in own if hasattr(self, k)}}
+
+
+class Codec(Compressor):
+    """A value codec: codes each value of a message (a :class:`~isparse.compression.compressors.Compressor` that
+    keeps every value), registered by ``name``, with its own ``options``.
+
+    Class attributes
+    ----------------
+    name : str
+        ``messages.codec=<name>``; a subclass that sets it registers in :data:`CODECS`.
+    options : type
+        The :class:`MessagesSpec` subclass of its keys; its fields beyond :class:`MessagesSpec`'s are the
+        constructor's keyword arguments and the instance's attributes of the same names (:meth:`own_options`,
+        :meth:`option_values`).
+    short_option : (str, str) or None
+        Its one numeric option and the letter it is written with (dither: ``("levels", "s")``): ``<name>:<value>`` in
+        ``plan.codecs`` and ``dither(s=15)`` in the label.
+    value_bits, header_bits : int
+        Bits per value, and per message besides the values (dither's norm): :meth:`bits`.
+    needs_scale : bool
+        Its window is placed by the problem's scale (:meth:`scaled`; the natural codecs).
+    stream : int or None
+        ``isparse.compression.sampling.CODEC`` for a random codec (its draws: one uniform per value, :meth:`draw`).
+    """
+
+    name = ""
+    options: ClassVar[type] = MessagesSpec
+    short_option: ClassVar[tuple | None] = None
+    header_bits = 0
+    value_bits = 64
+    needs_scale = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if not name:
+            return
+        if not (isinstance(cls.options, type) and issubclass(cls.options, MessagesSpec)):
+            raise TypeError(f"{cls.__qualname__}.options must be a subclass of MessagesSpec; got {cls.options!r}")
+        old = CODECS.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise RuntimeError(f"two codecs are named {name!r}: {old.__module__}.{old.__qualname__} and "
+                               f"{cls.__module__}.{cls.__qualname__}")
+        CODECS[name] = cls   # a reload of the same module replaces its class
+
+    # -- options ----------------------------------------------------------------------------------------
+    @classmethod
+    def own_options(cls) -> list[str]:
+        """The codec's own keys: its options' fields beyond :class:`MessagesSpec`'s."""
+        return [k for k in cls.options.fields() if k not in MessagesSpec.fields()]
+
+    @classmethod
+    def from_options(cls, spec: MessagesSpec) -> "Codec":
+        """The codec of the checked section ``spec`` (its own keys as keyword arguments; a key the section lacks
+        takes the constructor's default)."""
+        return cls(**{k: getattr(spec, k) for k in cls.own_options() if hasattr(spec, k)})
+
+    def option_values(self) -> dict:
+        """The values of its own keys (attributes of the same names)."""
+        return {k: getattr(self, k) for k in self.own_options()}
+
+    def state(self) -> dict:
+        """The keyword arguments that rebuild this codec (its options; the natural codecs add their window)."""
+        return self.option_values()
+
+    # -- what the methods ask -----------------------------------------------------------------------------
+    def scaled(self, scale: float) -> "Codec":
+        """The codec for messages whose largest |value| at the start is about ``scale`` (itself, but for a codec
+        whose window the problem places)."""
+        return self
+
+    def relative_error(self) -> float | None:
+        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16); None otherwise."""
+        return 0.0 if self.exact else None
+
+    def bits(self, counts: np.ndarray) -> np.ndarray:
+        """Bits on the wire of each message, shape of ``counts`` (int64): header (if any values) + values."""
+        counts = np.asarray(counts, dtype=np.int64)
+        return counts * self.value_bits + np.where(counts > 0, self.header_bits, 0)
+
+    def draw(self, sampler, ids, t, counts, q):
+        """One uniform per value (stream ``CODEC``), worker i's the first counts[i] of its q; None if deterministic."""
+        if not self.random:
+            return None
+        return sampler.uniforms(self.stream, ids, t, q)[np.arange(q) < np.asarray(counts)[:, None]]
+
+    # -- identity ---------------------------------------------------------------------------------------
+    def key(self) -> tuple:
+        """What identifies the codec: its name and :meth:`state`."""
+        return (self.name, *self.state().values())
+
+    def __reduce__(self):   # by its class (pickled by reference: module + qualname) and state, not by name
+        state = self.state()
+        return (type(self), ()) if not state else (type(self), (), state)
+
+    def __setstate__(self, state: dict):
+        self.__init__(**state)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.key() == self.key()
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return f"codec{self.key()!r}"
+
+    @property
+    def label(self) -> str:
+        """The codec as a user writes it: its name, with its options (``dither(s=15)``)."""
+        values = self.option_values()
+        if not values:
+            return self.name
+        sym = dict([self.short_option]) if self.short_option else {}
+        return f"{self.name}({', '.join(f'{sym.get(k, k)}={v}' for k, v in values.items())})"
+
+
+__all__ = ["CODECS", "Codec", "CodecName", "MessagesSpec", "codec_class"]
