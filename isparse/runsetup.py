@@ -104,7 +104,7 @@ def _codec_bound(ctx, cls, method, bound):
     theory = cls.theory
     if ctx.codec.exact or theory is None or (theory.codec_theory and ctx.omega is not None):
         return bound
-    why = (f"messages.codec={ctx.codec.label} is biased (deterministic rounding): no bound is derived with it"
+    why = (f"messages.codec={ctx.codec.label} is biased ({ctx.codec.kind}, no omega): no bound is derived with it"
            if ctx.omega is None else f"no bound is derived for {cls.name} with messages.codec={ctx.codec.label}"
            + (f": {theory.codec_why}" if theory.codec_why else ""))
     return NoBound(theorem=why, gamma_theory=bound.gamma_theory, gamma=method.gamma, quantity=bound.quantity)

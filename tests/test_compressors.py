@@ -321,3 +321,21 @@ def test_a_codec_pickles_by_its_class_and_options():
         back = pickle.loads(wire)
         assert type(back) is type(c) and back == c and back.state() == c.state() and back.label == c.label
     assert pickle.loads(pickle.dumps(codec("natural7").scaled(0.3))).e_max == 22
+
+
+@pytest.mark.parametrize("name, levels", [("natural", None), ("dither", 7), ("float64", None)])
+def test_the_methods_take_their_constants_from_the_uplink_chain(name, levels):
+    """ISEGA's memory rate, DIANA's shift rate alpha = 1/(omega_D + 1) and the logged omega come from the run's
+    chain(IndependentBlocks, codec), and equal the formulas written out here: 1/(1 + omega_Q) and
+    tau/(1 + omega_Q) (Mishchenko et al., arXiv:1901.10009, with omega_D = (1 + omega_Q)/tau - 1)."""
+    extra = {"levels": levels} if levels else {}
+    isega = make("isega", n=4, codec=name, **extra).method
+    diana = make("diana", n=4, codec=name, **extra).method
+    q = isega.values_per_message
+    omega_q = {"natural": 0.125 * (1 + 2.0 ** -20), "float64": 0.0,
+               "dither": min(q / 7 ** 2, math.sqrt(q) / 7) * (1 + 2.0 ** -20)}[name]
+    assert isega.uplink.pieces[0].tau == isega.tau == 8 / 30          # breast_cancer: d = m = 30, tau*m = ceil(30/4)
+    assert isega.omega == pytest.approx(omega_q, rel=1e-15)
+    assert isega.uplink_omega == pytest.approx((1 + omega_q) / isega.tau - 1, rel=1e-14)
+    assert isega.memory_rate == pytest.approx(1 / (1 + omega_q), rel=1e-15)
+    assert diana.alpha == pytest.approx(isega.tau / (1 + omega_q), rel=1e-14)

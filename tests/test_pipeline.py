@@ -230,4 +230,4 @@ def test_stopped_tag_says_the_prediction_or_why_there_is_none(tmp_path):
         "predicted_iterations"])
     assert tags["float64"] == f"max_iter=5 reached before tol=1e-08 (predicted iterations: {predicted:g})"
     assert tags["bfloat16"] == ("max_iter=5 reached before tol=1e-08 (no iteration count is predicted: "
-                                "messages.codec=bfloat16 is biased (deterministic rounding): no bound is derived with it)")
+                                "messages.codec=bfloat16 is biased (contractive, no omega): no bound is derived with it)")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..compression.blocks import BlockPartition
 from ..compression.codecs import FLOAT64, Codec
+from ..compression.compressors import IndependentBlocks, chain
 from .options import AlgorithmOptions
 
 
@@ -71,6 +72,12 @@ class Context:
         seed, send_ids and codec (``isparse.methods.contract.Box``)."""
         return dict(options=self.options, reg=self.regularizer, seed=self.seed, send_ids=self.send_ids,
                     codec=self.codec)
+
+    @property
+    def uplink(self):
+        """The uplink compressor of the run, C(v) = (1/tau) Q(v_U): ``chain(IndependentBlocks(tau*m, m, b), codec)``
+        (``isparse.compression``); its ``omega(d)`` is the composed (1 + omega_Q)/tau - 1."""
+        return chain(IndependentBlocks(self.tau_m, self.blocks.m, self.blocks.size), self.codec)
 
     @property
     def r0(self) -> float:

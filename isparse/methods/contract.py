@@ -36,8 +36,9 @@ import numpy as np
 
 from ..compression.blocks import BlockPartition
 from ..compression.codecs import FLOAT64, Codec
+from ..compression.compressors import IndependentBlocks, chain
 from ..compression.messages import BLOCK_ID_DTYPE, Messages
-from ..compression.sampling import BLOCKS, CODEC, Sampler
+from ..compression.sampling import Sampler
 from ..regularizers import Zero
 from .options import AlgorithmOptions
 
@@ -133,6 +134,8 @@ class Box(abc.ABC):
         self.opts = options if options is not None else type(self).options(name=type(self).name or "isega")
         self.reg = reg if reg is not None else Zero()
         self.seed, self.send_ids, self.codec = int(seed), bool(send_ids), codec
+        #: the uplink compressor C(v) = (1/tau) Q(v_U): independent tau*m-nice blocks, then the value codec
+        self.uplink = chain(IndependentBlocks(self.tau_m, blocks.m, blocks.size), codec)
         self.sampler = Sampler(self.seed)
 
     # -- the four steps ------------------------------------------------------------------------------------
@@ -208,7 +211,7 @@ class Box(abc.ABC):
         key = (int(t), ids.tobytes())
         memo = self.__dict__.get("_memo")
         if memo is None or memo[0] != key:
-            memo = (key, self.sampler.subsets(BLOCKS, ids, t, self.blocks.m, self.tau_m))
+            memo = (key, self.uplink.pieces[0].draw(self.sampler, ids, t, None, None))   # IndependentBlocks' U
             self._memo = memo
         return memo[1]
 
@@ -233,10 +236,7 @@ class Box(abc.ABC):
         draws do not depend on its host."""
         values = np.ascontiguousarray(values, dtype=np.float64)
         ids = np.asarray(ids)
-        u = None
-        if self.codec.random:
-            q = self.values_per_message
-            u = self.sampler.uniforms(CODEC, ids, t, q)[np.arange(q) < counts[:, None]]
+        u = self.codec.draw(self.sampler, ids, t, counts, self.values_per_message) if self.codec.random else None
         return Messages.encoded(ids.astype(np.int32), int(t), counts, values, blocks, codec=self.codec, uniforms=u)
 
     # -- the master's side ---------------------------------------------------------------------------------
@@ -276,14 +276,22 @@ class Box(abc.ABC):
 
     @property
     def omega(self) -> float:
-        """The codec's omega for this method's messages; 0 for float64 and for a biased codec (which has none)."""
-        w = self.codec.omega(self.values_per_message)
+        """The value codec's omega for this method's messages (the uplink chain's last piece, at the q values it is
+        handed); 0 for float64 and for a biased codec (which has none). The theorems take it beside tau."""
+        w = self.uplink.codec.omega(self.values_per_message)
         return 0.0 if w is None else w
 
     @property
-    def lossy_unbiased(self) -> bool:
-        """The codec is random and unbiased (natural, dither): a memory moves by 1/(1 + omega) of a decoded value."""
-        return self.codec.unbiased and not self.codec.exact
+    def uplink_omega(self) -> float | None:
+        """omega of the whole uplink C(v) = (1/tau) Q(v_U) of a d-vector, by the chain's composition rule:
+        (1 + omega_Q)/tau - 1 for an unbiased codec; None for a biased one."""
+        return self.uplink.omega(self.blocks.d)
+
+    @property
+    def memory_rate(self) -> float:
+        """The share of a decoded value a memory moves by (the codec's ``memory_rate``): 1/(1 + omega) for a lossy
+        unbiased codec (natural, dither), 1 for an exact or biased one."""
+        return self.uplink.codec.memory_rate(self.values_per_message)
 
     def with_seed(self, seed: int) -> "Box":
         """The same method with another seed (a new set of random draws)."""

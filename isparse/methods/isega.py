@@ -82,12 +82,6 @@ class ISEGA(Method):
             h[s.pw, s.pc] += self.memory_rate * batch.values
         return batch, IsegaWorkerState(h)
 
-    @property
-    def memory_rate(self) -> float:
-        """The share of a decoded message the memories move by: 1, or 1/(1 + omega) with a random unbiased codec
-        (what Theorem 3 with a codec needs; ``isparse.theory.theorem3``)."""
-        return 1.0 / (1.0 + self.omega) if self.lossy_unbiased else 1.0
-
     def master_init(self, x0):
         return IsegaMasterState(h_bar=np.zeros_like(x0))
 

@@ -23,7 +23,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ..compression.sampling import SHARED_BLOCKS
-from ..errors import check_range
+from ..errors import ConfigError, check_range
 from ..params import Interval, Nullable, param
 from .base import AlgorithmOptions, Method, Theory, Traits
 from .isega import ISEGA, IsegaMasterState, IsegaWorkerState
@@ -44,7 +44,10 @@ def shared_bcd_stepsize(L, mu, n, tau):
 
 def diana_omega(tau, omega=0.0):
     """omega_D of DIANA's compressor C(v) = (1/tau) Q(v_U): (1 + omega)/tau - 1 (= 1/tau - 1 without a codec), since
-    E||C(v)||^2 <= ((1 + omega)/tau) ||v||^2 and E C(v) = v."""
+    E||C(v)||^2 <= ((1 + omega)/tau) ||v||^2 and E C(v) = v. This is the composition rule of
+    ``isparse.compression.Chain`` (1 + omega_D = (1 + omega_blocks)(1 + omega), omega_blocks = 1/tau - 1) written for
+    the stepsize rule's (L, mu, n, tau, omega) signature; a built method takes it from its chain,
+    ``Box.uplink_omega``."""
     return (1.0 + omega) / tau - 1.0
 
 
@@ -75,10 +78,14 @@ def ef21_contraction(tau: float, codec, q: int) -> float:
     """
     if codec.exact:
         return tau
-    omega = codec.omega(q)
-    if codec.unbiased and omega is not None:
-        return tau / (1.0 + omega)
-    return tau * (1.0 - codec.relative_error() ** 2)
+    if codec.kind == "unbiased":
+        return tau / (1.0 + codec.omega(q))
+    alpha = codec.alpha(q)                        # exact: 1; contractive (float32, bfloat16: 1 - delta^2)
+    if alpha is None:
+        raise ConfigError("messages.codec", f"algorithm=ef21 needs an unbiased or contractive messages.codec (its "
+                                            f"stepsize takes the contraction); {codec.label} declares kind "
+                                            f"{codec.kind!r} with no constant.")
+    return tau * alpha
 
 
 class EF21Theory(Theory):
@@ -119,14 +126,14 @@ class DIANA(ISEGA):
     def __init__(self, n, blocks, tau_m, gamma, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)
         alpha = self.opts.alpha
-        self.alpha = 1.0 / (diana_omega(self.tau, self.omega) + 1.0) if alpha is None else float(alpha)
+        self.alpha = 1.0 / (self.uplink_omega + 1.0) if alpha is None else float(alpha)   # 1/(omega_D + 1)
 
     @classmethod
     def check(cls, ctx):
         """DIANA's theory needs alpha <= 1/(omega_D + 1) = tau/(1 + omega): checked once tau is known (before any
         work)."""
         if ctx.options.alpha is not None:
-            top = 1.0 / (diana_omega(ctx.tau, ctx.omega or 0.0) + 1.0)
+            top = 1.0 / (ctx.uplink.omega(ctx.problem.d) + 1.0)   # 1/(omega_D + 1), the chain's composition
             check_range("algorithm.alpha", ctx.options.alpha, 0.0, top,
                         high_text="1/(omega+1) = tau" if not ctx.omega else "1/(omega_D+1) = tau/(1 + omega)",
                         low_open=True)
@@ -167,7 +174,7 @@ class EF21(Method):
     def codec_scale(self) -> float:
         """What a decoded value is multiplied by: 1/(1 + omega) for a random unbiased codec (so that the composition
         is contractive, see :func:`ef21_contraction`), else 1."""
-        return 1.0 / (1.0 + self.omega) if self.lossy_unbiased else 1.0
+        return self.memory_rate
 
     @classmethod
     def state_bytes(cls, ctx):
