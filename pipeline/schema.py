@@ -31,6 +31,7 @@ from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, pa
 from isparse.spec import RunSpec
 
 from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
+from ._typed import job_overrides, keep_typed_text
 
 
 @dataclass
@@ -299,8 +300,6 @@ def load_job(cfg, cls=JobConfig, overrides=None):
     tree = {k: OmegaConf.to_container(v, resolve=True, throw_on_missing=False) if OmegaConf.is_config(v) else v
             for k, v in cfg.items_ex(resolve=True) if k != "hydra"}
     _unmissing(tree)
-    from .typed import job_overrides, keep_typed_text
-
     keep_typed_text(tree, job_overrides() if overrides is None else overrides, cls)
     _anchor(tree)
     return cls.from_dict(tree)
