@@ -1,11 +1,15 @@
-"""An on-disk cache of the reference solution x*, F*, grad f_i(x*) and the constants L_i of a problem, and of
-parsed LIBSVM data sets.
+"""A cache of named arrays: what a caller gives it (a dict of arrays), kept on disk under a key, and the last few in
+this process.
 
-Sweeps run many jobs on the same data set, lambda, split and n; solving the reference problem
-(and the eigenvalue problems behind L_i) once per key is enough. The key hashes everything the
-result depends on: the data file's bytes (size and modification time as a cheap proxy, plus the
-path), lambda, loss, penalty, regularizer, the row split and n. A data set's key hashes its file's path, size and
-modification time and the loader's options (:func:`data_key`).
+Sweeps run many jobs on the same data set, lambda, split and n: the reference solution (x*, F*, grad f_i(x*), L_i)
+and the parsed data set are computed once per key and read back by the other jobs. The cache knows no problem and no
+data set: a caller gives it a function that makes a dict of arrays, and turns the dict it gets back into its own
+objects (:func:`isparse.runsetup.build` for the reference, :meth:`isparse.data.sources.DataSource.dataset` for a
+data set). A leaf module: it imports numpy and the standard library only.
+
+Keys are hex digests of JSON-able parts (:func:`digest`): for something read from a file, the file's absolute path,
+size and modification time stand for its bytes (:func:`file_key`); :func:`problem_key` lists what a GLM problem's
+reference depends on.
 """
 
 from __future__ import annotations
@@ -16,141 +20,120 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from .problems import Reference
-
 log = logging.getLogger(__name__)
+
+#: what a caller stores and gets back: names -> arrays (a number or a string is stored as a 0-d array)
+Arrays = dict
+
+
+def digest(parts, prefix: str = "") -> str:
+    """``prefix`` and 24 hex digits of the SHA-256 of ``parts`` as JSON (keys sorted; other values as ``str``)."""
+    return prefix + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def file_key(file, options: dict, prefix: str = "data-") -> str | None:
+    """The key of what is read from ``file`` (a path, or None: nothing read from a file) with ``options``: the file's
+    absolute path, size and modification time, and the options; None when the file cannot be stat'ed (nothing is
+    cached then: the reader reports the file)."""
+    if file is None:
+        return digest(options, prefix)
+    try:
+        stat = os.stat(file)
+    except OSError:
+        return None
+    return digest({"file": os.path.abspath(file), "size": stat.st_size, "mtime": stat.st_mtime_ns,
+                   "options": options}, prefix)
 
 
 def problem_key(problem, split: str, split_seed: int) -> str:
-    """A hex digest identifying the reference problem of a GLM problem."""
+    """The key of a GLM problem's reference solution: its data (file stamp and shape), lambda, loss, regularizer,
+    the row split and n (the attributes ``data.source``, ``data.A``, ``lam``, ``name``, ``reg``, ``n`` it has)."""
     src = problem.data.source
     stat = os.stat(src) if os.path.isfile(src) else None
-    parts = {"source": src, "size": stat.st_size if stat else None, "mtime": stat.st_mtime_ns if stat else None,
-             "shape": list(problem.data.A.shape), "lam": problem.lam, "name": problem.name,
-             "reg": [problem.reg.name, problem.reg.l1, problem.reg.l2, problem.reg.lower, problem.reg.upper],
-             "split": split, "split_seed": split_seed, "n": problem.n}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    return digest({"source": src, "size": stat.st_size if stat else None, "mtime": stat.st_mtime_ns if stat else None,
+                   "shape": list(problem.data.A.shape), "lam": problem.lam, "name": problem.name,
+                   "reg": [problem.reg.name, problem.reg.l1, problem.reg.l2, problem.reg.lower, problem.reg.upper],
+                   "split": split, "split_seed": split_seed, "n": problem.n})
 
 
-def load_or_solve(problem, solve, cache_dir, key: str) -> tuple[Reference, bool]:
-    """(reference, hit): the cached reference of ``key`` (setting ``problem``'s L_i too), or ``solve(problem)``
-    stored under ``cache_dir/<key>.npz``.
+def load_or_make(cache_dir, key: str, make: Callable[[], Arrays], what: str,
+                 level: int = logging.INFO) -> tuple[Arrays, bool]:
+    """(arrays, hit): the arrays stored under ``cache_dir/<key>.npz``, or ``make()``'s, stored there.
 
-    Written atomically (a temporary file renamed), so no process reads half a file; computed under an exclusive
-    lock on ``cache_dir/<key>.lock``, so processes asking for a missing key at once solve it once: the others wait
-    and read the result.
+    Written atomically (a temporary file renamed), so no process reads half a file; made under an exclusive lock on
+    ``cache_dir/<key>.lock``, so processes asking for a missing key at once make it once: the others wait and read
+    it. ``what`` names the entry in the log lines (``cache: making <what> of key ...`` at ``level``, ``cache: <what>
+    of key ... read from ...``).
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+        As stored (a number or a string given as a 0-d array), the same whether made now or read.
+    hit : bool
+        Whether they were read.
+
+    Raises
+    ------
+    TypeError
+        ``make()`` gave a value that is not a dict of arrays of numbers, booleans or strings.
     """
-    def write(tmp, ref):
-        np.savez(tmp, x_star=ref.x_star, F_star=ref.F_star, local_grads=ref.local_grads, residual=ref.residual,
-                 L_i=problem.L_i)
+    path = Path(cache_dir) / f"{key}.npz"
+    if path.is_file():
+        return _read(path, what, key, level), True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.with_suffix(".lock")):
+        if path.is_file():   # another process made it while this one waited for the lock
+            return _read(path, what, key, level), True
+        log.log(level, "cache: making %s of key %s in process %d", what, key, os.getpid())
+        arrays = _arrays(make(), what)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+    return arrays, False
 
-    return _once(Path(cache_dir) / f"{key}.npz", lambda: solve(problem), write, lambda path: _read(path, problem, key),
-                 f"solving the reference problem of key {key} (x*, L_i)", logging.INFO)
 
-
-def data_key(file, options: dict) -> str:
-    """A hex digest identifying a data set read from ``file`` (a path) with the loader's ``options``: the file's
-    absolute path, size and modification time, and the options. Raises OSError if the file cannot be stat'ed."""
-    stat = os.stat(file)
-    parts = {"file": os.path.abspath(file), "size": stat.st_size, "mtime": stat.st_mtime_ns, "options": options}
-    return "data-" + hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
-
-
-#: the last data sets read in this process (Hydra's basic launcher runs every job of a sweep in one process)
+#: the last entries kept in this process (Hydra's basic launcher runs every job of a sweep in one process)
 _MEMORY: dict = {}
 _MEMORY_SIZE = 2
 
 
-def cached_dataset(source, cache_dir=None):
-    """The data set of ``source`` (an ``isparse.data.sources.DataSource`` whose ``read()`` reads it), read once: kept in
-    this process for the later jobs of a sweep (the last two), and with ``cache_dir`` also on disk
-    (:func:`load_or_read`), so the parallel jobs of a sweep in other processes read each file once and a later
-    run reads the parsed arrays (no parser, no scikit-learn import). The key is the source's options and, for a
-    file, its path, size and modification time (:func:`data_key`).
-
-    Raises
-    ------
-    ConfigError
-        A missing directory or file (from ``source.file()``).
-    DataError
-        A file that cannot be used (from ``source.read()``).
-    """
-    file = source.file()
-    options = source.cache_options()
-    try:
-        key = data_key(file, options) if file is not None else _options_key(options)
-    except OSError:
-        key = None
+def remembered(key: str | None, make: Callable[[], Arrays], what: str) -> Arrays:
+    """The arrays of ``key`` kept in this process (the last two keys asked for), else ``make()``'s, kept. A None key
+    (nothing that identifies the entry) is made each time and not kept."""
     if key is not None and key in _MEMORY:
-        log.info("data: %s as loaded by an earlier job of this sweep", source.name)
+        log.info("cache: %s of key %s as loaded by an earlier job of this sweep", what, key)
         return _MEMORY[key]
-    if cache_dir is not None and key is not None:
-        data, _ = load_or_read(source.read, cache_dir, key)
-    else:
-        data = source.read()
+    arrays = _arrays(make(), what)
     if key is not None:
         while len(_MEMORY) >= _MEMORY_SIZE:
             _MEMORY.pop(next(iter(_MEMORY)))
-        _MEMORY[key] = data
-    return data
+        _MEMORY[key] = arrays
+    return arrays
 
 
-def _options_key(options: dict) -> str:
-    """The key of a data set that is not read from a file (the bundled set): its options."""
-    return "data-" + hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:24]
+def _arrays(value, what: str) -> Arrays:
+    """``value`` (a dict of arrays) with each value an ndarray; a value numpy would store as a pickled object is
+    refused (it could not be read back without unpickling)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"the cache stores a dict of arrays; {what} gave a {type(value).__name__}")
+    out = {}
+    for name, v in value.items():
+        a = np.asarray(v)
+        if a.dtype.kind not in "biufcUS":
+            raise TypeError(f"the cache stores arrays of numbers, booleans or strings; {what}'s {name!r} is of "
+                            f"dtype {a.dtype}")
+        out[str(name)] = a
+    return out
 
 
-def load_or_read(load, cache_dir, key: str):
-    """(dataset, hit): the :class:`isparse.data.Dataset` cached under ``cache_dir/<key>.npz`` (its CSR arrays,
-    labels, name and source, as ``load()`` returned them), or ``load()``'s, stored there. Processes asking for a
-    missing key at once parse the file once (as :func:`load_or_solve`)."""
-    from .data.dataset import Dataset
-
-    def write(tmp, ds):
-        A = ds.A.tocsr()
-        np.savez(tmp, data=A.data, indices=A.indices, indptr=A.indptr, shape=np.asarray(A.shape), b=ds.b,
-                 name=np.asarray(ds.name), source=np.asarray(ds.source), labels=np.asarray(ds.labels))
-
-    def read(path):
-        import scipy.sparse as sp
-
-        log.debug("cache: data set of key %s read from %s", key, path)
-        with np.load(path) as z:
-            A = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"]))
-            return Dataset(A=A, b=z["b"], name=str(z["name"]), source=str(z["source"]),
-                           labels=str(z["labels"]) if "labels" in z.files else "")
-
-    return _once(Path(cache_dir) / f"{key}.npz", load, write, read, f"reading the data set of key {key} from its file",
-                 logging.DEBUG)
-
-
-def _once(path: Path, compute, write, read, what: str, level: int):
-    """(value, hit): ``read(path)`` if ``path`` exists, else ``compute()`` written by ``write(tmp, value)`` to a
-    temporary file renamed to ``path``, under an exclusive lock on ``path``'s ``.lock`` (checked again once held);
-    ``what`` is logged at ``level`` when computing."""
-    if path.is_file():
-        return read(path), True
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.with_suffix(".lock")):
-        if path.is_file():   # another process made it while this one waited for the lock
-            return read(path), True
-        log.log(level, "cache: %s in process %d", what, os.getpid())
-        value = compute()
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-        write(tmp, value)
-        os.replace(tmp, path)
-    return value, False
-
-
-def _read(path: Path, problem, key: str) -> Reference:
-    log.info("cache: reference of key %s read from %s", key, path)
-    with np.load(path) as z:
-        problem._L_i = z["L_i"]
-        return Reference(x_star=z["x_star"], F_star=float(z["F_star"]), local_grads=z["local_grads"],
-                         residual=float(z["residual"]))
+def _read(path: Path, what: str, key: str, level: int) -> Arrays:
+    log.log(level, "cache: %s of key %s read from %s", what, key, path)
+    with np.load(path, allow_pickle=False) as z:
+        return {name: z[name] for name in z.files}
 
 
 @contextlib.contextmanager

@@ -173,10 +173,16 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     if reference is None:
         reference = problem.reference()            # closed form, where the problem has one
     if reference is None and cache_dir is not None and "rows" in problem.capabilities:
-        from .cache import load_or_solve, problem_key
+        from .cache import load_or_make, problem_key
 
-        reference, _ = load_or_solve(problem, reference_solve, cache_dir,
-                                     problem_key(problem, spec.workers.split, spec.workers.split_seed))
+        def solve():   # what the cache keeps of a reference: its arrays and numbers, and the problem's L_i
+            return {**vars(reference_solve(problem)), "L_i": problem.L_i}
+
+        kept, _ = load_or_make(cache_dir, problem_key(problem, spec.workers.split, spec.workers.split_seed), solve,
+                               "the reference problem (x*, L_i)")
+        problem._L_i = kept["L_i"]
+        reference = Reference(x_star=kept["x_star"], F_star=float(kept["F_star"]), local_grads=kept["local_grads"],
+                              residual=float(kept["residual"]))
     elif reference is None:
         reference = reference_solve(problem)
     ctx.reference = reference

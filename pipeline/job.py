@@ -25,8 +25,8 @@ from .errors import user_message
 from .lifecycle import (MetricsLog, checkpoint_saver, end_line, load_resume, logged_until, run_name, start_run,
                         stop_on_signals, warn_if_predicted_beyond)
 from .schema import JobConfig, load_job
-from .typed import job_overrides
-from .sweep import FAILURE_TAG
+from .jobenv import FAILURE_TAG
+from ._typed import job_overrides
 from .tracking import check_reachable, client_for, flatten
 
 log = logging.getLogger("isparse")
@@ -211,7 +211,7 @@ def objective(measure: str, result, start: dict) -> float:
     """``compare.objective`` of a finished run: its iterations, or its final error on ``measure`` (the mean of
     measure / its value at t = 0, ``start[measure]``, over the last 20% of the logged steps, as the report's
     comparison tables take it)."""
-    from .report.records import tail
+    from .report import tail
 
     if measure == "iterations":
         return float(result.iterations)

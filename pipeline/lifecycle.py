@@ -26,7 +26,7 @@ from pathlib import Path
 
 from isparse.errors import ConfigError
 
-from .sweep import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
+from .jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
 from .tracking import RunLogger, client_for, ui_link
 
 log = logging.getLogger("isparse")
@@ -146,7 +146,7 @@ def load_resume(job, overrides: list[str], outdir, cls):
                                     f"RUNNING); run {run_id!r} is FINISHED: nothing to resume.")
     import yaml
 
-    try:   # (no download progress bars: pipeline.store sets MLflow's switch)
+    try:   # (no download progress bars: pipeline._store sets MLflow's switch)
         stored = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", str(outdir()))).read_text())
         with open(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir())), "rb") as fh:
             checkpoint = pickle.load(fh)

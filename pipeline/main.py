@@ -42,8 +42,9 @@ def task(cfg: DictConfig):
 
     from .errors import exit_status_of_signal, full_error, print_error, user_message
     from .job import output_dir, run_job
-    from .sweep import PARENT_ENV, failed_job_run, job_env
-    from .typed import job_overrides
+    from .jobenv import PARENT_ENV, job_env
+    from .sweep import failed_job_run
+    from ._typed import job_overrides
 
     np.seterr(over="ignore")
     sweep = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
@@ -85,9 +86,9 @@ def _app(cfg: DictConfig):
 
 def main() -> None:
     """The console script ``isparse-run``: Hydra's command line (``--help`` for the app's help)."""
-    from .store import start_helper
+    from ._store import start_helper
 
-    start_helper()   # first: MLflow's import in a helper process, beside this one's imports (pipeline.store)
+    start_helper()   # first: MLflow's import in a helper process, beside this one's imports (pipeline._store)
     from . import schema  # noqa: F401 - registers the config's schema with Hydra's ConfigStore
     from .errors import console
     from .sweep import exit_status, mark_sweep_failed

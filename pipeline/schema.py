@@ -35,6 +35,7 @@ from isparse.paths import PathValue, anchor_paths
 from isparse.spec import MessagesSpec, RunSpec
 
 from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
+from ._typed import job_overrides, keep_typed_text
 
 
 @dataclass
@@ -313,8 +314,6 @@ def load_job(cfg, cls=JobConfig, overrides=None):
     _unmissing(tree)
     if isinstance(tree.get("messages"), dict):   # the codecs' own keys left null: each codec's default
         tree["messages"] = MessagesSpec.given(tree["messages"])
-    from .typed import job_overrides, keep_typed_text
-
     keep_typed_text(tree, job_overrides() if overrides is None else overrides, cls)
     _anchor(tree, cls)
     return cls.from_dict(tree)

@@ -1,10 +1,10 @@
 """A sweep (``isparse-run -m``): its MLflow parent run, what its jobs need to know of it, and its end.
 
 :class:`SweepParentRun` is the Hydra callback (conf/config.yaml, ``hydra.callbacks``): one parent run per sweep,
-every job's run its child. A job reads the sweep through :func:`job_env` (the parent run id, the keys the sweep
-varies, the Dask worker running it). A failed job prints its one line when it fails and returns (the sweep goes
-on); at the end the callback prints one summary line and sets the exit status (:func:`exit_status`): 2 when every
-failure was bad input, 1 otherwise.
+every job's run its child. A job reads the sweep through :func:`pipeline.jobenv.job_env` (the parent run id, the
+keys the sweep varies, the Dask worker running it), which the callback sets. A failed job prints its one line when
+it fails and returns (the sweep goes on); at the end the callback prints one summary line and sets the exit status
+(:func:`exit_status`): 2 when every failure was bad input, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -15,51 +15,17 @@ import json
 import logging
 import os
 import sys
-import threading
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from .errors import exits_on_user_error
+from .jobenv import FAILURE_TAG, PARENT_ENV, SWEPT_ENV, TYPED_ENV, job_env
+from .lifecycle import sweep_tags
+from .tracking import RunLogger, check_reachable, flatten, ui_link
+
 log = logging.getLogger(__name__)
-
-PARENT_ENV = "ISPARSE_PARENT_RUN_ID"
-#: set by hydra/launcher=dask, while a job runs, to the Dask worker's address: the job's run gets the tag sweep_worker
-SWEEP_WORKER_ENV = "ISPARSE_SWEEP_WORKER"
-#: the keys the sweep varies, comma-separated (a job's run name starts with them)
-SWEPT_ENV = "ISPARSE_SWEPT_KEYS"
-#: the sweep's command-line overrides as typed, as a JSON list (a job's string keys get the text as typed, not the
-#: sweeper's rendering of the value: pipeline.typed.job_overrides)
-TYPED_ENV = "ISPARSE_TYPED_OVERRIDES"
-#: the tag of a FAILED run saying whether the failure was bad input (``input``) or an error (``error``)
-FAILURE_TAG = "failure"
-#: values of the variables above for the job running in this thread (hydra/launcher=dask runs several jobs, possibly
-#: of several sweeps, in the threads of one Dask worker: os.environ is the process's, shared by all)
-_JOB_ENV = threading.local()
-
-
-def job_env(key: str) -> str | None:
-    """``key`` (PARENT_ENV, SWEPT_ENV, TYPED_ENV or SWEEP_WORKER_ENV) for the job running in this thread: the value set by
-    :func:`job_env_set` in this thread, else ``os.environ[key]`` (the basic and joblib launchers), else None."""
-    values = getattr(_JOB_ENV, "values", None) or {}
-    return values.get(key) or os.environ.get(key) or None
-
-
-class job_env_set:
-    """Within, :func:`job_env` of this thread returns ``values`` (a None value: os.environ's)."""
-
-    def __init__(self, values: dict):
-        self.values = {k: v for k, v in values.items() if v is not None}
-
-    def __enter__(self):
-        self.saved = getattr(_JOB_ENV, "values", None)
-        _JOB_ENV.values = self.values
-        return self
-
-    def __exit__(self, *exc):
-        _JOB_ENV.values = self.saved
-        return False
-
 
 #: why the sweep of this process failed outside its jobs (the launcher could not start): the parent's tag ``error``
 _SWEEP_ERROR: list = []
@@ -120,8 +86,6 @@ class SweepParentRun(Callback):
         return {"logger": None, "completed": self.completed}
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        from .errors import exits_on_user_error
-
         # bad input (an empty paths.outputs, an unreachable tracking server) ends the sweep here with its one line
         # and exit status 2 (Hydra would print a callback's exception as a warning and go on)
         with exits_on_user_error("isparse-run"):
@@ -129,8 +93,6 @@ class SweepParentRun(Callback):
 
     def _start(self, config: DictConfig) -> None:
         from hydra.core.hydra_config import HydraConfig
-
-        from .tracking import RunLogger, check_reachable, ui_link
 
         # Hydra sets HydraConfig for each job, not yet here: set it so ${hydra:runtime.cwd} resolves
         HydraConfig.instance().set_config(config)
@@ -150,7 +112,7 @@ class SweepParentRun(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         self.completed = True
         if self.logger is not None and config.get("report", {}).get("auto", False):
-            from .report import build_report
+            from .report import build_report   # matplotlib: imported when a report is made
 
             self.logger.flush()
             try:
@@ -219,15 +181,10 @@ def failed_job_run(job_or_cfg, exc: BaseException, overrides: list[str], outdir,
     """A FAILED child run for a sweep's job that failed before its run was made, so that every job of a sweep has
     its run; returns its id. Best effort: if the store cannot be written either, a warning says so (the sweep's
     end still counts the job)."""
-    from .lifecycle import sweep_tags
-    from .tracking import RunLogger, flatten
-
     error = f"{type(exc).__name__}: {exc}"
     cfg = job_or_cfg
     try:
         try:
-            from omegaconf import OmegaConf
-
             params = flatten(OmegaConf.to_container(cfg, resolve=True)) if OmegaConf.is_config(cfg) else {}
         except Exception:  # noqa: BLE001 - an interpolation that cannot resolve: the overrides say what was asked
             params = {}

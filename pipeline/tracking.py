@@ -2,7 +2,10 @@
 
 Uses ``MlflowClient`` with explicit run ids (no fluent global state), so a failed job never leaves a run active
 for the next job of a multirun; one client per store and process (:func:`client_for`). MLflow is imported only
-when a client is made. The sweep's parent run is ``pipeline.sweep``'s.
+when a client is made (:func:`pipeline._store.client_for`). The sweep's parent run is ``pipeline.sweep``'s.
+
+``python -m pipeline.tracking import FILE --uri URI`` sends the metric points a run could not send
+(:func:`main`, :mod:`pipeline.unsent`).
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from pathlib import Path
 
 from isparse.errors import ConfigError
 
+from ._store import MAX_METRICS, MAX_PARAMS, client_for
+from .unsent import import_metrics
+
 log = logging.getLogger(__name__)
 
 #: the tag that makes a run another's child in MLflow (``mlflow.utils.mlflow_tags.MLFLOW_PARENT_RUN_ID``)
 PARENT_RUN_TAG = "mlflow.parentRunId"
-#: MLflow accepts at most 1000 metrics and 100 params/tags per log_batch call.
-MAX_METRICS, MAX_PARAMS = 1000, 100
 
 
 def check_reachable(uri: str, timeout: float = 5.0, *, key: str = "tracking.uri", must_exist: bool = False) -> None:
@@ -74,15 +78,6 @@ def check_reachable(uri: str, timeout: float = 5.0, *, key: str = "tracking.uri"
     except OSError as exc:
         raise ConfigError(key, f"{prefix} names a sqlite file whose directory cannot be created: {uri!r}: "
                                f"{exc.strerror or exc}") from exc
-
-
-def client_for(uri: str):
-    """The store client of ``uri`` for this process: the helper's (``pipeline.store``, when ``isparse-run`` started
-    one and ``uri`` is a sqlite store), else one in this process (:func:`pipeline.store.local_store`, made once per
-    store and process). Either is a :class:`pipeline.store.Store`: MlflowClient's calls, results as plain objects."""
-    from .store import helper_for, local_store
-
-    return helper_for(uri) or local_store(uri)
 
 
 #: The experiment tag MLflow 3's UI reads for an experiment's kind (``mlflow.experimentKind``; the values are
@@ -342,7 +337,26 @@ class RunLogger:
                   self.spill_path, self.uri, status)
 
 
-if __name__ == "__main__":   # python -m pipeline.tracking import FILE --uri URI (the command a spilled run prints)
-    from pipeline.unsent import main
+def main(argv=None) -> None:
+    """``python -m pipeline.tracking import FILE --uri URI``: send the metric points a run could not send."""
+    from .errors import ArgumentParser, console
 
+    parser = ArgumentParser(prog="python -m pipeline.tracking",
+                            description="Import metric points a run could not send (unsent_metrics.jsonl).")
+    parser.add_argument("command", choices=["import"])
+    parser.add_argument("file")
+    parser.add_argument("--uri", required=True, help="the MLflow tracking URI")
+    args = parser.parse_args(argv)
+
+    def body():
+        if not Path(args.file).is_file():
+            raise ConfigError("file", f"The 'file' parameter must be an existing unsent_metrics.jsonl file; got "
+                                      f"{args.file!r}.")
+        check_reachable(args.uri, key="--uri", must_exist=True)
+        print(f"imported {import_metrics(args.file, args.uri)} metric points")
+
+    console("python -m pipeline.tracking", body)
+
+
+if __name__ == "__main__":   # python -m pipeline.tracking import FILE --uri URI (the command a spilled run prints)
     main()

@@ -1,4 +1,4 @@
-"""Metric points a run could not send: ``python -m pipeline.tracking import FILE --uri URI``.
+"""Metric points a run could not send, sent later: ``python -m pipeline.tracking import FILE --uri URI``.
 
 While a tracking server is away, :class:`pipeline.tracking.RunLogger` queues its calls and, if the server does not
 come back before the run ends, writes the metric points and the run's end status to ``unsent_metrics.jsonl`` in the
@@ -8,11 +8,10 @@ run's directory (one JSON object per line). :func:`import_metrics` checks such a
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from isparse.errors import ConfigError, DataError
+from isparse.errors import DataError
 
-from .tracking import MAX_METRICS, check_reachable, client_for
+from ._store import MAX_METRICS, client_for
 
 
 def import_metrics(path, uri: str) -> int:
@@ -84,24 +83,3 @@ def _read_unsent(path):
 def one_line_text(exc: BaseException) -> str:
     """An exception's text on one line, its first 160 characters."""
     return " ".join(str(exc).split())[:160]
-
-
-def main(argv=None) -> None:
-    """``python -m pipeline.tracking import FILE --uri URI``: send the metric points a run could not send."""
-    from .errors import ArgumentParser, console
-
-    parser = ArgumentParser(prog="python -m pipeline.tracking",
-                                     description="Import metric points a run could not send (unsent_metrics.jsonl).")
-    parser.add_argument("command", choices=["import"])
-    parser.add_argument("file")
-    parser.add_argument("--uri", required=True, help="the MLflow tracking URI")
-    args = parser.parse_args(argv)
-
-    def body():
-        if not Path(args.file).is_file():
-            raise ConfigError("file", f"The 'file' parameter must be an existing unsent_metrics.jsonl file; got "
-                                      f"{args.file!r}.")
-        check_reachable(args.uri, key="--uri", must_exist=True)
-        print(f"imported {import_metrics(args.file, args.uri)} metric points")
-
-    console("python -m pipeline.tracking", body)

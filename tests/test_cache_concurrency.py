@@ -85,7 +85,8 @@ def _assert_made_once(cache, outs, k, made_line, read_line, pattern):
 def test_parallel_processes_solve_a_key_once(tmp_path):
     k = 3
     cache, outs = _released_together(tmp_path, WORKER, k)
-    _assert_made_once(cache, outs, k, "cache: solving the reference problem", "cache: reference of key", "*.npz")
+    _assert_made_once(cache, outs, k, "cache: making the reference problem",
+                      "cache: the reference problem (x*, L_i) of key", "*.npz")
     results = [np.load(tmp_path / f"out{i}.npy") for i in range(k)]
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])     # the waiters read the same x* and L_i
@@ -100,7 +101,8 @@ def test_parallel_jobs_parse_a_data_file_once(tmp_path):
 
     k = 3
     cache, outs = _released_together(tmp_path, DATA_WORKER, k)
-    _assert_made_once(cache, outs, k, "cache: reading the data set of key", "cache: data set of key", "data-*.npz")
+    _assert_made_once(cache, outs, k, "cache: making the data set a1a of key", "cache: the data set a1a of key",
+                      "data-*.npz")
     from isparse import source
 
     X, y = load_svmlight_file(str(source("a1a").file()), n_features=123)

@@ -75,15 +75,16 @@ def test_isega_prox_l2_and_elastic_net_converge_to_reference(reg, kwargs):
 @pytest.mark.needs_data
 def test_reference_cache_solves_once_per_key(tmp_path):
     from specs import make
-    from isparse.cache import load_or_solve, problem_key
+    from isparse.cache import load_or_make, problem_key
 
     ds = load_dataset("a1a")
     a = make(algorithm="isega", data=ds, lam=1e-2, n=4, block_size=1, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("*.npz"))) == 1
     calls = []
     b = make(algorithm="ibcd", data=ds, lam=1e-2, n=4, block_size=3, cache_dir=tmp_path)   # same problem
-    ref, hit = load_or_solve(b.problem, lambda p: calls.append(p), tmp_path, problem_key(b.problem, "shuffle", 0))
+    kept, hit = load_or_make(tmp_path, problem_key(b.problem, "shuffle", 0), lambda: calls.append(1), "the reference")
     assert hit and not calls
+    np.testing.assert_array_equal(kept["x_star"], a.reference.x_star)
     np.testing.assert_array_equal(b.reference.x_star, a.reference.x_star)
     np.testing.assert_array_equal(b.problem.L_i, a.problem.L_i)
     make(algorithm="isega", data=ds, lam=2e-2, n=4, block_size=1, cache_dir=tmp_path)        # another lambda

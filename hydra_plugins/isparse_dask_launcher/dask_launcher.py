@@ -37,7 +37,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
 from isparse.errors import ConfigError
-from pipeline.sweep import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, TYPED_ENV
+from pipeline.jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, TYPED_ENV
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def execute_job(idx: int, overrides: Sequence[str], hydra_context: HydraContext,
 
 
 def _execute(idx, overrides, hydra_context, config, task_function, singleton_state, env, address) -> JobReturn:
-    from pipeline.sweep import job_env_set
+    from pipeline.jobenv import job_env_set
 
     from .jobthreads import job_log, prepare_process
 
@@ -99,7 +99,7 @@ def _execute(idx, overrides, hydra_context, config, task_function, singleton_sta
         with job_log():
             return task_function(cfg)
 
-    with job_env_set({**env, WORKER_ENV: address}):   # this thread's: pipeline.sweep.job_env
+    with job_env_set({**env, WORKER_ENV: address}):   # this thread's: pipeline.jobenv.job_env
         sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"

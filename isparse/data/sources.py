@@ -13,6 +13,7 @@ makes. Nothing else tests a data set's name.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,9 +82,21 @@ class DataSource(Section):
         DataError
             A file that cannot be used (naming the file and the physical line).
         """
-        from ..cache import cached_dataset
+        import scipy.sparse as sp
 
-        return cached_dataset(self, cache_dir)
+        from ..cache import file_key, load_or_make, remembered
+
+        def read():   # what the cache keeps of a data set: its CSR arrays, labels, name and source
+            ds = self.read()
+            A = ds.A.tocsr()
+            return {"data": A.data, "indices": A.indices, "indptr": A.indptr, "shape": A.shape, "b": ds.b,
+                    "name": ds.name, "source": ds.source, "labels": ds.labels}
+
+        key, what = file_key(self.file(), self.cache_options()), f"the data set {self.name}"
+        z = remembered(key, lambda: load_or_make(cache_dir, key, read, what, logging.DEBUG)[0]
+                       if cache_dir is not None and key is not None else read(), what)
+        return Dataset(A=sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"])),
+                       b=z["b"], name=str(z["name"]), source=str(z["source"]), labels=str(z["labels"]))
 
     def read(self):
         """Read the data set now (no cache)."""

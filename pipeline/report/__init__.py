@@ -35,30 +35,29 @@ The report holds no algorithm logic: it only reads what the runs logged.
 """
 from __future__ import annotations
 
-import importlib
-
-from .records import (ALIASES, BOOKKEEPING, IDENTITY, METRICS, TAIL, RunRecord, assign_series,
-                      config_params, latest_sweep, load_children)
-from .compare import compare_markdown, comparison, grid_markdown, write_comparison
-from .tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, single_tau_series, table99, table99_gaps,
+from ._records import (ALIASES, BOOKKEEPING, IDENTITY, METRICS, TAIL, RunRecord, assign_series,
+                      config_params, latest_sweep, load_children, tail)
+from ._compare import compare_markdown, comparison, grid_markdown, write_comparison
+from ._tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, single_tau_series, table99, table99_gaps,
                      table_markdown, tau_rows, write_table, write_tau_table)
+from ._cli import main
 
-#: name -> the module defining it, for the modules that import matplotlib (figures.py, and writing.py through it):
+#: name -> the module defining it, for the modules that import matplotlib (_figures.py, and _writing.py through it):
 #: imported on first use (:func:`__getattr__`), so that importing the records or the tables does not import matplotlib
-_LAZY = {"convergence_figures": "figures", "tau_figure": "figures", "tau_ticks": "figures",
-         "write_readme": "writing", "build_report": "writing"}
+_LAZY = {"convergence_figures": "_figures", "tau_figure": "_figures", "tau_ticks": "_figures",
+         "write_readme": "_writing", "build_report": "_writing"}
 
 __all__ = ["ALIASES", "BOOKKEEPING", "GOAL_N", "GOAL_RATIO", "GOAL_SAVED", "IDENTITY", "METRICS", "TAIL",
            "RunRecord", "add_slopes", "assign_series", "build_report", "compare_markdown",
            "comparison", "config_params", "convergence_figures", "grid_markdown", "latest_sweep", "load_children",
-           "main", "single_tau_series", "table99", "table99_gaps", "table_markdown", "tau_figure", "tau_rows",
-           "tau_ticks", "write_comparison", "write_readme", "write_table", "write_tau_table"]
+           "main", "single_tau_series", "table99", "table99_gaps", "table_markdown", "tail", "tau_figure",
+           "tau_rows", "tau_ticks", "write_comparison", "write_readme", "write_table", "write_tau_table"]
 
 
 def __getattr__(name: str):
     """The figures' and the entry's names (``build_report``, ``tau_figure``, ...), imported on first use.
 
-    Importing them imports matplotlib and selects its Agg backend (:mod:`pipeline.report.figures`).
+    Importing them imports matplotlib and selects its Agg backend (:mod:`pipeline.report._figures`).
 
     Raises
     ------
@@ -67,50 +66,14 @@ def __getattr__(name: str):
     """
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    if _LAZY[name] == "_figures":   # import statements, not importlib: the import graph (tests/test_imports.py) sees them
+        from . import _figures as module
+    else:
+        from . import _writing as module
+    value = getattr(module, name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
-
-
-def main(argv=None) -> None:
-    """The console script ``isparse-report`` (bad arguments: one line and exit status 2, ``pipeline.errors``)."""
-    from ..errors import ArgumentParser, console
-
-    parser = ArgumentParser(prog="isparse-report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--uri", default="sqlite:///outputs/mlflow.db", help="MLflow tracking URI "
-                        "(default: the store isparse-run writes from this directory)")
-    parser.add_argument("--experiment", default="isparse", help="MLflow experiment; its newest sweep is reported")
-    parser.add_argument("--parent", default=None, help="the sweep's parent run id (instead of the newest); several "
-                        "comma-separated ids merge sweeps (a later one's runs replace an earlier one's)")
-    parser.add_argument("--outputs", default="outputs", help="directory for reports/<experiment>/<run id>/")
-    parser.add_argument("--measure", default="both", choices=["both", "subopt", "dist_sq"],
-                        help="the comparison tables' error measure: F(x) - F*, ||x - x*||^2 or both (default)")
-    args = parser.parse_args(argv)
-    console("isparse-report", _report, args)
-
-
-def _report(args) -> None:
-    from .writing import build_report    # imports matplotlib (figures.py)
-
-    result = build_report(args.uri, experiment=args.experiment, parent_id=args.parent, outputs=args.outputs,
-                          measure=args.measure)
-    keys = ", ".join(result["series_keys"]) or "none"
-    print(f"report of sweep {result['parent']} ({len(result['records'])} runs; series keys besides data, method, n: "
-          f"{keys}) in {result['dir']}:")
-    for path in result["files"]:
-        print(f"  {path.name}")
-    for line in result["not_built"]:
-        print(line)
-    for line in result["notes"]:
-        print(f"note: {line}")
-    if result["table"]:
-        print(table_markdown(result["table"]))
-    if result["compare"]:
-        print(compare_markdown(result["compare"]))
-    if result["compare_grid"]:
-        print(grid_markdown(result["compare_grid"]))
-

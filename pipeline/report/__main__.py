@@ -1,4 +1,4 @@
 """``python -m pipeline.report``: the same as ``isparse-report``."""
-from . import main
+from ._cli import main
 
 main()

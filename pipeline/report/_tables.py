@@ -1,9 +1,9 @@
-"""The report's tables, computed from the runs' records (:class:`~pipeline.report.records.RunRecord`).
+"""The report's tables, computed from the runs' records (:class:`~pipeline.report._records.RunRecord`).
 
 - :func:`tau_rows`, :func:`add_slopes`: iterations to eps against tau per configuration (``iterations_vs_tau.csv``);
 - :func:`table99`, :func:`table_markdown`: tau = 1/n against tau = 1 (``table99.md`` / ``table99.csv``).
 
-The method-vs-baseline tables are :mod:`pipeline.report.compare`'s.
+The method-vs-baseline tables are :mod:`pipeline.report._compare`'s.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from .records import RunRecord
+from ._records import RunRecord
 
 
 def tau_rows(records: list[RunRecord]) -> list[dict]:

@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
 from ..plots import bytes_axis  # noqa: E402
-from .records import RunRecord  # noqa: E402
-from .tables import _line, _series_name, add_slopes, tau_rows  # noqa: E402
+from ._records import RunRecord  # noqa: E402
+from ._tables import _line, _series_name, add_slopes, tau_rows  # noqa: E402
 
 
 def convergence_figures(records: list[RunRecord]) -> dict[str, plt.Figure]:

@@ -4,7 +4,7 @@ Hydra's override grammar reads ``run_name=1.10`` as the float 1.1, ``True`` as a
 and a sweeper hands each job its own rendering of the value (``data.path=1.10,2.0`` reaches the jobs as ``1.1``
 and ``2.0``). :func:`keep_typed_text` gives every string key of the schema the text of its override;
 :func:`job_overrides` gives a job the overrides as its sweep's command line typed them (the launching process
-passes them in ``$ISPARSE_TYPED_OVERRIDES``, see :mod:`pipeline.sweep`).
+passes them in ``$ISPARSE_TYPED_OVERRIDES``, see :mod:`pipeline.jobenv`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from isparse.errors import ConfigError
 from isparse.params import is_text, leaf_constraints
 
 from .cluster.options import KINDS
+from .jobenv import TYPED_ENV, job_env
 
 
 def job_overrides() -> list[str]:
@@ -27,7 +28,6 @@ def job_overrides() -> list[str]:
         return []
     # as typed: an override's text may hold an interpolation (workers.n=${oops}) that must not be resolved here
     overrides = list(OmegaConf.to_container(HydraConfig.get().overrides.task, resolve=False))
-    from .sweep import TYPED_ENV, job_env
 
     typed = job_env(TYPED_ENV)
     return as_typed(overrides, json.loads(typed)) if typed else overrides

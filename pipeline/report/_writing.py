@@ -10,10 +10,10 @@ from pathlib import Path
 from isparse.errors import ConfigError
 
 from ..tracking import check_reachable, client_for
-from .figures import convergence_figures, plt, tau_figure   # plt: pyplot with the Agg backend figures.py selects
-from .records import ALIASES, MEASURES, RunRecord, assign_series, latest_sweep, load_children
-from .compare import comparison, write_comparison
-from .tables import (_tau_list, add_slopes, single_tau_series, table99, table99_gaps, tau_rows, write_table,
+from ._figures import convergence_figures, plt, tau_figure   # plt: pyplot with the Agg backend figures.py selects
+from ._records import ALIASES, MEASURES, RunRecord, assign_series, latest_sweep, load_children
+from ._compare import comparison, write_comparison
+from ._tables import (_tau_list, add_slopes, single_tau_series, table99, table99_gaps, tau_rows, write_table,
                      write_tau_table)
 
 log = logging.getLogger(__package__)   # "pipeline.report": the logger's name before the package was split

@@ -9,8 +9,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from .records import ALIASES, MEASURES, RunRecord
-from .tables import _fmt
+from ._records import ALIASES, MEASURES, RunRecord
+from ._tables import _fmt
 
 
 def _context(r: RunRecord) -> tuple:

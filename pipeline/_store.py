@@ -2,7 +2,7 @@
 
 MLflow's own import (``mlflow.tracking`` and its sqlite store: SQLAlchemy, Alembic) is most of a short run's fixed
 cost: 1.5-3 s of a 1-iteration run here, against 0.2 s for the client's calls. ``isparse-run`` therefore starts, as
-its first act, a helper process (``python -m pipeline.store``) that imports MLflow and then holds the run's
+its first act, a helper process (``python -m pipeline._store``) that imports MLflow and then holds the run's
 clients, while the job process composes its config, reads its data and builds its run on the other core; the job
 process never imports MLflow. Calls go over a pipe in order: those that return nothing (metrics, tags, artifacts)
 without waiting, the others (a run's creation, its end, queries) wait for the answer, which also carries the
@@ -27,6 +27,8 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+#: MLflow accepts at most 1000 metrics and 100 params/tags per log_batch call.
+MAX_METRICS, MAX_PARAMS = 1000, 100
 #: methods of :class:`Store` whose result nothing waits for (sent without waiting for the helper's answer)
 NO_ANSWER = frozenset({"log_batch_plain", "set_tag", "log_artifact", "log_text", "delete_tag", "update_run",
                        "set_experiment_tag", "prepare"})
@@ -105,6 +107,13 @@ def local_store(uri: str) -> Store:
         if store is None or not (db in ("", ":memory:") or Path(db).exists()):
             _STORES[uri] = store = Store(_new_client(uri, db))
         return store
+
+
+def client_for(uri: str):
+    """The store client of ``uri`` for this process: the helper's (when ``isparse-run`` started one and ``uri`` is a
+    sqlite store: :func:`helper_for`), else one in this process (:func:`local_store`, made once per store and
+    process). Either is a :class:`Store`: MlflowClient's calls, results as plain objects."""
+    return helper_for(uri) or local_store(uri)
 
 
 def _new_client(uri: str, db: str):
