@@ -75,7 +75,7 @@ class GLMShard:
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_AT"}
 
-    #: what the stacked data of such shards provide (``Method.needs`` is checked against it)
+    #: what the stacked data of such shards provide (``Method.traits.needs`` is checked against it)
     capabilities = ("grads", "grads_at", "example_grads_at", "minibatch_grads_at")
 
     @staticmethod

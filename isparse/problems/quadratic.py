@@ -46,7 +46,7 @@ class QuadraticShard:
     def gradient_noise_bound(self, batch):
         return 0.0
 
-    #: what the stacked data of such shards provide (``Method.needs`` is checked against it)
+    #: what the stacked data of such shards provide (``Method.traits.needs`` is checked against it)
     capabilities = ("grads", "grads_at", "example_grads_at", "minibatch_grads_at")
 
     @staticmethod
