@@ -37,13 +37,14 @@ LOST = (OSError, TimeoutError)
 ACTOR_LOST = "Worker holding Actor was lost"
 
 #: Measured overhead of a host's serialized reply over its batch's analytic bytes (distributed 2026.8, numpy 2,
-#: pickle 5): about 440 B per reply of float64 values (Dask's 175 B header of the reply's bytes, the pickled tuple
-#: and Messages with its arrays' headers; ~26 B more when the block ids travel), 45 B more with a lossy codec (the
-#: packed payload's bit planes and the codec's name), plus 8 B per hosted worker (its index and value count, int32
+#: pickle 5): about 452 B per reply of float64 values (Dask's 175 B header of the reply's bytes, the pickled tuple
+#: and Messages with its arrays' headers and its class's module path, isparse.compression.messages; ~26 B more when
+#: the block ids travel), 55 B more with a lossy codec (the packed payload's bit planes and the codec's class and
+#: options: 46-62 B measured), plus 8 B per hosted worker (its index and value count, int32
 #: each); within 6% for 4 to 40 workers of 1 to 16 values, less for larger messages. See
 #: ``tests/test_dask_recovery.py``, ``tests/test_codecs.py`` and the README.
-REPLY_OVERHEAD_BYTES = 440
-CODED_REPLY_EXTRA_BYTES = 45
+REPLY_OVERHEAD_BYTES = 452
+CODED_REPLY_EXTRA_BYTES = 55
 WORKER_OVERHEAD_BYTES = 8
 
 
