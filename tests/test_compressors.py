@@ -4,12 +4,8 @@ codecs, and the registry filled from the classes."""
 
 import itertools
 import math
-import os
 import pickle
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,9 +16,9 @@ from isparse.compression import (CODECS, FLOAT64, Codec, IndependentBlocks, Mess
                                  codec_class)
 from isparse.params import Interval, param
 from isparse.plan import CodecChoice, resolve_codecs
+from outside import run_outside, write_outside
 from specs import make
 
-CLI = str(Path(sys.executable).parent / "isparse-run")
 
 # -- a codec from outside: one module and one config file ------------------------------------------------------
 MODULE = '''"""Scaled sign: gain x ||v||_1 / q x sign(v_j) for a message v of q values; 1 bit per value and one float32 scale
@@ -79,18 +75,11 @@ gain: 0.5
 @pytest.fixture
 def outside_codec(tmp_path):
     """The codec's module (in <tmp>/pkg) and its config file (in <tmp>/conf/messages), nothing else."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "scaled_sign.py").write_text(MODULE)
-    (tmp_path / "conf" / "messages").mkdir(parents=True)
-    (tmp_path / "conf" / "messages" / "scaled_sign.yaml").write_text(CONFIG)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "pkg"), os.environ.get("PYTHONPATH", "")])}
-    return tmp_path, env
+    return write_outside(tmp_path, "scaled_sign", MODULE, "messages", CONFIG)
 
 
 def _run(tmp_path, env, out, *overrides):
-    return subprocess.run([CLI, f"paths.outputs={out}", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-                           "+messages=scaled_sign", "progress=false", "checkpoint.every=0", "max_iter=60", "tol=0",
-                           "tracking.log_every=20", *overrides], capture_output=True, text=True, env=env, timeout=300)
+    return run_outside(tmp_path, env, out, "+messages=scaled_sign", *overrides)
 
 
 def test_a_codec_from_one_module_and_one_config_file_runs_on_both_engines(outside_codec):

@@ -3,17 +3,13 @@ checkout, with an option of its own; the real ``isparse-run`` finds the config t
 module through PYTHONPATH (``algorithm.module``), runs it on both engines with the same iterates, and refuses a bad
 value of its option with the one-line error. No file of the checkout is touched (the session's end checks it)."""
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
+from outside import run_outside, write_outside
 
-CLI = str(Path(sys.executable).parent / "isparse-run")
 
 MODULE = '''"""IBCD with its step damped by a factor of its own: a method defined outside isparse."""
 from dataclasses import dataclass
@@ -55,18 +51,11 @@ damping: 0.5
 @pytest.fixture
 def new_method(tmp_path):
     """The method's module (in <tmp>/pkg) and its config file (in <tmp>/conf/algorithm), nothing else."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "damped_ibcd.py").write_text(MODULE)
-    (tmp_path / "conf" / "algorithm").mkdir(parents=True)
-    (tmp_path / "conf" / "algorithm" / "damped_ibcd.yaml").write_text(CONFIG)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "pkg"), os.environ.get("PYTHONPATH", "")])}
-    return tmp_path, env
+    return write_outside(tmp_path, "damped_ibcd", MODULE, "algorithm", CONFIG)
 
 
 def _run(tmp_path, env, out, *overrides):
-    return subprocess.run([CLI, f"paths.outputs={out}", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-                           "algorithm=damped_ibcd", "progress=false", "checkpoint.every=0", "max_iter=60", "tol=0",
-                           "tracking.log_every=20", *overrides], capture_output=True, text=True, env=env, timeout=300)
+    return run_outside(tmp_path, env, out, "algorithm=damped_ibcd", *overrides)
 
 
 def _x_final(out):
@@ -156,19 +145,12 @@ beta: 0.5
 
 @pytest.fixture
 def heavy_ball(tmp_path):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "is_heavy_ball.py").write_text(HEAVY_BALL)
-    (tmp_path / "conf" / "algorithm").mkdir(parents=True)
-    (tmp_path / "conf" / "algorithm" / "is_heavy_ball.yaml").write_text(HEAVY_BALL_CONFIG)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "pkg"), os.environ.get("PYTHONPATH", "")])}
-    return tmp_path, env
+    return write_outside(tmp_path, "is_heavy_ball", HEAVY_BALL, "algorithm", HEAVY_BALL_CONFIG)
 
 
 def _run_heavy_ball(tmp_path, env, out, *overrides):
-    return subprocess.run([CLI, f"paths.outputs={out}", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-                           "algorithm=is_heavy_ball", "data=breast_cancer", "problem.lam=0.1", "workers.n=4", "tau=1",
-                           "engine=inprocess", "progress=false", "checkpoint.every=0", "max_iter=40", "tol=0",
-                           "tracking.log_every=20", *overrides], capture_output=True, text=True, env=env, timeout=300)
+    return run_outside(tmp_path, env, out, "algorithm=is_heavy_ball", "data=breast_cancer", "problem.lam=0.1",
+                       "workers.n=4", "tau=1", "engine=inprocess", *overrides, max_iter=40)
 
 
 def test_a_method_without_theory_gets_its_option_in_the_constructor_and_runs_without_bound(heavy_ball):
