@@ -12,6 +12,8 @@ it with a config key maps the argument to the key with :func:`keys`, so the comm
 
 from __future__ import annotations
 
+import importlib
+import traceback
 from contextlib import contextmanager
 
 
@@ -111,3 +113,41 @@ def check_choice(key: str, value, allowed):
         raise ConfigError(
             key, f"The '{key}' parameter must be one of {', '.join(map(str, allowed))}; got {value!r}.")
     return value
+
+
+class DeclarationError(TypeError):
+    """A class whose declaration is wrong (a method's options, traits, theory or steps; a codec's options, kind or
+    constants; two classes of one name), raised by its class statement; the message is one line naming the class and
+    the attribute."""
+
+
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
+def import_user_module(module: str, key: str, what: str) -> None:
+    """Import ``module`` (``<key>.module``: a user's module that defines a ``what``, a method or a codec), so the
+    classes it defines register themselves.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``<key>.module``, one line each: the module cannot be found or imported (an ImportError: "must name
+        an importable Python module"); a class it defines is declared wrong (a :class:`DeclarationError`); or its
+        code raised something else while it was being defined (the exception, with the file and line).
+    """
+    try:
+        importlib.import_module(str(module))
+    except DeclarationError as exc:
+        raise ConfigError(f"{key}.module", f"The '{key}.module' parameter names a module whose {what} is declared "
+                                           f"wrong; importing {module!r}: {_one_line(exc)}") from None
+    except ImportError as exc:
+        raise ConfigError(f"{key}.module", f"The '{key}.module' parameter must name an importable Python module "
+                                           f"(on sys.path / PYTHONPATH); importing {module!r} failed: "
+                                           f"{type(exc).__name__}: {_one_line(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while defining its class
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+        raise ConfigError(f"{key}.module", f"The '{key}.module' parameter names a module that fails while defining "
+                                           f"its {what}: importing {module!r} raised {type(exc).__name__} at "
+                                           f"{where}: {_one_line(exc)}") from None

@@ -12,6 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from isparse import ConfigError, load_dataset
+from isparse.errors import DeclarationError
 from isparse.compression import (CODECS, FLOAT64, Codec, IndependentBlocks, MessagesSpec, Sampler, chain, codec,
                                  codec_class)
 from isparse.params import Interval, param
@@ -120,6 +121,44 @@ def test_its_bad_option_is_one_line_and_status_2(outside_codec, override, messag
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"isparse-run: error: {message}"), proc.stderr
     assert not (tmp_path / "out" / "mlflow.db").exists()              # refused before any work
+
+
+DECLARED = "isparse-run: error: The 'messages.module' parameter names a module whose codec is declared wrong; " \
+           "importing 'scaled_sign': "
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('"scaled_sign", "contractive", 1, 32', '"scaled_sign", "contracting", 1, 32',
+     DECLARED + "scaled_sign.ScaledSign.kind must be one of exact, unbiased, contractive, biased; got 'contracting'"),
+    ('"scaled_sign", "contractive", 1, 32', '"scaled_sign", "unbiased", 1, 32',
+     DECLARED + "scaled_sign.ScaledSign declares kind 'unbiased' and must define omega(q), its constant "
+                "(E||Q(v) - v||^2 <= omega ||v||^2)"),
+    ("param(1.0, Interval(float, 0.0, 1.0", "param(1.5, Interval(float, 0.0, 1.0",
+     DECLARED + "scaled_sign.ScaledSign.options: the default 1.5 of ScaledSignOptions.gain is refused by its own "
+                "constraint (The 'messages.gain' parameter must be in (0, 1]; got 1.5.)"),
+    ("@dataclass\nclass ScaledSignOptions", "class ScaledSignOptions",
+     DECLARED + "scaled_sign.ScaledSign.options: ScaledSignOptions must be decorated with @dataclass (its gain "
+                "would not be keys)"),
+    ('"scaled_sign", "contractive", 1, 32', '"natural", "contractive", 1, 32',
+     DECLARED + "two codecs are named 'natural': isparse.compression.codecs.Natural and scaled_sign.ScaledSign"),
+    ('name, kind, value_bits, header_bits = "scaled_sign", "contractive", 1, 32',
+     'kind, value_bits, header_bits = "contractive", 1, 32',
+     "isparse-run: error: The 'messages.module' parameter names a module that registers no codec (a Codec subclass "
+     "that sets name); 'scaled_sign' defines none, so messages.codec='scaled_sign' is unknown."),
+])
+def test_a_codec_declared_wrong_is_refused_by_its_class_statement_in_one_line(outside_codec, old, new, message):
+    """What a contributor gets wrong in a codec's declaration (a kind misspelt, the constant its kind promises
+    missing, a default its own constraint refuses, options without @dataclass, a name taken, no name) is one line
+    naming the class and the attribute, before any work."""
+    tmp_path, env = outside_codec
+    module = tmp_path / "pkg" / "scaled_sign.py"
+    assert old in MODULE
+    module.write_text(MODULE.replace(old, new))
+    proc = _run(tmp_path, env, tmp_path / "out", "engine=inprocess")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines == [message], proc.stderr
+    assert not (tmp_path / "out" / "mlflow.db").exists()
 
 
 # -- chain ------------------------------------------------------------------------------------------------------
@@ -295,7 +334,7 @@ def test_a_codec_subclass_registers_and_two_with_one_name_raise(registry):
     with pytest.raises(ConfigError, match=r"entries must be one of .*dither:<s> with s in \[1, 255\] or "
                                           r"test_half:<w> with w in \[1, 64\]; got 'test_half:65'\.$"):
         resolve_codecs(["test_half:65"], CodecChoice("float64"))
-    with pytest.raises(RuntimeError, match="two codecs are named 'test_half'"):
+    with pytest.raises(DeclarationError, match="two codecs are named 'test_half'"):
         class Other(Codec):
             name = "test_half"
     assert CODECS["test_half"] is Half

@@ -208,11 +208,19 @@ def test_a_half_open_option_prints_its_interval_and_refuses_its_open_end_in_one_
      r"The 'algorithm.module' parameter names a module whose method is declared wrong; importing 'is_heavy_ball': "
      r"is_heavy_ball.ISHeavyBall.options: the default 0.5 of HeavyBallOptions.beta is refused by its own constraint "
      r"\(The 'algorithm.beta' parameter must be in \[0.6, 1\); got 0.5.\)"),
+    # options without @dataclass: its beta would silently be no key (and self.opts.beta a dataclasses.Field)
+    (("@dataclass\nclass HeavyBallOptions", "class HeavyBallOptions"),
+     r"The 'algorithm.module' parameter names a module whose method is declared wrong; importing 'is_heavy_ball': "
+     r"is_heavy_ball.ISHeavyBall.options: HeavyBallOptions must be decorated with @dataclass \(its beta would not be "
+     r"keys\)"),
 ])
 def test_a_bad_declaration_in_an_outside_module_is_its_own_one_line_error(heavy_ball, declaration, message):
     tmp_path, env = heavy_ball
     module = tmp_path / "pkg" / "is_heavy_ball.py"
-    module.write_text(HEAVY_BALL.replace("Interval(float, 0.0, 1.0, high_open=True)", declaration))
+    old, new = declaration if isinstance(declaration, tuple) else ("Interval(float, 0.0, 1.0, high_open=True)",
+                                                                   declaration)
+    assert old in HEAVY_BALL
+    module.write_text(HEAVY_BALL.replace(old, new))
     proc = _run_heavy_ball(tmp_path, env, tmp_path / "out")
     assert proc.returncode == 2, proc.stderr[-3000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]

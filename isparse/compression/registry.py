@@ -13,15 +13,16 @@ PYTHONPATH has the module) and the values that rebuild it (:meth:`Codec.state`),
 
 from __future__ import annotations
 
-import importlib
+import sys
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 import numpy as np
 
-from ..errors import ConfigError, check_choice
-from ..params import Boolean, Constraint, Nullable, Section, Text, param, unknown_key
-from .compressors import Compressor
+from ..errors import ConfigError, DeclarationError, check_choice, import_user_module
+from ..params import (Boolean, Constraint, Nullable, Section, Text, check_options_declaration, param,
+                      unknown_key)
+from .compressors import KINDS, Compressor
 
 #: messages.codec -> its class, in the order the classes were defined
 CODECS: dict[str, type] = {}
@@ -38,14 +39,20 @@ def codec_class(name: str, module: str | None = None, key: str = "messages") -> 
         and listing the known ones).
     """
     if module is not None:
-        try:
-            importlib.import_module(str(module))
-        except Exception as exc:  # noqa: BLE001 - any import failure is the user's module's
-            raise ConfigError(f"{key}.module", f"The '{key}.module' parameter must name an importable Python module "
-                                               f"(on sys.path / PYTHONPATH); importing {module!r} failed: "
-                                               f"{type(exc).__name__}: {exc}") from None
+        before = set(CODECS)
+        import_user_module(module, key, "codec")
+        if name not in CODECS and not set(CODECS) - before and not _defines_codec(module):
+            raise ConfigError(f"{key}.module", f"The '{key}.module' parameter names a module that registers no codec "
+                                               f"(a Codec subclass that sets name); {module!r} defines none, so "
+                                               f"{key}.codec={name!r} is unknown.")
     check_choice(f"{key}.codec", name, CODECS)
     return CODECS[name]
+
+
+def _defines_codec(module: str) -> bool:
+    """Whether the imported ``module`` holds a registered codec class."""
+    mod = sys.modules.get(str(module))
+    return any(isinstance(v, type) and v in CODECS.values() for v in vars(mod).values()) if mod else False
 
 
 class CodecName(Constraint):
@@ -167,12 +174,11 @@ class Codec(Compressor):
         name = cls.__dict__.get("name")
         if not name:
             return
-        if not (isinstance(cls.options, type) and issubclass(cls.options, MessagesSpec)):
-            raise TypeError(f"{cls.__qualname__}.options must be a subclass of MessagesSpec; got {cls.options!r}")
+        _check_codec_declaration(cls)
         old = CODECS.get(name)
         if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise RuntimeError(f"two codecs are named {name!r}: {old.__module__}.{old.__qualname__} and "
-                               f"{cls.__module__}.{cls.__qualname__}")
+            raise DeclarationError(f"two codecs are named {name!r}: {old.__module__}.{old.__qualname__} and "
+                                   f"{cls.__module__}.{cls.__qualname__}")
         CODECS[name] = cls   # a reload of the same module replaces its class
 
     # -- options ----------------------------------------------------------------------------------------
@@ -248,3 +254,18 @@ class Codec(Compressor):
 
 
 __all__ = ["CODECS", "Codec", "CodecName", "MessagesSpec", "codec_class"]
+
+
+def _check_codec_declaration(cls) -> None:
+    """Raise DeclarationError (one line) if a named codec class is declared wrong: its options not a @dataclass of
+    params (subclass of MessagesSpec) whose defaults pass their constraints, a ``kind`` outside KINDS, an unbiased
+    codec without its own ``omega`` or a contractive one without its own ``alpha`` (the constant its kind promises)."""
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    check_options_declaration(where, cls.options, MessagesSpec, "messages")
+    if cls.kind not in KINDS:
+        raise DeclarationError(f"{where}.kind must be one of {', '.join(KINDS)}; got {cls.kind!r}")
+    constant = {"unbiased": "omega", "contractive": "alpha"}.get(cls.kind)
+    if constant and getattr(cls, constant) is getattr(Compressor, constant):
+        bound = "omega ||v||^2" if constant == "omega" else "(1 - alpha) ||v||^2"
+        raise DeclarationError(f"{where} declares kind {cls.kind!r} and must define {constant}(q), its constant "
+                               f"(E||Q(v) - v||^2 <= {bound})")

@@ -2,7 +2,8 @@
 
 :data:`METHODS` maps every ``algorithm=<id>`` to its class. It is collected, not written: every module of this
 package is imported here, and every :class:`~isparse.methods.base.Method` subclass that sets ``name`` registers
-itself (``isparse.methods.registry``), so a new method is one file here (and one ``conf/algorithm/<id>.yaml``).
+itself (``isparse.methods.registry``), so a new method is one file here (one module plus one
+``<conf dir>/algorithm/<id>.yaml`` naming it and its ``module`` if it lives outside this package).
 The contract a method fills is ``isparse.methods.contract`` (its four steps) and ``isparse.methods.base`` (its
 declaration and building).
 """

@@ -25,10 +25,10 @@ method's checked options object, ``reg``, ``seed``, ``send_ids``, ``codec``) and
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar, Optional
 
 from ..errors import ConfigError
+from ..params import check_options_declaration
 from ..theory.base import NO_THEORY, Theory, strongly_convex_or_none   # noqa: F401  (re-exported for the methods)
 from .context import Context
 from .contract import Box, Sampled, Traits, values_in_blocks   # noqa: F401  (re-exported: a method imports from here)
@@ -41,20 +41,7 @@ def _check_declaration(cls) -> None:
     dataclass of params whose defaults pass their constraints, traits not a Traits, theory not a Theory or None, or
     (for a named class) a step left abstract."""
     where = f"{cls.__module__}.{cls.__qualname__}"
-    opts = cls.options
-    if not (isinstance(opts, type) and issubclass(opts, AlgorithmOptions) and dataclasses.is_dataclass(opts)):
-        raise DeclarationError(f"{where}.options must be a @dataclass subclass of AlgorithmOptions; got {opts!r}")
-    for f in dataclasses.fields(opts):
-        constraint = f.metadata.get("constraint")
-        if constraint is None:
-            raise DeclarationError(f"{where}.options: field {f.name!r} of {opts.__name__} must be made with "
-                                   f"isparse.params.param(default, constraint, doc)")
-        if f.default is not dataclasses.MISSING:
-            try:
-                constraint(f"algorithm.{f.name}", f.default)
-            except ConfigError as exc:
-                raise DeclarationError(f"{where}.options: the default {f.default!r} of {opts.__name__}.{f.name} is "
-                                       f"refused by its own constraint ({exc})") from None
+    check_options_declaration(where, cls.options, AlgorithmOptions, "algorithm")
     if not isinstance(cls.traits, Traits):
         raise DeclarationError(f"{where}.traits must be a Traits(...); got {cls.traits!r}")
     if cls.theory is not None and not isinstance(cls.theory, Theory):

@@ -8,18 +8,10 @@ the one ``algorithm.module`` names (:func:`method_class` imports it first).
 
 from __future__ import annotations
 
-import importlib
-import traceback
-
-from ..errors import ConfigError, check_choice
+from ..errors import DeclarationError, check_choice, import_user_module
 
 #: algorithm id -> method class, filled by :func:`register`
 METHODS: dict = {}
-
-
-class DeclarationError(TypeError):
-    """A method class whose box is declared wrong (its options, traits, theory or steps), raised by its class
-    statement; the message is one line naming the class and the attribute."""
 
 
 def register(cls) -> None:
@@ -34,39 +26,11 @@ def register(cls) -> None:
     METHODS.update(entries)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def _where(exc: BaseException) -> str:
-    """file:line of the innermost frame of ``exc`` (where the module's definition failed)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
-
-
 def import_method_module(module: str, key: str = "algorithm") -> None:
-    """Import ``module`` (``algorithm.module``), so the methods it defines register themselves.
-
-    Raises
-    ------
-    ConfigError
-        Naming ``<key>.module``, one line each: the module cannot be found or imported (an ImportError: "must name
-        an importable Python module"); a method it defines is declared wrong (a :class:`DeclarationError`); or its
-        code raised something else while it was being defined (the exception, with the file and line).
-    """
-    try:
-        importlib.import_module(str(module))
-    except DeclarationError as exc:
-        raise ConfigError(f"{key}.module", f"The '{key}.module' parameter names a module whose method is declared "
-                                           f"wrong; importing {module!r}: {_one_line(exc)}") from None
-    except ImportError as exc:
-        raise ConfigError(f"{key}.module", f"The '{key}.module' parameter must name an importable Python module "
-                                           f"(on sys.path / PYTHONPATH); importing {module!r} failed: "
-                                           f"{type(exc).__name__}: {_one_line(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module failed while defining its method
-        raise ConfigError(f"{key}.module", f"The '{key}.module' parameter names a module that fails while defining "
-                                           f"its method: importing {module!r} raised {type(exc).__name__} at "
-                                           f"{_where(exc)}: {_one_line(exc)}") from None
+    """Import ``module`` (``algorithm.module``), so the methods it defines register themselves
+    (:func:`isparse.errors.import_user_module`: one ConfigError line naming ``<key>.module`` for a module that cannot
+    be imported, a method declared wrong, or a module that fails while defining its method)."""
+    import_user_module(module, key, "method")
 
 
 def method_class(name: str, module: str | None = None, key: str = "algorithm"):
