@@ -108,11 +108,14 @@ def test_a_codec_from_one_module_and_one_config_file_runs_on_both_engines(outsid
 
 @pytest.mark.parametrize("override, message", [
     ("messages.gain=2", "The 'messages.gain' parameter must be in (0, 1]; got 2."),
-    ("+messages.gian=0.1", "The 'messages.gian' parameter is not a key of messages.codec=scaled_sign (it would be "
-                           "ignored); known: send_ids, codec, module, gain."),
-    ("messages.levels=7", "The 'messages.levels' parameter is not a key of messages.codec=scaled_sign (it would be "
-                          "ignored); known: send_ids, codec, module, gain."),
-    ("messages.module=no_such_module", "The 'messages.module' parameter must name an importable Python module"),
+    pytest.param("+messages.gian=0.1", "The 'messages.gian' parameter is not a key of messages.codec=scaled_sign (it "
+                                       "would be ignored); known: send_ids, codec, module, gain.",
+                 marks=pytest.mark.slow),
+    pytest.param("messages.levels=7", "The 'messages.levels' parameter is not a key of messages.codec=scaled_sign (it "
+                                      "would be ignored); known: send_ids, codec, module, gain.",
+                 marks=pytest.mark.slow),
+    pytest.param("messages.module=no_such_module", "The 'messages.module' parameter must name an importable Python "
+                                                   "module", marks=pytest.mark.slow),
 ])
 def test_its_bad_option_is_one_line_and_status_2(outside_codec, override, message):
     tmp_path, env = outside_codec
@@ -130,26 +133,29 @@ DECLARED = "isparse-run: error: The 'messages.module' parameter names a module w
 @pytest.mark.parametrize("old, new, message", [
     ('"scaled_sign", "contractive", 1, 32', '"scaled_sign", "contracting", 1, 32',
      DECLARED + "scaled_sign.ScaledSign.kind must be one of exact, unbiased, contractive, biased; got 'contracting'"),
-    ('"scaled_sign", "contractive", 1, 32', '"scaled_sign", "unbiased", 1, 32',
+    pytest.param('"scaled_sign", "contractive", 1, 32', '"scaled_sign", "unbiased", 1, 32',
      DECLARED + "scaled_sign.ScaledSign declares kind 'unbiased' and must define omega(q), its constant "
-                "(E||Q(v) - v||^2 <= omega ||v||^2)"),
-    ("param(1.0, Interval(float, 0.0, 1.0", "param(1.5, Interval(float, 0.0, 1.0",
+                "(E||Q(v) - v||^2 <= omega ||v||^2)", marks=pytest.mark.slow),
+    pytest.param("param(1.0, Interval(float, 0.0, 1.0", "param(1.5, Interval(float, 0.0, 1.0",
      DECLARED + "scaled_sign.ScaledSign.options: the default 1.5 of ScaledSignOptions.gain is refused by its own "
-                "constraint (The 'messages.gain' parameter must be in (0, 1]; got 1.5.)"),
-    ("@dataclass\nclass ScaledSignOptions", "class ScaledSignOptions",
+                "constraint (The 'messages.gain' parameter must be in (0, 1]; got 1.5.)", marks=pytest.mark.slow),
+    pytest.param("@dataclass\nclass ScaledSignOptions", "class ScaledSignOptions",
      DECLARED + "scaled_sign.ScaledSign.options: ScaledSignOptions must be decorated with @dataclass (its gain "
-                "would not be keys)"),
-    ('"scaled_sign", "contractive", 1, 32', '"natural", "contractive", 1, 32',
-     DECLARED + "two codecs are named 'natural': isparse.compression.codecs.Natural and scaled_sign.ScaledSign"),
-    ('name, kind, value_bits, header_bits = "scaled_sign", "contractive", 1, 32',
+                "would not be keys)", marks=pytest.mark.slow),
+    pytest.param('"scaled_sign", "contractive", 1, 32', '"natural", "contractive", 1, 32',
+     DECLARED + "two codecs are named 'natural': isparse.compression.codecs.Natural and scaled_sign.ScaledSign",
+     marks=pytest.mark.slow),
+    pytest.param('name, kind, value_bits, header_bits = "scaled_sign", "contractive", 1, 32',
      'kind, value_bits, header_bits = "contractive", 1, 32',
      "isparse-run: error: The 'messages.module' parameter names a module that registers no codec (a Codec subclass "
-     "that sets name); 'scaled_sign' defines none, so messages.codec='scaled_sign' is unknown."),
+     "that sets name); 'scaled_sign' defines none, so messages.codec='scaled_sign' is unknown.",
+     marks=pytest.mark.slow),
 ])
 def test_a_codec_declared_wrong_is_refused_by_its_class_statement_in_one_line(outside_codec, old, new, message):
     """What a contributor gets wrong in a codec's declaration (a kind misspelt, the constant its kind promises
     missing, a default its own constraint refuses, options without @dataclass, a name taken, no name) is one line
-    naming the class and the attribute, before any work."""
+    naming the class and the attribute, before any work (one case in the default run, the others slow: each is a
+    process of its own)."""
     tmp_path, env = outside_codec
     module = tmp_path / "pkg" / "scaled_sign.py"
     assert old in MODULE

@@ -204,15 +204,15 @@ def test_a_half_open_option_prints_its_interval_and_refuses_its_open_end_in_one_
      r"'is_heavy_ball' raised TypeError at .*is_heavy_ball.py:\d+: Interval.__init__\(\) got an unexpected keyword "
      r"argument 'high_opn'"),
     # a default its own constraint refuses: the class statement says which
-    ('Interval(float, 0.6, 1.0, high_open=True)',
+    pytest.param('Interval(float, 0.6, 1.0, high_open=True)',
      r"The 'algorithm.module' parameter names a module whose method is declared wrong; importing 'is_heavy_ball': "
      r"is_heavy_ball.ISHeavyBall.options: the default 0.5 of HeavyBallOptions.beta is refused by its own constraint "
-     r"\(The 'algorithm.beta' parameter must be in \[0.6, 1\); got 0.5.\)"),
+     r"\(The 'algorithm.beta' parameter must be in \[0.6, 1\); got 0.5.\)", marks=pytest.mark.slow),
     # options without @dataclass: its beta would silently be no key (and self.opts.beta a dataclasses.Field)
-    (("@dataclass\nclass HeavyBallOptions", "class HeavyBallOptions"),
+    pytest.param(("@dataclass\nclass HeavyBallOptions", "class HeavyBallOptions"),
      r"The 'algorithm.module' parameter names a module whose method is declared wrong; importing 'is_heavy_ball': "
      r"is_heavy_ball.ISHeavyBall.options: HeavyBallOptions must be decorated with @dataclass \(its beta would not be "
-     r"keys\)"),
+     r"keys\)", marks=pytest.mark.slow),
 ])
 def test_a_bad_declaration_in_an_outside_module_is_its_own_one_line_error(heavy_ball, declaration, message):
     tmp_path, env = heavy_ball
