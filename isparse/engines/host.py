@@ -125,7 +125,19 @@ class WorkerHost:
 
         Returns
         -------
-        (batch, compute seconds, serialized bytes or None, memory or None)
+        batch : Messages
+            The hosted workers' messages, ordered by worker.
+        compute : float
+            Seconds the step took.
+        size : int or None
+            The serialized bytes with ``measure``, else None.
+        memory : float or None
+            The memory term with ``monitor``, else None.
+
+        Raises
+        ------
+        RuntimeError
+            The hosted workers are not all at the same iteration.
         """
         start = time.perf_counter()
         batch = self._step(x)
