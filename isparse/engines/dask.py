@@ -148,6 +148,7 @@ class DaskPool:
     shards : list of n shards
         Kept by the pool (a reference, no copy) to recreate lost workers.
     x0 : ndarray of shape (d,)
+        Starting point x^0.
     snapshot_every : int, default 50
         Rounds between the client-side snapshots of the workers' states used for recovery; 0 turns
         recovery off (a lost Dask worker then fails the run). Cost: one state fetch per

@@ -107,6 +107,7 @@ class InProcessPool:
         Parameters
         ----------
         snapshots : list of HostSnapshot
+            Together holding every worker.
         """
         self.host.restore(snapshots)
 

@@ -206,6 +206,7 @@ class MasterLoop:
     Parameters
     ----------
     method : Method
+        The algorithm, with its stepsize and the run's seed.
     engine : Engine
         Synchronous, or an asynchronous view for an asynchronous method.
     problem : GLMProblem or QuadraticProblem
@@ -215,7 +216,9 @@ class MasterLoop:
     bound : LinearBound, SublinearBound or NoBound, optional
         Logged as ``bound`` (NaN when not applicable); it bounds ``bound.quantity``.
     x0 : ndarray of shape (d,)
+        Starting point x^0.
     options : RunOptions
+        How long to run, what to record, where to hand checkpoints.
     """
 
     def __init__(self, method, engine: Engine, problem, reference, bound, x0, options: RunOptions):
@@ -242,7 +245,12 @@ class MasterLoop:
 
     # -- monitors -----------------------------------------------------------------------------
     def current(self) -> np.ndarray:
-        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k)."""
+        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k, Theorem 8).
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         return self.method.iterate(self.master, self.x)
 
     def wants_memory(self) -> bool:
@@ -261,6 +269,7 @@ class MasterLoop:
         Parameters
         ----------
         t : int
+            The iteration.
 
         Returns
         -------
@@ -280,11 +289,22 @@ class MasterLoop:
         return float(self.uplink.sum())
 
     def bound_now(self) -> float:
-        """The theorem's bound on ``bound.quantity`` at this t (NaN without one)."""
+        """The theorem's bound on ``bound.quantity`` at this t (NaN without one).
+
+        Returns
+        -------
+        float
+        """
         return float(self.bound(self.t)) if self.bound is not None else math.nan
 
     def counters(self) -> dict:
-        """The cumulative counters of the run so far (continued from a resumed checkpoint's)."""
+        """The cumulative counters of the run so far (continued from a resumed checkpoint's).
+
+        Returns
+        -------
+        dict
+            ``wall_s`` and ``time_master_s`` (seconds), ``uplink_bytes_float64`` (bytes) and the engine's counters.
+        """
         out = {"wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s,
                "uplink_bytes_float64": self.uplink64, **self.engine.counters()}
         return {k: v + self.offsets.get(k, 0) for k, v in out.items()}
@@ -331,6 +351,7 @@ class MasterLoop:
         Parameters
         ----------
         ck : Checkpoint
+            What :meth:`checkpoint` handed out (possibly from another run on another engine).
 
         Returns
         -------

@@ -79,6 +79,7 @@ class Engine(Protocol):
         Parameters
         ----------
         snapshots : list of HostSnapshot
+            Together holding every worker.
         """
 
     def counters(self) -> dict:

@@ -42,7 +42,9 @@ class GLMShard:
     scale : float
         n / N, the weight of each local loss term.
     loss : Logistic or Squared
+        phi (``isparse.problems.losses``).
     penalty : L2Penalty or NonconvexPenalty
+        P (``isparse.problems.losses``).
     """
 
     A: sp.csr_matrix
@@ -67,6 +69,7 @@ class GLMShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -116,6 +119,7 @@ class GLMShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -132,6 +136,7 @@ class GLMShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         idx : ndarray of int, shape (B,)
             Local example indices (0 <= j < l_i).
 
@@ -148,6 +153,7 @@ class GLMShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         j : int
             Local example index, 0 <= j < l_i.
 
@@ -323,6 +329,7 @@ class GLMProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -336,6 +343,7 @@ class GLMProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -349,6 +357,7 @@ class GLMProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -362,6 +371,7 @@ class GLMProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -380,6 +390,7 @@ class GLMProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -396,6 +407,7 @@ class GLMProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -413,6 +425,7 @@ class GLMProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------

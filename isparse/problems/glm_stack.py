@@ -64,6 +64,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -136,6 +137,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         which : ndarray of int, shape (w,), optional
             Hosted worker positions (0..k-1); default all k.
 
@@ -166,6 +168,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         pw : ndarray of int, shape (P,)
             Hosted worker (0..k-1) of each pair, non-decreasing.
         pc : ndarray of int, shape (P,)
@@ -209,6 +212,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         U : ndarray of int, shape (k, tau m)
             Sorted block ids of each hosted worker (its U_i^t).
         blocks : BlockPartition
@@ -251,6 +255,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         rows : ndarray of int, shape (k,)
             Local example index j_p (0 <= j_p < l_p) of every hosted worker.
         pw : ndarray of int, shape (P,)
@@ -270,6 +275,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         batch : ndarray of int, shape (k, B)
             Local example indices of each hosted worker's minibatch.
         pw : ndarray of int, shape (P,)
@@ -289,6 +295,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         rows : ndarray of int, shape (k, B)
             Hosted row indices (0..R-1, rows of :attr:`A`) of each hosted worker.
         weight : ndarray of float, shape (k,)
@@ -315,6 +322,7 @@ class StackedGLM:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------

@@ -178,6 +178,7 @@ class L2Penalty:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -190,7 +191,8 @@ class L2Penalty:
 
         Parameters
         ----------
-        x : ndarray of shape (d,) (or any subset of coordinates: the penalty is separable)
+        x : ndarray
+            The point x, shape (d,), or any subset of its coordinates (the penalty is separable).
 
         Returns
         -------
@@ -204,6 +206,7 @@ class L2Penalty:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -239,6 +242,7 @@ class NonconvexPenalty:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -251,7 +255,8 @@ class NonconvexPenalty:
 
         Parameters
         ----------
-        x : ndarray of shape (d,) (or any subset of coordinates: the penalty is separable)
+        x : ndarray
+            The point x, shape (d,), or any subset of its coordinates (the penalty is separable).
 
         Returns
         -------
@@ -265,6 +270,7 @@ class NonconvexPenalty:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------

@@ -43,6 +43,7 @@ class QuadraticShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -56,6 +57,7 @@ class QuadraticShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -69,6 +71,7 @@ class QuadraticShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         idx : ndarray of int
             Example indices (not used: l_i = 1).
 
@@ -84,6 +87,7 @@ class QuadraticShard:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         j : int
             Example index (not used: l_i = 1).
 
@@ -172,6 +176,7 @@ class StackedQuadratic:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         which : ndarray of int, shape (w,), optional
             Hosted worker positions (0..k-1); default all k.
 
@@ -188,6 +193,7 @@ class StackedQuadratic:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         pw : ndarray of int, shape (P,)
             Hosted worker (0..k-1) of each pair.
         pc : ndarray of int, shape (P,)
@@ -205,9 +211,11 @@ class StackedQuadratic:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         U : ndarray of int, shape (k, tau m)
             Sorted block ids of each hosted worker.
         blocks : BlockPartition
+            The partition of the d coordinates into m blocks.
         pairs : tuple (pc, pw) of ndarray, optional
             ``blocks.coords_batch(U)`` when the caller already has it.
 
@@ -225,6 +233,7 @@ class StackedQuadratic:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         rows : ndarray of int, shape (k,)
             Example of each worker (not used: l_p = 1).
         pw, pc : ndarray of int, shape (P,)
@@ -242,6 +251,7 @@ class StackedQuadratic:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
         batch : ndarray of int, shape (k, B)
             Minibatch of each worker (not used: l_p = 1).
         pw, pc : ndarray of int, shape (P,)
@@ -259,6 +269,7 @@ class StackedQuadratic:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -337,6 +348,7 @@ class QuadraticProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -352,6 +364,7 @@ class QuadraticProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -380,6 +393,7 @@ class QuadraticProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------
@@ -394,6 +408,7 @@ class QuadraticProblem(Problem):
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The point x.
 
         Returns
         -------

@@ -49,6 +49,7 @@ def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_
     Parameters
     ----------
     A : sparse matrix of shape (N, d)
+        The data matrix.
     dense_max_d : int, optional
         Largest d for the dense eigendecomposition (default :data:`NULL_DENSE_MAX_D`, 1000).
     rel_tol : float, optional
@@ -118,6 +119,7 @@ def top_eig(A: sp.csr_matrix) -> float:
     Parameters
     ----------
     A : sparse matrix of shape (l, d)
+        A block of rows (or the whole data matrix).
 
     Returns
     -------
