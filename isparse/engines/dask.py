@@ -79,9 +79,31 @@ class DaskHost(WorkerHost):
     per reply (measured 0.36 ms against 0.17 ms to serialize and deserialize a host's reply at n = 100). With
     ``measure``, the reported size is ``len(distributed.protocol.serialize_bytes(reply))``, the bytes Dask sends
     for the reply (Dask's header and the pickled batch; sized before the size itself is put in, a few bytes less).
+
+    Parameters
+    ----------
+    method, ids, shards, x0
+        As for :class:`~isparse.engines.host.WorkerHost`.
     """
 
     async def round(self, x, monitor=None, measure=False):
+        """One worker step of every hosted worker on the broadcast x, as one pickled reply.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The model x^t.
+        monitor : ndarray of shape (d,), optional
+            x*: also compute the hosted workers' Lyapunov memory term after the step.
+        measure : bool
+            Also report the bytes Dask sends for the reply.
+
+        Returns
+        -------
+        bytes
+            The pickled tuple (batch, compute seconds, reply bytes or None, memory or None); read it with
+            :func:`unpack_reply`.
+        """
         batch, compute, _, memory = WorkerHost.round(self, x, monitor)
         reply = pickle.dumps((batch, compute, None, memory), protocol=5)
         if measure:
@@ -92,7 +114,18 @@ class DaskHost(WorkerHost):
 
 
 def unpack_reply(reply: bytes) -> tuple:
-    """A :class:`DaskHost` round's reply: (batch, compute seconds, reply bytes or None, memory or None)."""
+    """Read a :class:`DaskHost` round's reply.
+
+    Parameters
+    ----------
+    reply : bytes
+        What :meth:`DaskHost.round` returned.
+
+    Returns
+    -------
+    tuple
+        (batch, compute seconds, reply size in bytes or None, memory or None).
+    """
     return pickle.loads(reply)
 
 
@@ -115,6 +148,7 @@ class DaskPool:
     shards : list of n shards
         Kept by the pool (a reference, no copy) to recreate lost workers.
     x0 : ndarray of shape (d,)
+        Starting point x^0.
     snapshot_every : int, default 50
         Rounds between the client-side snapshots of the workers' states used for recovery; 0 turns
         recovery off (a lost Dask worker then fails the run). Cost: one state fetch per
@@ -270,7 +304,27 @@ class DaskPool:
         """All workers' messages for the broadcast x, ordered by worker index (one actor call per host).
 
         Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client;
-        every ``measure_every`` rounds the hosts also size their replies.
+        every ``measure_every`` rounds the hosts also size their replies. A lost Dask worker is recovered
+        from (class docstring) and the round made again on its replacement.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The model x^t.
+        monitor : ndarray of shape (d,), optional
+            x*: also return the workers' Lyapunov memory term after the step.
+
+        Returns
+        -------
+        batch : Messages
+            All n workers' messages, ordered by worker index.
+        memory : float or None
+            The memory term summed over the hosts, or None when ``monitor`` is None.
+
+        Raises
+        ------
+        RuntimeError
+            A Dask worker was lost and recovery is off (``snapshot_every=0``), or every Dask worker was lost.
         """
         if self.snapshot_every > 0 and self.rounds % self.snapshot_every == 0 and self._snapshot_round != self.rounds:
             self.snapshot()
@@ -300,7 +354,17 @@ class DaskPool:
         return batch, memory
 
     def memory(self, x_star):
-        """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink)."""
+        """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink).
+
+        Parameters
+        ----------
+        x_star : ndarray of shape (d,)
+            x*.
+
+        Returns
+        -------
+        float
+        """
         return float(sum(self._call("memory", lambda h: (x_star,)).values()))
 
     def traffic(self) -> dict:
@@ -325,34 +389,64 @@ class DaskPool:
                 "replies": m["replies"]}
 
     def counters(self) -> dict:
-        """Timing, ``worker_restarts`` and ``uplink_bytes_serialized`` (cumulative; the measured rounds' ratio to the
-        analytic bytes applied to all rounds' analytic bytes)."""
+        """Cumulative counters for the records.
+
+        Returns
+        -------
+        dict
+            ``time_compute_s`` and ``time_comm_s`` (seconds), ``worker_restarts`` and ``uplink_bytes_serialized``
+            (bytes: the measured rounds' ratio of serialized to analytic bytes applied to all rounds' analytic bytes).
+        """
         ratio = self.measured["serialized"] / max(1, self.measured["analytic"])
         return {"time_compute_s": self.timing["compute_s"], "time_comm_s": self.timing["comm_s"],
                 "worker_restarts": self.restarts, "uplink_bytes_serialized": int(round(ratio * self.analytic_bytes))}
 
     def snapshot(self) -> list:
         """Every host's ``HostSnapshot``, fetched from the actors once per round (a checkpoint and the recovery
-        snapshot of the same round share the fetch); it also becomes the recovery snapshot."""
+        snapshot of the same round share the fetch); it also becomes the recovery snapshot.
+
+        Returns
+        -------
+        list of HostSnapshot
+            One per host.
+        """
         if self._snapshot_round != self.rounds or self._snapshot is None:
             snaps = list(self._call("snapshot", lambda h: ()).values())
             self._snapshot, self._snapshot_round, self._since = snaps, self.rounds, []
         return self._snapshot
 
     def restore(self, snapshots) -> None:
-        """Put back every worker's state and counters (a checkpoint's); it also becomes the recovery snapshot."""
+        """Put back every worker's state and counters (a checkpoint's); it also becomes the recovery snapshot.
+
+        Parameters
+        ----------
+        snapshots : list of HostSnapshot
+            Of any placement (e.g. an in-process run's, or one with another number of Dask workers).
+        """
         self._snapshot, self._snapshot_round, self._since = list(snapshots), self.rounds, []
         self._call("restore", lambda h: (self._snapshot,))
 
     def stop(self):
+        """End of a run: nothing to wait for (every synchronous round has been collected)."""
         pass
 
     def asynchronous(self, **_ignored):
-        """A truly asynchronous view: one pending actor call per logical worker, collected as they finish
-        (no recovery from lost workers)."""
+        """A truly asynchronous view (Algorithm 8): one pending actor call per logical worker, collected as they
+        finish (no recovery from lost workers).
+
+        Parameters
+        ----------
+        **_ignored
+            ``seed`` and ``spread`` of the simulated view: not used (real delays).
+
+        Returns
+        -------
+        DaskAsync
+        """
         return DaskAsync(self)
 
     def close(self):
+        """Drop the pool's hosts and the futures that keep their actors and shards alive on the cluster."""
         self._hosts = []
 
 
@@ -363,6 +457,13 @@ class DaskAsync(AsynchronousView):
     worker), as the compute of one Dask worker would. Finished calls are found by polling
     ``ActorFuture.done()`` (actor futures support no ``wait``/``as_completed``). A lost Dask
     worker fails an asynchronous run.
+
+    Parameters
+    ----------
+    pool : DaskPool
+        The pool whose actors run the steps (its method must have no worker state).
+    poll_seconds : float
+        Seconds between two polls of the pending calls.
     """
 
     name = "dask"
@@ -373,6 +474,26 @@ class DaskAsync(AsynchronousView):
         self.pending, self.idle = {}, sorted(self.host_of)
 
     def exchange(self, x, monitor=None):
+        """Start a step of every idle worker on x and return the first message to finish.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The master's current model.
+        monitor : ndarray of shape (d,), optional
+            Not used (asynchronous runs log no memory term).
+
+        Returns
+        -------
+        batch : Messages
+            One worker's message; that worker is the next idle one.
+        memory : None
+
+        Raises
+        ------
+        RuntimeError
+            The Dask worker of the finished call was lost.
+        """
         for i in self.idle:
             self.pending[i] = self.host_of[i].step_one(i, x)
         while True:
@@ -388,6 +509,7 @@ class DaskAsync(AsynchronousView):
             time.sleep(self.poll)
 
     def stop(self):
+        """End of a run: wait for the pending calls, so that the actors stay consistent."""
         for fut in self.pending.values():   # let the last calls finish so the actors stay consistent
             fut.result()
         self.pending.clear()

@@ -56,6 +56,18 @@ def _split(snap: HostSnapshot) -> dict:
 def regroup(snapshots, ids) -> HostSnapshot:
     """The snapshot of the workers ``ids`` from snapshots of other groupings (a recovery, a resume elsewhere).
 
+    Parameters
+    ----------
+    snapshots : list of HostSnapshot
+        Snapshots that together hold every worker of ``ids``.
+    ids : array of int, shape (k,)
+        The logical workers wanted, in the order of the result.
+
+    Returns
+    -------
+    HostSnapshot
+        One of ``snapshots`` itself when its ids are ``ids``; else the workers' rows cut out and concatenated.
+
     Raises
     ------
     KeyError
@@ -118,6 +130,7 @@ class WorkerHost:
         Parameters
         ----------
         x : ndarray of shape (d,)
+            The broadcast model x^t.
         monitor : ndarray of shape (d,), optional
             x*: also return the memory part of the Lyapunov function after the step.
         measure : bool
@@ -125,7 +138,19 @@ class WorkerHost:
 
         Returns
         -------
-        (batch, compute seconds, serialized bytes or None, memory or None)
+        batch : Messages
+            The hosted workers' messages, ordered by worker.
+        compute : float
+            Seconds the step took.
+        size : int or None
+            The serialized bytes with ``measure``, else None.
+        memory : float or None
+            The memory term with ``monitor``, else None.
+
+        Raises
+        ------
+        RuntimeError
+            The hosted workers are not all at the same iteration.
         """
         start = time.perf_counter()
         batch = self._step(x)
@@ -138,7 +163,25 @@ class WorkerHost:
         return batch, compute, size, (self.memory(monitor) if monitor is not None else None)
 
     def step_one(self, i: int, x: np.ndarray):
-        """One worker step of the hosted logical worker i only (asynchronous methods; stateless workers)."""
+        """One worker step of the hosted logical worker i only (asynchronous methods, Algorithm 8; stateless workers).
+
+        Parameters
+        ----------
+        i : int
+            Logical worker index (one of the hosted ``ids``).
+        x : ndarray of shape (d,)
+            The model the worker last received.
+
+        Returns
+        -------
+        Messages
+            Worker i's message.
+
+        Raises
+        ------
+        RuntimeError
+            The method has a worker state.
+        """
         if self.state is not None:
             raise RuntimeError(f"{self.method.name}: asynchronous steps need a method without worker state")
         p = int(np.searchsorted(self.ids, i))
@@ -149,18 +192,45 @@ class WorkerHost:
         return batch
 
     def snapshot(self) -> HostSnapshot:
-        """The hosted workers' state and counters, as a value (no copy: the next step will not write into it)."""
+        """The hosted workers' state and counters, as a value (no copy: the next step will not write into it).
+
+        Returns
+        -------
+        HostSnapshot
+        """
         self._shared = True
         # examples per worker (the stacked data's l), for splitting per-example arrays by worker
         return HostSnapshot(self.ids.copy(), self.state, self.t.copy(), np.asarray(self.data.l, np.int64))
 
     def restore(self, snapshots) -> None:
-        """Put back the state and counters of the hosted workers from ``snapshots`` (any grouping)."""
+        """Put back the state and counters of the hosted workers from ``snapshots`` (any grouping).
+
+        Parameters
+        ----------
+        snapshots : iterable of HostSnapshot
+            Together holding every hosted worker.
+
+        Raises
+        ------
+        KeyError
+            A hosted worker is in none of the snapshots.
+        """
         snap = regroup(list(snapshots), self.ids)
         self.state, self.t, self._shared = snap.state, snap.t.copy(), True
 
     def replay(self, xs: list) -> int:
-        """Re-run the hosted workers' steps on the models ``xs`` in order, discarding the messages; returns len(xs)."""
+        """Re-run the hosted workers' steps on the models ``xs`` in order, discarding the messages (a recovery).
+
+        Parameters
+        ----------
+        xs : list of ndarray of shape (d,)
+            The models broadcast since the snapshot the state was restored from.
+
+        Returns
+        -------
+        int
+            ``len(xs)``, the steps replayed.
+        """
         for x in xs:
             self._step(x)
         return len(xs)
@@ -169,6 +239,16 @@ class WorkerHost:
         """The memory part of the Lyapunov function summed over the hosted workers (``method.worker_memory``).
 
         The targets (grad f_i(x*), or per-example gradients) are computed here once, where the data live.
+
+        Parameters
+        ----------
+        x_star : ndarray of shape (d,)
+            x*.
+
+        Returns
+        -------
+        float
+            NaN where the method has no worker memory.
         """
         if self.method.worker_memory is None:
             return float("nan")
@@ -177,5 +257,10 @@ class WorkerHost:
         return float(self.method.worker_memory(self.data, self.state, self._targets))
 
     def ping(self) -> list[int]:
-        """The hosted worker ids (a cheap call to check the host is alive)."""
+        """The hosted worker ids (a cheap call to check the host is alive).
+
+        Returns
+        -------
+        list of int
+        """
         return self.ids.tolist()

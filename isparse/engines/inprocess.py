@@ -13,14 +13,36 @@ from .protocol import AsynchronousView
 
 
 class InProcessPool:
-    """Runs the n logical workers' batched step in this process (one host holding all of them).
+    """Runs the n logical workers' batched step in this process (one host holding all of them; an ``Engine``).
+
+    Every worker step of the paper's algorithms (Algorithms 1-7) runs as one batched step of a
+    :class:`~isparse.engines.host.WorkerHost`; the numbers equal those of the Dask engine, whatever the placement.
+    Nothing is communicated: ``time_comm_s`` stays 0.
 
     Parameters
     ----------
     method : Method
         With the run's seed.
     shards : list of n shards
+        The workers' parts of the problem (``problem.shards``).
     x0 : ndarray of shape (d,)
+        Starting point, for the method's worker state.
+
+    Attributes
+    ----------
+    name : str
+        ``"inprocess"``.
+    method : Method
+    host : WorkerHost
+        The one host, holding workers 0..n-1.
+    placement : dict
+        Logical worker index -> ``"inprocess"``.
+    timing : dict
+        Cumulative seconds: ``compute_s`` (the workers' steps), ``comm_s`` (always 0).
+
+    See Also
+    --------
+    isparse.engines.dask.DaskPool : the same protocol on a Dask cluster.
     """
 
     name = "inprocess"
@@ -33,32 +55,94 @@ class InProcessPool:
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}   # cumulative seconds; nothing is communicated
 
     def exchange(self, x, monitor=None):
-        """All workers' messages for the broadcast x, ordered by worker index."""
+        """One round of every worker on the broadcast x.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The model x^t.
+        monitor : ndarray of shape (d,), optional
+            x*: also return the workers' Lyapunov memory term after the step.
+
+        Returns
+        -------
+        batch : Messages
+            All n workers' messages, ordered by worker index.
+        memory : float or None
+            The memory term, or None when ``monitor`` is None.
+        """
         start = time.perf_counter()
         batch, _, _, memory = self.host.round(x, monitor)
         self.timing["compute_s"] += time.perf_counter() - start
         return batch, memory
 
     def memory(self, x_star):
+        """The workers' Lyapunov memory term now (``WorkerHost.memory``).
+
+        Parameters
+        ----------
+        x_star : ndarray of shape (d,)
+            x*.
+
+        Returns
+        -------
+        float
+            NaN where the method has no memory term.
+        """
         return self.host.memory(x_star)
 
     def snapshot(self) -> list:
+        """The host's state and counters, as a value.
+
+        Returns
+        -------
+        list of HostSnapshot
+            One snapshot, of workers 0..n-1.
+        """
         return [self.host.snapshot()]
 
     def restore(self, snapshots) -> None:
+        """Put back the workers' states and counters (from snapshots of any placement, e.g. a Dask run's).
+
+        Parameters
+        ----------
+        snapshots : list of HostSnapshot
+            Together holding every worker.
+        """
         self.host.restore(snapshots)
 
     def counters(self) -> dict:
+        """Cumulative timing for the records.
+
+        Returns
+        -------
+        dict
+            ``time_compute_s`` and ``time_comm_s`` (seconds; the latter always 0).
+        """
         return {"time_compute_s": self.timing["compute_s"], "time_comm_s": self.timing["comm_s"]}
 
     def stop(self):
+        """End of a run: nothing to wait for."""
         pass
 
     def asynchronous(self, seed: int = 0, spread: float = 1.0):
-        """A simulated asynchronous view: see :class:`SimulatedAsync`."""
+        """A simulated asynchronous view (Algorithm 8): see :class:`SimulatedAsync`.
+
+        Parameters
+        ----------
+        seed : int
+            Seed of the delay model.
+        spread : float
+            The slowest worker's mean compute time is 1 + ``spread`` times the fastest's.
+
+        Returns
+        -------
+        SimulatedAsync
+        """
         return SimulatedAsync(self, seed=seed, spread=spread)
 
     def close(self):
+        """Nothing to release (the host lives in this process)."""
         pass
 
 
@@ -66,8 +150,18 @@ class SimulatedAsync(AsynchronousView):
     """Asynchrony simulated in one process with a seeded delay model (an :class:`~isparse.engines.protocol.Engine`).
 
     Worker i's compute times are exponential with mean 1 + spread * i / n (heterogeneous workers,
-    the slowest 1 + spread times the fastest), drawn from a stream seeded by ``seed``. Events are
-    processed in order of finishing time; a worker computes on the model it last received.
+    the slowest about 1 + spread times the fastest), drawn from a stream seeded by ``seed``. Events are
+    processed in order of finishing time; a worker computes on the model it last received (Algorithm 8,
+    asynchronous ISGD).
+
+    Parameters
+    ----------
+    pool : InProcessPool
+        The pool whose host runs the steps (its method must have no worker state).
+    seed : int
+        Seed of the delay stream.
+    spread : float
+        Heterogeneity of the workers' mean compute times (simulated time units, not seconds).
     """
 
     name = "inprocess"
@@ -80,6 +174,21 @@ class SimulatedAsync(AsynchronousView):
         self.models, self.events, self.now, self.idle = {}, [], 0.0, list(range(n))
 
     def exchange(self, x, monitor=None):
+        """Give x to the idle workers and return the next message to finish, in simulated time.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The master's current model.
+        monitor : ndarray of shape (d,), optional
+            Not used (asynchronous runs log no memory term).
+
+        Returns
+        -------
+        batch : Messages
+            One worker's message; that worker is the next idle one.
+        memory : None
+        """
         for i in self.idle:                      # the idle workers get x and start their next step
             self.models[i] = x.copy()
             heapq.heappush(self.events, (self.now + self.rng.exponential(self.means[i]), i))
@@ -91,4 +200,5 @@ class SimulatedAsync(AsynchronousView):
         return batch, None
 
     def stop(self):
+        """End of a run: drop the pending events."""
         self.events.clear()

@@ -22,9 +22,29 @@ from .protocol import Engine
 
 
 class DivergenceError(RuntimeError):
-    """The iterate became NaN/infinite or exploded. Carries the last finite iterate.
+    """The iterate became NaN/infinite or exploded: ||x^t - x*||^2 is not finite or exceeds 1e12 r_0.
 
-    Picklable (a parallel launcher sends it back to the parent process).
+    Raised by :func:`run` (through :func:`check_divergence`) when the stepsize is too large for the problem
+    (typically a ``step.multiplier`` above the theorem's stepsize, docs/algorithms.md §3) or a codec's values
+    overflow. Picklable (a parallel launcher sends it back to the parent process).
+
+    Parameters
+    ----------
+    t : int
+        The iteration at which the divergence was detected.
+    gamma : float
+        The method's stepsize gamma.
+    x_last : ndarray of shape (d,)
+        The iterate before the step that diverged (the last finite one).
+    hint : str, optional
+        Appended to the message (e.g. the codec's overflow window).
+
+    Attributes
+    ----------
+    t : int
+    gamma : float
+    x_last : ndarray of shape (d,)
+    hint : str
     """
 
     def __init__(self, t: int, gamma: float, x_last: np.ndarray, hint: str = ""):
@@ -38,23 +58,29 @@ class DivergenceError(RuntimeError):
 
 @dataclass
 class RunResult:
-    """What a run produced.
+    """What a run produced (returned by :func:`run`).
 
-    Attributes
+    Parameters
     ----------
     x : ndarray of shape (d,)
-        The last (measured) iterate.
+        The last (measured) iterate: x^T, or the method's own output sequence (IASGD's w_k).
     iterations : int
+        T, the iterations done (including those before a resume).
     converged : bool
         dist_sq <= tol * r_0 was reached (never with tol = 0, which runs all of max_iter).
     records : list of dict
-        The logged metrics (keys: step, dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s, the
-        engine's counters; ``lyapunov`` where the theorem has one, ``subopt_avg`` for ISGD, ``delay_mean`` and
-        ``delay_max`` for asynchronous methods).
+        The logged metrics, one dict per logged iteration. Keys: ``step``; ``dist_sq`` (||x^t - x*||^2);
+        ``subopt`` (F(x^t) - F*); ``bound`` (the theorem's bound on its quantity, NaN when none applies);
+        ``uplink_bytes`` and ``downlink_bytes`` (cumulative, bytes); ``wall_s``, ``time_master_s`` (seconds);
+        ``uplink_bytes_float64`` (bytes the same messages would take as float64 values); the engine's counters
+        (``time_compute_s``, ``time_comm_s``, seconds; the Dask engine's ``worker_restarts`` and
+        ``uplink_bytes_serialized``); ``dist_sq_null`` where the problem has a null space; ``lyapunov`` where
+        the theorem has one (Theorems 2, 3, 5); ``subopt_avg`` for ISGD (Theorem 6); ``grad_norm_sq_avg``
+        (Theorem 7); ``delay_mean`` and ``delay_max`` for asynchronous methods (iterations).
     uplink_per_worker : ndarray of float64, shape (n,)
-        Bytes each worker sent in total.
-    iterates : list of ndarray, optional
-        Every measured iterate x^0..x^T when asked for (tests).
+        Bytes each worker sent in total (float: coded values need not fill whole bytes).
+    iterates : list of ndarray of shape (d,), optional
+        Every measured iterate x^0..x^T when asked for (``keep_iterates``, tests); None otherwise.
     """
 
     x: np.ndarray
@@ -67,9 +93,28 @@ class RunResult:
 
 @dataclass
 class Checkpoint:
-    """Everything needed to continue a run exactly: the iteration, the iterate, the master's state, every
-    host's worker state and step counters (``HostSnapshot``; no random stream states: draws depend on (seed, i, t)
-    only), the byte counters, and the records made so far (a resumed run's history starts at t = 0)."""
+    """Everything needed to continue a run exactly (``RunOptions.resume``).
+
+    No random stream states are kept: every draw depends on (seed, i, t) only (docs/algorithms.md §1), so the
+    resumed iterates are those of the uninterrupted run.
+
+    Parameters
+    ----------
+    t : int
+        The iteration.
+    x : ndarray of shape (d,)
+        The iterate x^t.
+    master : object
+        The method's master state (what ``method.master_init`` and ``method.master_step`` return).
+    workers : list of HostSnapshot
+        Every host's worker state and step counters.
+    uplink_per_worker : ndarray of float64, shape (n,)
+        Bytes each worker has sent so far.
+    counters : dict
+        ``wall_s``, the time split (seconds) and the engine's counters so far.
+    records : list of dict
+        The records up to t (a resumed run's history starts at t = 0).
+    """
 
     t: int
     x: np.ndarray
@@ -127,8 +172,29 @@ class RunOptions:
 
 
 def check_divergence(t, dist_sq, r0, gamma, x_prev, codec=None) -> None:
-    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0 (with what ``codec`` says of it,
-    ``overflow_hint()``: e.g. the natural codecs' exponent window, above which a value decodes to inf)."""
+    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0.
+
+    Parameters
+    ----------
+    t : int
+        The iteration.
+    dist_sq : float
+        ||x^t - x*||^2.
+    r0 : float
+        ||x^0 - x*||^2.
+    gamma : float
+        The stepsize, for the message.
+    x_prev : ndarray of shape (d,)
+        The last finite iterate, carried by the error.
+    codec : Codec, optional
+        Its ``overflow_hint()`` is added to the message (e.g. the natural codecs' exponent window, above which a
+        value decodes to inf).
+
+    Raises
+    ------
+    DivergenceError
+        The iterate diverged.
+    """
     if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
         said = codec.overflow_hint() if codec is not None else None
         raise DivergenceError(t, gamma, x_prev, f", or {said}" if said else "")
@@ -140,6 +206,7 @@ class MasterLoop:
     Parameters
     ----------
     method : Method
+        The algorithm, with its stepsize and the run's seed.
     engine : Engine
         Synchronous, or an asynchronous view for an asynchronous method.
     problem : GLMProblem or QuadraticProblem
@@ -149,7 +216,9 @@ class MasterLoop:
     bound : LinearBound, SublinearBound or NoBound, optional
         Logged as ``bound`` (NaN when not applicable); it bounds ``bound.quantity``.
     x0 : ndarray of shape (d,)
+        Starting point x^0.
     options : RunOptions
+        How long to run, what to record, where to hand checkpoints.
     """
 
     def __init__(self, method, engine: Engine, problem, reference, bound, x0, options: RunOptions):
@@ -176,16 +245,40 @@ class MasterLoop:
 
     # -- monitors -----------------------------------------------------------------------------
     def current(self) -> np.ndarray:
-        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k)."""
+        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k, Theorem 8).
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         return self.method.iterate(self.master, self.x)
 
     def wants_memory(self) -> bool:
+        """Whether a logged record needs the workers' Lyapunov memory term (the bound has a Lyapunov weight and
+        the method a worker memory).
+
+        Returns
+        -------
+        bool
+        """
         return self.weight is not None and (self.method.worker_memory is not None)
 
     def logged(self, t: int) -> bool:
+        """Whether iteration ``t`` is on the logging schedule (every ``log_every``, and ``max_iter``).
+
+        Parameters
+        ----------
+        t : int
+            The iteration.
+
+        Returns
+        -------
+        bool
+        """
         return t % self.opt.log_every == 0 or t == self.opt.max_iter
 
     def track_gradient(self):
+        """Add ||grad f(x^t)||^2 to the running average ``grad_norm_sq_avg`` when the bound is on it (Theorem 7)."""
         if self.bound is not None and self.bound.quantity == "grad_norm_sq_avg":
             self.grad_sq[0] += float(np.sum(self.problem.grad(self.current()) ** 2))
             self.grad_sq[1] += 1
@@ -196,16 +289,36 @@ class MasterLoop:
         return float(self.uplink.sum())
 
     def bound_now(self) -> float:
-        """The theorem's bound on ``bound.quantity`` at this t (NaN without one)."""
+        """The theorem's bound on ``bound.quantity`` at this t (NaN without one).
+
+        Returns
+        -------
+        float
+        """
         return float(self.bound(self.t)) if self.bound is not None else math.nan
 
     def counters(self) -> dict:
-        """The cumulative counters of the run so far (continued from a resumed checkpoint's)."""
+        """The cumulative counters of the run so far (continued from a resumed checkpoint's).
+
+        Returns
+        -------
+        dict
+            ``wall_s`` and ``time_master_s`` (seconds), ``uplink_bytes_float64`` (bytes) and the engine's counters.
+        """
         out = {"wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s,
                "uplink_bytes_float64": self.uplink64, **self.engine.counters()}
         return {k: v + self.offsets.get(k, 0) for k, v in out.items()}
 
     def record(self, dist_sq: float, memory: float | None) -> None:
+        """Make the record of iteration t (the keys of :attr:`RunResult.records`) and hand it to the observer.
+
+        Parameters
+        ----------
+        dist_sq : float
+            ||x^t - x*||^2 of the measured iterate.
+        memory : float or None
+            The workers' Lyapunov memory term from the round, or None to ask the engine (when needed).
+        """
         t, z = self.t, self.current()
         rec = {"step": t, "dist_sq": dist_sq, "subopt": self.problem.F(z) - self.ref.F_star,
                "bound": self.bound(t) if self.bound is not None else math.nan,
@@ -233,6 +346,23 @@ class MasterLoop:
 
     # -- the loop -----------------------------------------------------------------------------
     def restore(self, ck: Checkpoint) -> float:
+        """Continue from a checkpoint: the iteration, iterate, master and worker states, byte counters and records.
+
+        Parameters
+        ----------
+        ck : Checkpoint
+            What :meth:`checkpoint` handed out (possibly from another run on another engine).
+
+        Returns
+        -------
+        float
+            ||x^t - x*||^2 at the checkpoint's iterate.
+
+        Raises
+        ------
+        ConfigError
+            (``resume``) The method is asynchronous.
+        """
         if self.method.asynchronous:
             raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
         self.t, self.x, self.master, self._master_shared = ck.t, np.array(ck.x, dtype=float), ck.master, True
@@ -244,7 +374,18 @@ class MasterLoop:
         return float(np.sum((self.current() - self.ref.x_star) ** 2))
 
     def iteration(self) -> float:
-        """One exchange and master step; returns dist_sq of the new iterate."""
+        """One exchange and master step (x^t -> x^{t+1}), with the byte counts and the divergence check.
+
+        Returns
+        -------
+        float
+            dist_sq = ||x^{t+1} - x*||^2 of the new (measured) iterate.
+
+        Raises
+        ------
+        DivergenceError
+            dist_sq is not finite or exceeds 1e12 r_0.
+        """
         log_next = self.logged(self.t + 1)
         self.received[self.idle] = self.version
         self.models_sent += self.idle.size
@@ -275,12 +416,30 @@ class MasterLoop:
         return dist_sq
 
     def checkpoint(self):
+        """Hand a :class:`Checkpoint` of iteration t to ``options.on_checkpoint`` (the states are shared, not copied:
+        the next steps do not write into them)."""
         ck = Checkpoint(self.t, self.x.copy(), self.master, self.engine.snapshot(), self.uplink.copy(), self.counters(),
                         list(self.result.records))
         self._master_shared = True
         self.opt.on_checkpoint(ck)
 
     def run(self) -> RunResult:
+        """Iterate until dist_sq <= tol r_0, ``max_iter`` or ``on_iteration`` returning False; the engine is stopped
+        at the end whatever happens.
+
+        Returns
+        -------
+        RunResult
+
+        Raises
+        ------
+        DivergenceError
+            The iterate diverged.
+        KeyboardInterrupt
+            ``should_stop`` returned True.
+        ConfigError
+            (``resume``) A checkpoint for an asynchronous method.
+        """
         opt = self.opt
         bar = None
         if opt.progress:
@@ -325,8 +484,38 @@ class MasterLoop:
 def run(method, engine: Engine, problem, reference, bound=None, *, x0, max_iter: int, tol: float, **options) -> RunResult:
     """Run ``method`` on ``engine`` from x0 until dist_sq <= tol * r_0 or ``max_iter`` iterations.
 
-    ``options`` are the fields of :class:`RunOptions` (``log_every``, ``observer``, ``progress``,
-    ``keep_iterates``, ``should_stop``, ``checkpoint_every``, ``on_checkpoint``, ``resume``, ``expected_iter``).
+    The master loop of every algorithm of arXiv:1901.09437 (Algorithms 1-8): per iteration the engine hands
+    x^t to the idle workers and returns their messages (tau m blocks each), the method's master step makes
+    x^{t+1}, and the uplink and downlink bytes are counted (docs/algorithms.md §6). Records are made at
+    t = 0, every ``log_every`` iterations and at the end.
+
+    Parameters
+    ----------
+    method : Method
+        The algorithm, with its stepsize gamma and the run's seed.
+    engine : Engine
+        ``InProcessPool`` or ``DaskPool`` (for an asynchronous method, its ``asynchronous()`` view).
+    problem : Problem
+        For F(x) in the logged suboptimality.
+    reference : Reference
+        x* and F* (:func:`~isparse.problems.reference.reference_solve` or ``problem.reference()``).
+    bound : LinearBound, SublinearBound or NoBound, optional
+        The theorem's bound, logged as ``bound`` (docs/algorithms.md §3); None logs NaN.
+    x0 : ndarray of shape (d,)
+        Starting point x^0.
+    max_iter : int
+        Most iterations to run.
+    tol : float
+        Stop when ||x^t - x*||^2 <= tol * r_0, r_0 = ||x^0 - x*||^2 (0: run all of ``max_iter``).
+    **options
+        The other fields of :class:`RunOptions` (``log_every``, ``observer``, ``progress``, ``keep_iterates``,
+        ``should_stop``, ``checkpoint_every``, ``on_checkpoint``, ``resume``, ``expected_iter``,
+        ``on_iteration``).
+
+    Returns
+    -------
+    RunResult
+        The last iterate, the iteration count, whether tol was reached, the records and the bytes per worker.
 
     Raises
     ------
@@ -334,6 +523,10 @@ def run(method, engine: Engine, problem, reference, bound=None, *, x0, max_iter:
         If ||x^t - x*||^2 becomes non-finite or exceeds 1e12 r_0.
     ConfigError
         ``resume`` for an asynchronous method.
+    KeyboardInterrupt
+        ``should_stop`` returned True.
+    TypeError
+        An unknown keyword in ``options``.
     """
     loop = MasterLoop(method, engine, problem, reference, bound, x0, RunOptions(max_iter=max_iter, tol=tol, **options))
     return loop.run()

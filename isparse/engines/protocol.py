@@ -34,27 +34,80 @@ class Engine(Protocol):
         """Hand x to the idle workers and return the next batch of messages, ordered by worker.
 
         A synchronous engine runs one round of every worker; an asynchronous view returns the next
-        message to arrive. With ``monitor`` = x*, also the workers' Lyapunov memory term after the step
-        (None if not asked).
+        message to arrive.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The broadcast model x^t.
+        monitor : ndarray of shape (d,), optional
+            x*: also return the workers' Lyapunov memory term after the step.
+
+        Returns
+        -------
+        batch : Messages
+            The workers' messages (their tau m blocks, Algorithms 1-8), ordered by worker index.
+        memory : float or None
+            The memory term, or None when ``monitor`` is None.
         """
 
     def memory(self, x_star: np.ndarray) -> float:
-        """The workers' Lyapunov memory term now (a separate call; the loop uses it only off the logging schedule)."""
+        """The workers' Lyapunov memory term now (a separate call; the loop uses it only off the logging schedule).
+
+        Parameters
+        ----------
+        x_star : ndarray of shape (d,)
+            x*.
+
+        Returns
+        -------
+        float
+            NaN where the method has no memory term.
+        """
 
     def snapshot(self) -> list:
-        """Every host's ``HostSnapshot`` (values; one state fetch per round however often it is asked)."""
+        """Every host's ``HostSnapshot`` (values; one state fetch per round however often it is asked).
+
+        Returns
+        -------
+        list of HostSnapshot
+        """
 
     def restore(self, snapshots: list) -> None:
-        """Put back the workers' states and counters from snapshots of any placement."""
+        """Put back the workers' states and counters from snapshots of any placement.
+
+        Parameters
+        ----------
+        snapshots : list of HostSnapshot
+            Together holding every worker.
+        """
 
     def counters(self) -> dict:
-        """Cumulative engine counters for the records: ``time_compute_s``, ``time_comm_s``, and the engine's own."""
+        """Cumulative engine counters for the records: ``time_compute_s``, ``time_comm_s``, and the engine's own.
+
+        Returns
+        -------
+        dict
+            Counter name -> value (seconds for the ``time_*`` counters).
+        """
 
     def stop(self) -> None:
         """End of a run (an asynchronous view waits for its pending calls)."""
 
     def asynchronous(self, seed: int = 0, spread: float = 1.0) -> "Engine":
-        """The asynchronous view of this engine (for methods with ``asynchronous = True``)."""
+        """The asynchronous view of this engine (for methods with ``asynchronous = True``, Algorithm 8).
+
+        Parameters
+        ----------
+        seed : int
+            Seed of a simulated delay model (in-process only).
+        spread : float
+            Heterogeneity of a simulated delay model (in-process only).
+
+        Returns
+        -------
+        Engine
+        """
 
     def close(self) -> None:
         """Release what the engine holds."""
@@ -69,15 +122,41 @@ class AsynchronousView:
     name = "asynchronous"
 
     def memory(self, x_star):
+        """No Lyapunov memory term in an asynchronous run.
+
+        Parameters
+        ----------
+        x_star : ndarray of shape (d,)
+            Not used.
+
+        Returns
+        -------
+        float
+            NaN.
+        """
         return float("nan")
 
     def snapshot(self):
+        """Not supported: asynchronous runs take no checkpoints.
+
+        Raises
+        ------
+        NotImplementedError
+            Always.
+        """
         raise NotImplementedError("asynchronous runs take no checkpoints")
 
     restore = snapshot
 
     def counters(self):
+        """The pool's counters (``pool.counters()``).
+
+        Returns
+        -------
+        dict
+        """
         return self.pool.counters()
 
     def close(self):
+        """Nothing to release: the pool owns the workers."""
         pass

@@ -23,11 +23,18 @@ import numpy as np
 
 
 class Problem:
-    """Base of the problems (``GLMProblem``, ``QuadraticProblem``).
+    """Base of the problems (``GLMProblem``, ``QuadraticProblem``): F = f + R, f = (1/n) sum_i f_i.
 
-    Attributes (set by a subclass)
-    ------------------------------
+    The setting of arXiv:1901.09437, section 2 (docs/algorithms.md §1): worker i holds f_i, the master the
+    regularizer R. A subclass sets the attributes below and implements ``f``, ``F``, ``grad``, ``hess`` and
+    ``local_grads``; the methods here are the optional parts, with their defaults. The class attributes
+    ``provides``, ``parts``, ``data``, ``nnz`` and ``convex`` have defaults that a subclass overrides where it
+    has them.
+
+    Attributes
+    ----------
     name : str
+        Short name, logged with the run (e.g. ``"logistic"``, ``"quadratic"``).
     d : int
         Dimension of x.
     N : int
@@ -39,10 +46,12 @@ class Problem:
     reg : Regularizer
         R (zero unless a proximal method's).
     L, mu, L_example : float
-        Smoothness of the f_i (max_i L_i), strong convexity of f, smoothness of the examples' f_ij.
+        Smoothness of the f_i (max_i L_i, Assumption 1), strong convexity of f, smoothness of the examples'
+        f_ij (Theorems 2 and 5).
     L_f : float
         Smoothness of f itself (one worker holding all the data: L_f <= mean_i L_i <= L).
     L_i : ndarray of shape (n,)
+        Smoothness of each f_i.
     """
 
     name = "problem"
@@ -59,34 +68,74 @@ class Problem:
 
     @property
     def capabilities(self) -> frozenset:
-        """What this problem provides: its own :attr:`provides` and its shards' ``capabilities``."""
+        """frozenset of str: what this problem provides, its own :attr:`provides` and its shards' ``capabilities``
+        (see the module docstring for the names)."""
         shard = type(self.shards[0]) if self.shards else None
         return frozenset(self.provides) | frozenset(shard.capabilities if shard is not None else ())
 
     # -- optional parts, with their defaults ------------------------------------------------------------
     def start(self) -> np.ndarray:
-        """x^0, shape (d,): 0 unless the problem has its own start."""
+        """The starting point x^0.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            Zeros unless the problem has its own start (a fresh array each call).
+        """
         return np.zeros(self.d)
 
     def reference(self):
-        """The closed-form :class:`~isparse.problems.reference.Reference` (capability ``exact_reference``), or None:
-        then x* comes from ``reference_solve``."""
+        """The closed-form reference solution, where the problem knows it (capability ``exact_reference``).
+
+        Returns
+        -------
+        Reference or None
+            x*, F* and grad f_i(x*) (:class:`~isparse.problems.reference.Reference`); None (the default): x* then
+            comes from :func:`~isparse.problems.reference.reference_solve`.
+        """
         return None
 
     def check_constants(self) -> None:
-        """Refuse, before any work, constants that would not be finite (a no-op unless the problem can overflow)."""
+        """Refuse, before any work, constants that would not be finite (a no-op unless the problem can overflow).
+
+        Raises
+        ------
+        ConfigError, DataError
+            In a subclass that checks (:meth:`isparse.problems.glm.GLMProblem.check_constants`); never here.
+        """
 
     def null_space(self):
-        """(Z, how): an orthonormal basis Z of shape (d, k) of the directions where f has no curvature but the
-        penalty's (null(A) of a linear model; the part of x - x* there is logged as ``dist_sq_null``), and how it
-        was found; or (None, "not computed") where the problem has none to offer (the default)."""
+        """A basis of the directions where f has no curvature but the penalty's (null(A) of a linear model).
+
+        The part of x - x* in these directions is logged as ``dist_sq_null`` (docs/algorithms.md §5).
+
+        Returns
+        -------
+        Z : ndarray or sparse matrix of shape (d, k), or None
+            Orthonormal columns; None (the default) where the problem has none to offer.
+        how : str
+            How Z was found; ``"not computed"`` by default.
+        """
         return None, "not computed"
 
     def strong_growth_constant(self) -> float | None:
-        """rho_tilde of (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2 (capability ``strong_growth``),
-        or None where it cannot be computed."""
+        """The strong-growth constant rho_tilde of (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2 for all x.
+
+        IASGD's rho (Theorem 8, docs/algorithms.md §3) is computed from it (capability ``strong_growth``).
+
+        Returns
+        -------
+        float or None
+            rho_tilde >= 1, or None (the default) where it cannot be computed.
+        """
         return None
 
     def describe(self) -> str:
-        """Where the problem comes from, for the run's params."""
+        """Where the problem comes from, for the run's params.
+
+        Returns
+        -------
+        str
+            By default the problem's :attr:`name`.
+        """
         return self.name

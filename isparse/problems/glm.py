@@ -31,16 +31,20 @@ from .spectra import null_space_basis, rows_view, top_eig, top_eigs
 
 @dataclass(frozen=True)
 class GLMShard:
-    """The data and local function f_i of one worker.
+    """The data and local function f_i(x) = (n/N) sum_j phi(a_j^T x; b_j) + P(x) of one worker (docs/algorithms.md §4).
 
-    Attributes
+    Parameters
     ----------
     A : csr_matrix of shape (l_i, d)
-    b : ndarray of shape (l_i,), labels (or targets for the squared loss)
+        The worker's rows.
+    b : ndarray of shape (l_i,)
+        Labels (or targets for the squared loss).
     scale : float
         n / N, the weight of each local loss term.
     loss : Logistic or Squared
+        phi (``isparse.problems.losses``).
     penalty : L2Penalty or NonconvexPenalty
+        P (``isparse.problems.losses``).
     """
 
     A: sp.csr_matrix
@@ -51,21 +55,32 @@ class GLMShard:
 
     @property
     def lam(self) -> float:
+        """float: lambda, the weight of the penalty P."""
         return self.penalty.lam
 
     @property
     def l(self) -> int:
-        """Number of examples l_i on this worker."""
+        """int: number of examples l_i on this worker."""
         return self.A.shape[0]
 
     def grad(self, x: np.ndarray) -> np.ndarray:
-        """Gradient of f_i at x, shape (d,)."""
+        """The local gradient grad f_i(x) = (n/N) A^T phi'(A x; b) + grad P(x).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         return self.scale * (self.AT @ self.loss.deriv(self.A @ x, self.b)) + self.penalty.grad(x)
 
     @property
     def AT(self) -> sp.csc_matrix:
-        """A^T, shape (d, l_i): a CSC view of A's arrays made once per shard (``A.T`` builds and re-checks a
-        new matrix on every call, which cost more than the product itself on small shards). Not pickled."""
+        """csc_matrix of shape (d, l_i): A^T, a CSC view of A's arrays made once per shard (``A.T`` builds and
+        re-checks a new matrix on every call, which cost more than the product itself on small shards). Not pickled."""
         AT = self.__dict__.get("_AT")
         if AT is None:
             AT = self.A.T
@@ -80,23 +95,72 @@ class GLMShard:
 
     @staticmethod
     def stack(shards, ids):
-        """The hosted workers' shards stacked into one CSR matrix (``isparse.problems.glm_stack.StackedGLM``)."""
+        """The hosted workers' shards stacked into one CSR matrix.
+
+        Parameters
+        ----------
+        shards : list of GLMShard
+            The k shards of one host, in the order of ``ids``.
+        ids : array of int, shape (k,)
+            Their logical worker indices.
+
+        Returns
+        -------
+        StackedGLM
+            :class:`isparse.problems.glm_stack.StackedGLM`, what a method's worker step reads.
+        """
         from .glm_stack import StackedGLM
 
         return StackedGLM(shards, ids)
 
     def value(self, x: np.ndarray) -> float:
-        """f_i(x)."""
+        """The local function value f_i(x).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        float
+        """
         return self.scale * float(self.loss.value(self.A @ x, self.b).sum()) + self.penalty.value(x)
 
     def minibatch_grad(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """(1/|idx|) sum_{j in idx} grad f_ij(x), shape (d,), with f_ij = (n l_i/N) phi_j + P, so that
-        f_i = (1/l_i) sum_j f_ij and a uniform minibatch is an unbiased estimate of grad f_i(x)."""
+        """The minibatch gradient (1/B) sum_{j in idx} grad f_ij(x), B = ``len(idx)``.
+
+        With f_ij = (n l_i/N) phi_j + P, so that f_i = (1/l_i) sum_j f_ij and a uniform minibatch is an unbiased
+        estimate of grad f_i(x) (Algorithm 6, ISGD).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+        idx : ndarray of int, shape (B,)
+            Local example indices (0 <= j < l_i).
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         Aj = self.A[idx]
         return (self.scale * self.l / len(idx)) * (Aj.T @ self.loss.deriv(Aj @ x, self.b[idx])) + self.penalty.grad(x)
 
     def example_grad(self, x: np.ndarray, j: int) -> np.ndarray:
-        """grad f_ij(x) of one example j of this shard, shape (d,) (reads row j of the CSR data directly)."""
+        """grad f_ij(x) of one example j of this shard (reads row j of the CSR data directly).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+        j : int
+            Local example index, 0 <= j < l_i.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         lo, hi = self.A.indptr[j], self.A.indptr[j + 1]
         cols, vals = self.A.indices[lo:hi], self.A.data[lo:hi]
         r = float(self.loss.deriv(float(vals @ x[cols]), self.b[j]))
@@ -105,15 +169,31 @@ class GLMShard:
         return g
 
     def row_sq(self) -> np.ndarray:
-        """||a_j||^2 of every row, shape (l_i,)."""
+        """The squared norm ||a_j||^2 of every row of the shard.
+
+        Returns
+        -------
+        ndarray of shape (l_i,)
+        """
         return np.asarray(self.A.multiply(self.A).sum(axis=1)).ravel()
 
     def gradient_noise_bound(self, batch: int) -> float:
         """sigma_i^2 >= E||g_i - grad f_i(x)||^2 for all x, for a minibatch of ``batch`` examples without replacement.
 
-        For a loss with |phi'| <= 1 each example's loss gradient has norm <= (n l_i/N)||a_j|| (the
-        penalty terms cancel), so one draw has variance <= (n l_i/N)^2 max_j ||a_j||^2 and a minibatch
-        without replacement divides it by batch (l_i - 1)/(l_i - batch). Infinite for the squared loss.
+        The sigma^2 of ISGD's constant-step bound (docs/algorithms.md §3). For a loss with ``|phi'| <= 1`` each
+        example's loss gradient has norm <= (n l_i/N)||a_j|| (the penalty terms cancel), so one draw has variance
+        <= (n l_i/N)^2 max_j ||a_j||^2 and a minibatch without replacement divides it by
+        batch (l_i - 1)/(l_i - batch).
+
+        Parameters
+        ----------
+        batch : int
+            Minibatch size B >= 1.
+
+        Returns
+        -------
+        float
+            The bound; 0 when l_i <= 1 or ``batch`` >= l_i (exact gradients), infinite for the squared loss.
         """
         if self.l <= 1 or batch >= self.l:
             return 0.0
@@ -126,20 +206,43 @@ class GLMShard:
 class GLMProblem(Problem):
     """F(x) = f(x) + R(x), f a linear-model loss of a data set plus a penalty, split over n workers.
 
-    Capabilities (``isparse.problems.base``): ``rows`` and every shard computation.
+    Worker i holds f_i(x) = (n/N) sum_{j in shard i} phi(a_j^T x; b_j) + P(x), so that f = (1/n) sum_i f_i is
+    the data set's objective (docs/algorithms.md §4). Capabilities (``isparse.problems.base``): ``rows`` and
+    every shard computation. The constants (``L_i``, ``L``, ``L_f``, ``L_example``, ``mu``) are computed when
+    first asked.
 
     Parameters
     ----------
     data : Dataset
-        A of shape (N, d), labels b.
-    parts : list of ndarray
+        A of shape (N, d), labels b of shape (N,).
+    parts : list of ndarray of int
         Row indices of each worker's shard (n parts, non-empty, covering all rows).
     lam : float
         lambda > 0, the penalty weight.
     reg : Regularizer, optional
         R (``isparse.regularizers``); default R = 0.
     loss : {"logistic", "squared"}
+        phi: the logistic loss (labels in {-1, +1}) or the squared loss (targets).
     penalty : {"l2", "nonconvex"}
+        P: (lambda/2)||x||^2, or the non-convex penalty of Theorem 7.
+
+    Attributes
+    ----------
+    A : sparse matrix of shape (N, d)
+        The data set's rows (``data.A``).
+    b : ndarray of shape (N,)
+    N, d, n : int
+        Rows, dimension, workers.
+    lam : float
+    shards : list of GLMShard
+        One per worker, in the order of ``parts``.
+
+    Raises
+    ------
+    ConfigError
+        (``lam``) lam is not a number > 0.
+    KeyError
+        ``loss`` is not a known loss.
     """
 
     provides = frozenset({"rows"})
@@ -221,33 +324,95 @@ class GLMProblem(Problem):
 
     # -- global objective -------------------------------------------------------------
     def f(self, x: np.ndarray) -> float:
-        """f(x) = (1/N) sum_j phi(a_j^T x; b_j) + P(x)."""
+        """The objective f(x) = (1/N) sum_j phi(a_j^T x; b_j) + P(x) (without R).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        float
+        """
         return float(self.loss.value(self.A @ x, self.b).mean()) + self.penalty.value(x)
 
     def F(self, x: np.ndarray) -> float:
-        """F(x) = f(x) + R(x)."""
+        """The composite objective F(x) = f(x) + R(x).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        float
+        """
         return self.f(x) + self.reg.value(x)
 
     def grad(self, x: np.ndarray) -> np.ndarray:
-        """Gradient of f, shape (d,)."""
+        """The gradient of f (without R).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         return (self.A.T @ self.loss.deriv(self.A @ x, self.b)) / self.N + self.penalty.grad(x)
 
     def hess(self, x: np.ndarray) -> np.ndarray:
-        """Hessian of f, dense, shape (d, d)."""
+        """The Hessian of f, dense (small d only: the reference solve uses it up to ``DENSE_MAX_D``).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        ndarray of shape (d, d)
+        """
         w = self.loss.second(self.A @ x, self.b) / self.N
         H = (self.A.T @ sp.diags(w) @ self.A).toarray()
         H[np.diag_indices_from(H)] += self.penalty.hess_diag(x)
         return H
 
     def local_grads(self, x: np.ndarray) -> np.ndarray:
-        """All local gradients, shape (n, d); row i is grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x): one product
-        with the shard-by-row matrix of the residuals (worker after worker), not n products."""
+        """All local gradients grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x), dense.
+
+        One product with the shard-by-row matrix of the residuals (worker after worker), not n products.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        ndarray of shape (n, d)
+            Row i is grad f_i(x).
+        """
         r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
         M = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size))   # row i: worker i's residuals
         return (M @ self._A).toarray() + self.penalty.grad(x)
 
     def local_grads_max_abs(self, x: np.ndarray) -> float:
-        """max_i ||grad f_i(x)||_inf, from the sparse product (never the dense (n, d) matrix of :meth:`local_grads`)."""
+        """max_i ||grad f_i(x)||_inf, from the sparse product (never the dense (n, d) matrix of :meth:`local_grads`).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        float
+        """
         r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
         S = (sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size)) @ self._A).tocsr()
         p = np.broadcast_to(self.penalty.grad(x), (self.d,))
@@ -255,7 +420,17 @@ class GLMProblem(Problem):
         return max(top, float(np.max(np.abs(p), initial=0.0))) if S.nnz < self.n * self.d else top
 
     def sum_sq_example_grads(self, x: np.ndarray) -> float:
-        """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*)."""
+        """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        float
+        """
         p = self.penalty.grad(x)
         l = np.diff(self._ptr)
         r = self.loss.deriv(self._A @ x, self._b) * ((self.n / self.N) * np.repeat(l, l))
@@ -264,7 +439,8 @@ class GLMProblem(Problem):
     # -- constants (docs/algorithms.md §4) -----------------------------------------
     @property
     def L_i(self) -> np.ndarray:
-        """Smoothness of each f_i: (n/N) c lambda_max(A_i^T A_i) + smoothness of P (c = 1/4 logistic, 1 squared)."""
+        """ndarray of shape (n,): smoothness of each f_i, (n/N) c lambda_max(A_i^T A_i) + smoothness of P
+        (c = 1/4 logistic, 1 squared; docs/algorithms.md §4). Computed once."""
         if self._L_i is None:
             scale = self.n / self.N
             self._L_i = scale * self.loss.curvature * self._top_eigs() + self.penalty.smoothness
@@ -286,33 +462,44 @@ class GLMProblem(Problem):
 
     @property
     def L(self) -> float:
-        """L = max_i L_i (Assumption 1: one constant for all workers)."""
+        """float: L = max_i L_i (Assumption 1: one constant for all workers)."""
         return float(self.L_i.max())
 
     def null_space(self):
-        """(Z, how): null(A) of the whole data matrix (:func:`null_space_basis`), computed once."""
+        """null(A) of the whole data matrix (:func:`~isparse.problems.spectra.null_space_basis`), computed once.
+
+        Returns
+        -------
+        Z : ndarray or sparse matrix of shape (d, k)
+            Orthonormal basis (for large d only the empty columns).
+        how : str
+            How Z was found.
+        """
         if "_null" not in self.__dict__:
             self._null = null_space_basis(self._A)
         return self._null
 
     @property
     def L_f(self) -> float:
-        """Smoothness of f = (1/n) sum_i f_i itself: c lambda_max(A^T A)/N + smoothness of P (one worker's L on the
-        whole data; L_f <= mean_i L_i <= L). Computed once, when asked (``step.rule=paper`` of ISGD)."""
+        """float: smoothness of f = (1/n) sum_i f_i itself, c lambda_max(A^T A)/N + smoothness of P (one worker's L on
+        the whole data; L_f <= mean_i L_i <= L). Computed once, when asked (``step.rule=paper`` of ISGD,
+        docs/algorithms.md §5)."""
         if "_L_f" not in self.__dict__:
             self._L_f = self.loss.curvature * top_eig(self._A) / self.N + self.penalty.smoothness
         return self._L_f
 
     @property
     def L_example(self) -> float:
-        """Smoothness of every f_ij: max_i (n l_i/N) c max_j ||a_j||^2 + smoothness of P (SAGA-type theorems)."""
+        """float: smoothness of every f_ij, max_i (n l_i/N) c max_j ||a_j||^2 + smoothness of P (the SAGA-type
+        Theorems 2 and 5)."""
         l = np.diff(self._ptr)
         top = float(np.max((self.n / self.N) * l * np.maximum.reduceat(self._row_sq(), self._ptr[:-1])))
         return self.loss.curvature * top + self.penalty.smoothness
 
     @property
     def mu(self) -> float:
-        """Strong convexity of f: lambda (logistic), lambda_min(A^T A)/N + lambda (squared); 0 for the non-convex penalty."""
+        """float: strong convexity of f, lambda (logistic), lambda_min(A^T A)/N + lambda (squared, d <= 2000; else
+        lambda); 0 for the non-convex penalty."""
         if isinstance(self.penalty, NonconvexPenalty):
             return 0.0
         if self.loss.name == "squared" and self.d <= 2000:
@@ -320,17 +507,43 @@ class GLMProblem(Problem):
         return self.lam
 
     def gradient_dissimilarity_bound(self) -> float:
-        """nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 for all x, for a loss with |phi'| <= 1 (Theorem 7).
+        """nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 for all x, for a loss with ``|phi'| <= 1`` (Theorem 7).
 
         ||grad loss_i(x)|| = (n/N)||A_i^T r|| <= (n/N) sigma_max(A_i) sqrt(l_i) =: G_i (the penalties cancel),
         so ||grad f - grad f_i|| <= G_i + (1/n) sum_k G_k.
+
+        Returns
+        -------
+        float
+            nu^2 (valid only for a loss with a bounded derivative, the logistic one).
         """
         G = (self.n / self.N) * np.sqrt(self._top_eigs() * np.diff(self._ptr))
         return float(np.mean((G + G.mean()) ** 2))
 
 
 class LogisticProblem(GLMProblem):
-    """l2-regularized logistic regression (mu = lambda); see :class:`GLMProblem`."""
+    """l2-regularized logistic regression, the problem of the paper's experiments (docs/algorithms.md §5).
+
+    f_i(x) = (n/N) sum_{j in shard i} log(1 + exp(-b_j a_j^T x)) + (lambda/2)||x||^2, so
+    L_i = (n/N) lambda_max(A_i^T A_i)/4 + lambda and mu = lambda. A :class:`GLMProblem` with ``loss="logistic"``
+    and ``penalty="l2"``.
+
+    Parameters
+    ----------
+    data : Dataset
+        A of shape (N, d), labels b in {-1, +1} of shape (N,).
+    parts : list of ndarray of int
+        Row indices of each worker's shard (n parts, non-empty, covering all rows).
+    lam : float
+        lambda > 0, the l2 weight.
+    reg : Regularizer, optional
+        R (``isparse.regularizers``); default R = 0.
+
+    Raises
+    ------
+    ConfigError
+        (``lam``) lam is not a number > 0.
+    """
 
     def __init__(self, data: Dataset, parts, lam: float, reg=None):
         super().__init__(data, parts, lam, reg, loss="logistic", penalty="l2")

@@ -3,6 +3,9 @@
 phi is the logistic loss log(1 + exp(-b z)) or the squared loss (z - b)^2 / 2, each with its first and second
 derivative in z and its curvature bound (the largest phi''); P is (lambda/2)||x||^2 or the non-convex
 lambda sum_k x_k^2 / (1 + x_k^2) of Theorem 7, each with its gradient, Hessian diagonal and smoothness.
+
+The losses act elementwise on arrays of margins z = A x and labels b of the same shape (one entry per row of
+the data); the penalties act on a point x of shape (d,).
 """
 
 from __future__ import annotations
@@ -15,7 +18,17 @@ from scipy.special import expit
 
 @dataclass(frozen=True)
 class Logistic:
-    """phi(z; b) = log(1 + exp(-b z)), b in {-1, +1}; phi'' <= 1/4, |phi'| <= 1."""
+    """The logistic loss phi(z; b) = log(1 + exp(-b z)), b in {-1, +1}; ``phi'' <= 1/4`` and ``|phi'| <= 1``.
+
+    Attributes
+    ----------
+    name : str
+        ``"logistic"``.
+    curvature : float
+        0.25, the largest phi'' (the factor c of the smoothness constants, docs/algorithms.md §4).
+    bounded_derivative : bool
+        True: ``|phi'| <= 1``, so the gradient-noise and dissimilarity bounds of Theorems 6 and 7 exist.
+    """
 
     name = "logistic"
     curvature = 0.25
@@ -23,21 +36,70 @@ class Logistic:
 
     @staticmethod
     def value(z, b):
+        """phi(z; b) = log(1 + exp(-b z)), computed without overflow.
+
+        Parameters
+        ----------
+        z : ndarray of shape (R,)
+            Margins a_j^T x.
+        b : ndarray of shape (R,)
+            Labels in {-1, +1}.
+
+        Returns
+        -------
+        ndarray of shape (R,)
+        """
         return np.logaddexp(0.0, -b * z)
 
     @staticmethod
     def deriv(z, b):
+        """phi'(z; b) = -b / (1 + exp(b z)), the derivative in z; its absolute value is at most 1.
+
+        Parameters
+        ----------
+        z : ndarray of shape (R,)
+            Margins a_j^T x.
+        b : ndarray of shape (R,)
+            Labels in {-1, +1}.
+
+        Returns
+        -------
+        ndarray of shape (R,)
+        """
         return -b * expit(-b * z)
 
     @staticmethod
     def second(z, b):
+        """phi''(z; b) = s (1 - s), s = 1 / (1 + exp(-z)) (the same for b = -1 and b = +1); at most 1/4.
+
+        Parameters
+        ----------
+        z : ndarray of shape (R,)
+            Margins a_j^T x.
+        b : ndarray of shape (R,)
+            Labels in {-1, +1} (not used: phi'' does not depend on the sign of b).
+
+        Returns
+        -------
+        ndarray of shape (R,)
+        """
         s = expit(z)
         return s * (1.0 - s)
 
 
 @dataclass(frozen=True)
 class Squared:
-    """phi(z; b) = (z - b)^2 / 2; phi'' = 1."""
+    """The squared loss phi(z; b) = (z - b)^2 / 2 (least squares, ridge); phi'' = 1.
+
+    Attributes
+    ----------
+    name : str
+        ``"squared"``.
+    curvature : float
+        1.0, the largest phi''.
+    bounded_derivative : bool
+        False: phi' is unbounded, so no gradient-noise bound exists (docs/algorithms.md §3, ISGD).
+    """
 
     name = "squared"
     curvature = 1.0
@@ -45,57 +107,181 @@ class Squared:
 
     @staticmethod
     def value(z, b):
+        """phi(z; b) = (z - b)^2 / 2.
+
+        Parameters
+        ----------
+        z : ndarray of shape (R,)
+            Predictions a_j^T x.
+        b : ndarray of shape (R,)
+            Targets.
+
+        Returns
+        -------
+        ndarray of shape (R,)
+        """
         return 0.5 * (z - b) ** 2
 
     @staticmethod
     def deriv(z, b):
+        """phi'(z; b) = z - b, the residual.
+
+        Parameters
+        ----------
+        z : ndarray of shape (R,)
+            Predictions a_j^T x.
+        b : ndarray of shape (R,)
+            Targets.
+
+        Returns
+        -------
+        ndarray of shape (R,)
+        """
         return z - b
 
     @staticmethod
     def second(z, b):
+        """phi''(z; b) = 1 for every entry.
+
+        Parameters
+        ----------
+        z : ndarray of shape (R,)
+            Predictions a_j^T x.
+        b : ndarray of shape (R,)
+            Targets (not used).
+
+        Returns
+        -------
+        ndarray of shape (R,)
+            Ones, of z's dtype.
+        """
         return np.ones_like(z)
 
 
 @dataclass(frozen=True)
 class L2Penalty:
-    """P(x) = (lam/2)||x||^2: smooth with constant lam, strongly convex with lam."""
+    """The l2 penalty P(x) = (lam/2)||x||^2: smooth with constant lam, strongly convex with lam (mu = lambda,
+    docs/algorithms.md §4).
+
+    Parameters
+    ----------
+    lam : float
+        lambda > 0, the penalty weight (``problem.lam``).
+    """
 
     lam: float
     name = "l2"
 
     def value(self, x):
+        """P(x) = (lam/2)||x||^2.
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        float
+        """
         return 0.5 * self.lam * float(x @ x)
 
     def grad(self, x):
+        """grad P(x) = lam x.
+
+        Parameters
+        ----------
+        x : ndarray
+            The point x, shape (d,), or any subset of its coordinates (the penalty is separable).
+
+        Returns
+        -------
+        ndarray of x's shape
+        """
         return self.lam * x
 
     def hess_diag(self, x):
+        """The diagonal of the Hessian of P (which is lam I).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            Every entry lam.
+        """
         return np.full_like(x, self.lam)
 
     @property
     def smoothness(self):
+        """float: lam, the smoothness constant P adds to every L_i."""
         return self.lam
 
 
 @dataclass(frozen=True)
 class NonconvexPenalty:
-    """P(x) = lam sum_k x_k^2 / (1 + x_k^2): non-convex, P'' in [-lam/2, 2 lam], so smooth with constant 2 lam."""
+    """The non-convex penalty P(x) = lam sum_k x_k^2 / (1 + x_k^2), for Theorem 7 (docs/algorithms.md §4).
+
+    Its second derivative lies in [-lam/2, 2 lam], so it is smooth with constant 2 lam and not convex (mu = 0).
+
+    Parameters
+    ----------
+    lam : float
+        lambda > 0, the penalty weight (``problem.lam``).
+    """
 
     lam: float
     name = "nonconvex"
 
     def value(self, x):
+        """P(x) = lam sum_k x_k^2 / (1 + x_k^2).
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        float
+        """
         return self.lam * float(np.sum(x * x / (1.0 + x * x)))
 
     def grad(self, x):
+        """grad P(x), entry k: 2 lam x_k / (1 + x_k^2)^2.
+
+        Parameters
+        ----------
+        x : ndarray
+            The point x, shape (d,), or any subset of its coordinates (the penalty is separable).
+
+        Returns
+        -------
+        ndarray of x's shape
+        """
         return self.lam * 2.0 * x / (1.0 + x * x) ** 2
 
     def hess_diag(self, x):
+        """The diagonal Hessian of P, entry k: lam (2 - 6 x_k^2) / (1 + x_k^2)^3, in [-lam/2, 2 lam].
+
+        Parameters
+        ----------
+        x : ndarray of shape (d,)
+            The point x.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         u = x * x
         return self.lam * (2.0 - 6.0 * u) / (1.0 + u) ** 3
 
     @property
     def smoothness(self):
+        """float: 2 lam, the largest second derivative of P, which it adds to every L_i."""
         return 2.0 * self.lam
 
 

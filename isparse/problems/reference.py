@@ -43,11 +43,16 @@ _GIB = 2.0 ** 30
 
 @dataclass(frozen=True)
 class Reference:
-    """The reference solution of min F = f + R.
+    """The reference solution of min F = f + R: what the logged errors and the theorems' bounds are measured against.
 
-    Attributes
+    Theorems 1 and 3 of arXiv:1901.09437 need grad f_i(x*) (the neighbourhood of IBCD without Assumption 2,
+    Phi^0 of ISEGA; docs/algorithms.md §3). Made by :func:`reference_solve`, or in closed form by
+    ``problem.reference()``.
+
+    Parameters
     ----------
     x_star : ndarray of shape (d,)
+        x*.
     F_star : float
         F(x*).
     local_grads : ndarray of shape (n, d)
@@ -63,7 +68,7 @@ class Reference:
 
     @property
     def sum_sq_local_grads(self) -> float:
-        """sum_i ||grad f_i(x*)||^2."""
+        """float: sum_i ||grad f_i(x*)||^2 (0 under Assumption 2; the D of Theorem 1's neighbourhood is built on it)."""
         return float((self.local_grads ** 2).sum())
 
 
@@ -128,6 +133,7 @@ def available_memory_bytes() -> int:
     Returns
     -------
     int
+        Available memory in bytes.
     """
     try:
         import psutil
