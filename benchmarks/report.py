@@ -43,7 +43,7 @@ def render(ctx: dict, results: dict, errors: dict, previous: str = "") -> str:
     out = [
         "# Benchmarks",
         "",
-        "Written by `python -m benchmarks` (see the README's *Benchmarks* section); every number below comes from the",
+        "Written by `python -m benchmarks` (how to run it: [benchmarking](benchmarking.md)); every number below comes from the",
         f"run that wrote this file, in {mode} mode. Figures are ratios against a baseline measured in the same run",
         "(medians of repetitions); absolute times are reported, not asserted, and are noisy on a shared machine:",
         "the load averages before and after the run are recorded below (2 cores: a load above 2 means other work).",

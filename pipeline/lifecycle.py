@@ -36,7 +36,7 @@ log = logging.getLogger("isparse")
 def run_name(job, setup, swept: list[str] | None = None) -> str:
     """``tracking.run_name``, or the swept keys' values first (MLflow's runs table cuts long names), then
     ``n<n>-b<b>-tau<tau>-g<multiplier>[<rule>]-s<seed>-<algorithm>-<data>``, e.g. ``n16-b8-tau0.0625-g1-s0-isega-a9a``
-    (the README's sweep ``algorithm=isega,ibcd workers.n=4,16 blocks.size=1,8`` gives ``isega-n4-b1-tau0.25-...``).
+    (the sweep ``algorithm=isega,ibcd workers.n=4,16 blocks.size=1,8`` gives ``isega-n4-b1-tau0.25-...``).
 
     ``swept``: the keys the sweep varies (default: the sweep's, ``$ISPARSE_SWEPT_KEYS``)."""
     if job.tracking.run_name:

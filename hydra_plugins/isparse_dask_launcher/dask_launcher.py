@@ -15,7 +15,7 @@ the process's working directory and is refused here. A job with ``engine=dask`` 
 inside the Dask worker: the worker process must be allowed to start processes, which Dask's default
 (``distributed.worker.daemon: true``, a daemonic process) forbids; the LocalCluster this launcher starts sets it
 false, and ``dask worker`` processes started by hand need ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` in their
-environment (README).
+environment (docs/running.md).
 
 Each job's MLflow run gets the tag ``sweep_worker``: the address of the Dask worker that ran it.
 """

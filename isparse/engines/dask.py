@@ -42,7 +42,7 @@ ACTOR_LOST = "Worker holding Actor was lost"
 #: the block ids travel), 55 B more with a lossy codec (the packed payload's bit planes and the codec's class and
 #: options: 46-62 B measured), plus 8 B per hosted worker (its index and value count, int32
 #: each); within 6% for 4 to 40 workers of 1 to 16 values, less for larger messages. See
-#: ``tests/test_dask_recovery.py``, ``tests/test_codecs.py`` and the README.
+#: ``tests/test_dask_recovery.py``, ``tests/test_codecs.py`` and docs/clusters.md.
 REPLY_OVERHEAD_BYTES = 452
 CODED_REPLY_EXTRA_BYTES = 55
 WORKER_OVERHEAD_BYTES = 8

@@ -36,7 +36,7 @@ IDENTITY = ("seed", "tau", "tau_setting", "algorithm.name", "data.name", "worker
 #: params (or prefixes ending in ".") that say where and how a run was logged, not what it computed
 BOOKKEEPING = ("paths.", "tracking.uri", "tracking.experiment", "tracking.run_name", "report.", "hydra.", "progress",
                "resume", "cache", "data.dir", "data.source", "compare.")
-#: short names of series keys in labels (the README's names)
+#: short names of series keys in labels (the names of docs/tracking.md)
 ALIASES = {"blocks.size": "b", "messages.codec": "codec"}
 def _top_level_keys() -> tuple[str, ...]:
     """The scalar top-level keys of the job's schema (``engine``, ``max_iter``, ``tol``, ...: ``pipeline.schema``):
