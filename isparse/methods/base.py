@@ -29,7 +29,7 @@ from typing import ClassVar, Optional
 
 from ..errors import ConfigError
 from ..params import check_options_declaration
-from ..theory.base import NO_THEORY, Theory, strongly_convex_or_none   # noqa: F401  (re-exported for the methods)
+from ..theory.base import NO_THEORY, Theory, strongly_convex_or_none, with_constants   # noqa: F401  (re-exported)
 from .context import Context
 from .contract import Box, Sampled, Traits, values_in_blocks   # noqa: F401  (re-exported: a method imports from here)
 from .options import AlgorithmOptions, MinibatchOptions        # noqa: F401
@@ -162,4 +162,4 @@ def check_needs(cls, problem) -> None:
 
 
 __all__ = ["AlgorithmOptions", "Context", "Method", "MinibatchOptions", "Sampled", "Theory", "Traits", "check_needs",
-           "strongly_convex_or_none"]
+           "strongly_convex_or_none", "with_constants"]

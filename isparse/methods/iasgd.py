@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..params import Interval, Nullable, param
 from ..theory import iasgd_bound, strong_growth_rho
-from .base import MinibatchOptions, Theory
+from .base import MinibatchOptions, Theory, with_constants
 from .isgd import ISGD
 
 
@@ -82,8 +82,8 @@ class IasgdTheory(Theory):
 
     def bound(self, ctx, method):
         rho, computed = self.rho(ctx)
-        return iasgd_bound(rho=rho, rho_is_computed=computed, subopt0=ctx.problem.F(ctx.x0) - ctx.reference.F_star,
-                           **ctx.constants())
+        return with_constants(iasgd_bound, ctx, rho=rho, rho_is_computed=computed,
+                              subopt0=ctx.problem.F(ctx.x0) - ctx.reference.F_star)
 
 
 class IASGD(ISGD):

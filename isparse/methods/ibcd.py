@@ -15,15 +15,15 @@ from __future__ import annotations
 import dataclasses
 
 from ..theory import theorem1_bound, theorem1_stepsize
-from .base import Method, Theory, strongly_convex_or_none
+from .base import Method, Theory, strongly_convex_or_none, with_constants
 
 
 class Theorem1(Theory):
     """Theorem 1's stepsize and bound (with the codec's omega); ``theorem`` names the algorithm it is cited for."""
 
     def bound(self, ctx, method):
-        return strongly_convex_or_none(ctx, method, lambda: theorem1_bound(
-            gamma=method.gamma, theorem=self.theorem, **ctx.constants()))
+        return strongly_convex_or_none(ctx, method, lambda: with_constants(
+            theorem1_bound, ctx, gamma=method.gamma, theorem=self.theorem))
 
 
 class IBCD(Method):

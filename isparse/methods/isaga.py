@@ -24,7 +24,7 @@ import numpy as np
 
 from ..compression.sampling import EXAMPLES
 from ..theory import theorem5_bound, theorem5_stepsize
-from .base import Method, Theory, Traits, strongly_convex_or_none
+from .base import Method, Theory, Traits, strongly_convex_or_none, with_constants
 
 
 class IsagaWorkerState(NamedTuple):
@@ -45,9 +45,9 @@ class Theorem5(Theory):
 
     def bound(self, ctx, method):
         p = ctx.problem
-        return strongly_convex_or_none(ctx, method, lambda: theorem5_bound(
-            gamma=method.gamma, L_example=p.L_example, l_max=max(s.l for s in p.shards),
-            sum_sq_example_grads=p.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))
+        return strongly_convex_or_none(ctx, method, lambda: with_constants(
+            theorem5_bound, ctx, gamma=method.gamma, L_example=p.L_example, l_max=max(s.l for s in p.shards),
+            sum_sq_example_grads=p.sum_sq_example_grads(ctx.reference.x_star)))
 
 
 class ISAGA(Method):

@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..compression.sampling import SHARED_EXAMPLES
 from ..theory import theorem2_bound, theorem2_stepsize
 from ..theory.paper import saga_paper_stepsize
-from .base import Method, Theory, Traits, strongly_convex_or_none
+from .base import Method, Theory, Traits, strongly_convex_or_none, with_constants
 
 
 class SharedSagaMasterState(NamedTuple):
@@ -66,9 +66,9 @@ class Theorem2(Theory):
 
     def bound(self, ctx, method):
         w = whole(ctx)
-        return strongly_convex_or_none(ctx, method, lambda: theorem2_bound(
-            gamma=method.gamma, L_example=w.L_example, N=ctx.data.N,
-            sum_sq_example_grads=w.sum_sq_example_grads(ctx.reference.x_star), **ctx.constants()))
+        return strongly_convex_or_none(ctx, method, lambda: with_constants(
+            theorem2_bound, ctx, gamma=method.gamma, L_example=w.L_example, N=ctx.data.N,
+            sum_sq_example_grads=w.sum_sq_example_grads(ctx.reference.x_star)))
 
 
 class ISAGAShared(Method):

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..theory import theorem3_bound, theorem3_stepsize
 from ..theory.paper import isega_paper_stepsize
-from .base import Method, Theory, Traits, strongly_convex_or_none
+from .base import Method, Theory, Traits, strongly_convex_or_none, with_constants
 
 
 class IsegaWorkerState(NamedTuple):
@@ -53,7 +53,7 @@ class Theorem3(Theory):
     """Theorem 3's stepsize and bound (with the codec's omega: tau/(1 + omega) in the place of tau)."""
 
     def bound(self, ctx, method):
-        return strongly_convex_or_none(ctx, method, lambda: theorem3_bound(gamma=method.gamma, **ctx.constants()))
+        return strongly_convex_or_none(ctx, method, lambda: with_constants(theorem3_bound, ctx, gamma=method.gamma))
 
 
 class ISEGA(Method):

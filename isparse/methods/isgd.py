@@ -25,7 +25,7 @@ from ..params import OneOf, param
 from ..theory import isgd_bound, isgd_schedule, theorem1_stepsize
 from ..theory.isgd import theorem7_stepsize
 from ..theory.paper import sgd_effective_paper_stepsize, sgd_paper_stepsize
-from .base import Method, MinibatchOptions, Theory, Traits
+from .base import Method, MinibatchOptions, Theory, Traits, with_constants
 
 
 @dataclass
@@ -66,8 +66,8 @@ class ISGDTheory(Theory):
         p = ctx.problem
         sigma_sq = float(np.mean([s.gradient_noise_bound(method.batch) for s in p.shards]))   # of the batch that runs
         extra = dict(nu_sq=p.gradient_dissimilarity_bound(), f0_minus_low=p.F(ctx.x0)) if p.mu <= 0 else {}
-        return isgd_bound(gamma=method.gamma, sigma_sq=sigma_sq, decreasing=ctx.options.schedule == "decreasing",
-                          **extra, **ctx.constants())
+        return with_constants(isgd_bound, ctx, gamma=method.gamma, sigma_sq=sigma_sq,
+                              decreasing=ctx.options.schedule == "decreasing", **extra)
 
 
 class ISGD(Method):

@@ -5,7 +5,7 @@ returning a bound object (``LinearBound``, ``SublinearBound`` or ``NoBound``) fo
 names them through a :class:`Theory` (``isparse.theory.base``): its stepsize rule and bound, as one object.
 """
 
-from .base import NO_THEORY, Theory
+from .base import NO_THEORY, Theory, with_constants
 from .bound import LinearBound, NoBound, SublinearBound
 from .iasgd import iasgd_bound, strong_growth_rho
 from .isgd import isgd_bound, isgd_schedule
@@ -14,5 +14,5 @@ from .theorem2 import theorem2_bound, theorem2_stepsize
 from .theorem3 import theorem3_bound, theorem3_stepsize
 from .theorem5 import theorem5_bound, theorem5_stepsize
 
-__all__ = ["NO_THEORY", "Theory", "iasgd_bound", "strong_growth_rho", "LinearBound", "NoBound", "SublinearBound", "isgd_bound", "isgd_schedule", "theorem1_bound",
+__all__ = ["NO_THEORY", "Theory", "with_constants", "iasgd_bound", "strong_growth_rho", "LinearBound", "NoBound", "SublinearBound", "isgd_bound", "isgd_schedule", "theorem1_bound",
            "theorem1_stepsize", "theorem2_bound", "theorem2_stepsize", "theorem3_bound", "theorem3_stepsize", "theorem5_bound", "theorem5_stepsize"]

@@ -15,6 +15,7 @@ omega, ``step.*``, the method's options) and keeps no state: one object per meth
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -111,6 +112,40 @@ class NoTheory(Theory):
 NO_THEORY = NoTheory(gradient_step)
 
 
+def with_constants(fn: Callable, ctx, **given):
+    """Call a theory function with the run's constants it declares, and the given keywords.
+
+    The one place where the common constants of a run (``ctx.constants()``: ``L``, ``mu``, ``n``, ``tau``, ``r0``,
+    ``sum_sq_local_grads``, ``omega``) are handed to a bound function: each function takes exactly the keywords it
+    uses, and receives only those of the constants its signature names. The ``given`` keywords are passed as they
+    are, so a misspelt one raises TypeError instead of being dropped.
+
+    Parameters
+    ----------
+    fn : callable
+        A bound or stepsize function of ``isparse.theory`` (keyword parameters, no ``**kwargs``).
+    ctx : Context
+        The run (``isparse.methods.context.Context``).
+    **given
+        The keywords the caller sets (e.g. ``gamma``); a constant of the same name is not passed.
+
+    Returns
+    -------
+    object
+        What ``fn`` returns (a bound object: ``LinearBound``, ``SublinearBound`` or ``NoBound``).
+
+    Raises
+    ------
+    TypeError
+        A keyword of ``given`` that ``fn`` does not take, or a parameter of ``fn`` that neither ``given`` nor the
+        constants supply.
+    """
+    params = inspect.signature(fn).parameters
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    constants = {k: v for k, v in ctx.constants().items() if k not in given and (takes_all or k in params)}
+    return fn(**given, **constants)
+
+
 def strongly_convex_or_none(ctx, method, build_bound):
     """build_bound() when f is strongly convex (mu > 0), else a NoBound saying why."""
     if ctx.problem.mu <= 0:
@@ -119,4 +154,4 @@ def strongly_convex_or_none(ctx, method, build_bound):
     return build_bound()
 
 
-__all__ = ["NO_THEORY", "NoTheory", "Theory", "gradient_step", "strongly_convex_or_none"]
+__all__ = ["NO_THEORY", "NoTheory", "Theory", "gradient_step", "strongly_convex_or_none", "with_constants"]

@@ -34,7 +34,7 @@ def strong_growth_rho(rho_tilde: float, rho_bar: float, n: int, tau: float, omeg
 
 
 def iasgd_bound(*, L: float, mu: float, rho: float, rho_is_computed: bool, subopt0: float, r0: float,
-                omega: float = 0.0, **_ignored):
+                omega: float = 0.0):
     """Bound on E f(w_k) - f* for rho = rho_hat; NoBound for a hand-set rho."""
     if not rho_is_computed:
         return NoBound(theorem="IASGD with a hand-set rho: the strong-growth bound needs rho >= rho_hat",

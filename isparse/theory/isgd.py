@@ -50,7 +50,7 @@ def theorem7_stepsize(L: float, mu: float, n: int, tau: float) -> float:
 
 def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float, sum_sq_local_grads: float,
                sigma_sq: float, decreasing: bool = False, nu_sq: float = math.nan, f0_minus_low: float = math.nan,
-               omega: float = 0.0, **_ignored):
+               omega: float = 0.0):
     """The constant-step bound on dist_sq, Theorem 6's bound on subopt of x_hat (``subopt_avg``), or, for a
     non-convex f (mu = 0), the Theorem 7 bound on the average squared gradient norm (``grad_norm_sq_avg``)."""
     if mu <= 0:

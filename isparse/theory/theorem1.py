@@ -42,8 +42,7 @@ def theorem1_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.
 
 
 def theorem1_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float,
-                   sum_sq_local_grads: float, theorem: str = "Theorem 1 (IBCD)", omega: float = 0.0,
-                   **_ignored) -> LinearBound:
+                   sum_sq_local_grads: float, theorem: str = "Theorem 1 (IBCD)", omega: float = 0.0) -> LinearBound:
     """Bound on E||x^t - x*||^2 for IBCD with stepsize gamma (see the module docstring).
 
     Parameters

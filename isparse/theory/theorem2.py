@@ -25,7 +25,7 @@ def theorem2_stepsize(L: float, mu: float, n: int, tau: float) -> float:
 
 
 def theorem2_bound(*, L_example: float, mu: float, n: int, N: int, tau: float, gamma: float, r0: float,
-                   sum_sq_example_grads: float, **_ignored):
+                   sum_sq_example_grads: float):
     """Bound on E[r_t + c gamma^2 Psi^t] >= E||x^t - x*||^2, with the table starting at 0 (Psi^0 = sum_j ||grad psi_j(x*)||^2)."""
     gamma_max = 1.0 / (L_example * (3.0 / n + tau))
     c = (1.0 / n) * (1.0 / (gamma * L_example) - 1.0 / n - tau)

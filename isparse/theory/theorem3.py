@@ -37,7 +37,7 @@ def theorem3_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.
 
 
 def theorem3_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float,
-                   sum_sq_local_grads: float, omega: float = 0.0, **_ignored) -> LinearBound:
+                   sum_sq_local_grads: float, omega: float = 0.0) -> LinearBound:
     """Bound on E||x^t - x*||^2 for ISEGA with h_i^0 = 0 and stepsize gamma (see the module docstring).
 
     Parameters

@@ -63,8 +63,7 @@ def theorem5_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.
 
 
 def theorem5_bound(*, L_example: float, mu: float, n: int, tau: float, gamma: float, r0: float,
-                   sum_sq_local_grads: float, sum_sq_example_grads: float, l_max: int, omega: float = 0.0,
-                   **_ignored):
+                   sum_sq_local_grads: float, sum_sq_example_grads: float, l_max: int, omega: float = 0.0):
     """Bound on E[||x^t - x*||^2 + c gamma^2 Psi^t] (so on dist_sq) for ISAGA with alpha^0 = 0.
 
     Parameters
