@@ -56,16 +56,34 @@ def _check_declaration(cls) -> None:
 class Method(Box):
     """A method's box with its declaration (``name``, ``options``, ``traits``, ``theory``) and its building.
 
-    Class attributes
-    ----------------
-    name : str
+    A subclass declares the four class attributes below and defines :meth:`worker_step` and :meth:`master_step` (and,
+    for a method with memory, :meth:`worker_init` and :meth:`master_init`): section 2 of arXiv:1901.09437, the common
+    template (docs/algorithms.md §2). The class statement checks the declaration and registers a named class.
+
+    Parameters
+    ----------
+    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
+        As :class:`~isparse.methods.contract.Box`; a method built by :meth:`configure` receives them from the run.
+
+    Raises
+    ------
+    DeclarationError
+        When the class statement runs, if the declaration is wrong (options not an ``AlgorithmOptions`` dataclass,
+        traits not a :class:`Traits`, theory not a :class:`Theory`, a named class with an abstract step, a second
+        class of the same name).
+
+    Notes
+    -----
+    The declaration, four class attributes:
+
+    ``name`` (str)
         ``algorithm=<name>``; a class that sets it is registered.
-    options : type
+    ``options`` (type)
         The dataclass of its ``algorithm.<key>`` options (:class:`AlgorithmOptions` or a subclass); the built method
         reads the checked values as ``self.opts``.
-    traits : Traits
+    ``traits`` (Traits)
         needs, full, prox, asynchronous, derivable_ids, state_text.
-    theory : Theory or None
+    ``theory`` (Theory or None)
         Its stepsize rule and bound (``isparse.theory.base``); None: gamma = step.multiplier / L and no bound.
     """
 

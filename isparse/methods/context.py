@@ -81,6 +81,7 @@ class Context:
 
     @property
     def r0(self) -> float:
+        """r_0 = ||x^0 - x*||^2 (float)."""
         return float(np.sum((self.x0 - self.reference.x_star) ** 2))
 
     def constants(self, **extra) -> dict:

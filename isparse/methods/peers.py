@@ -11,6 +11,7 @@
   g_i <- g_i + c_i; the master steps along (1/n) sum_i g_i. gamma = min{1/(L(1 + sqrt(2 beta/theta))),
   theta/(2 mu)} with theta = 1 - sqrt(1 - tau), beta = (1 - tau)/(1 - sqrt(1 - tau)) (their Theorem 2, PL case).
   Top-K ids depend on the data: they are sent (4 B each).
+
 No bound is logged for the peers.
 """
 
@@ -92,31 +93,124 @@ class EF21Theory(Theory):
     """EF21's stepsize at the contraction alpha of Top-K with the codec (:func:`ef21_contraction`); no bound."""
 
     def step(self, ctx) -> dict:
+        """EF21's stepsize at the contraction alpha of Top-K with the codec, scaled by ``step.multiplier``.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run.
+
+        Returns
+        -------
+        dict
+            ``{"gamma": gamma}`` (:func:`ef21_stepsize` at alpha = :func:`ef21_contraction`).
+
+        Raises
+        ------
+        ConfigError
+            The codec declares no constant (a biased codec without a contraction).
+        """
         alpha = ef21_contraction(ctx.tau, ctx.codec, EF21.message_values(ctx))
         return {"gamma": ctx.step_multiplier * self.stepsize(self.smooth(ctx), ctx.problem.mu, ctx.n, alpha)}
 
 
 class SharedBCD(Method):
-    """Parallel block coordinate descent: the same tau*m blocks for every worker."""
+    """Parallel block coordinate descent, ``algorithm=shared_bcd``: the same tau*m blocks for every worker (a peer).
+
+    Parameters
+    ----------
+    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
+        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
+
+    Notes
+    -----
+    x^{t+1} = x^t - gamma (grad f(x^t))_{U^t}, U^t a function of (seed, t); gamma = 1/L (:func:`shared_bcd_stepsize`).
+    Not from arXiv:1901.09437: no bound is logged.
+    """
 
     name = "shared_bcd"
     theory = Theory(shared_bcd_stepsize)
 
     def sample(self, ids, t):
+        """U^t, the same tau*m blocks for every worker (a function of (seed, t)).
+
+        Parameters
+        ----------
+        ids : array_like of int, shape (k,)
+            The workers.
+        t : int
+            The round.
+
+        Returns
+        -------
+        ndarray of int, shape (k, tau*m)
+            The one block set, repeated for each worker.
+        """
         U = self.sampler.subsets(SHARED_BLOCKS, [0], t, self.blocks.m, self.tau_m)
         return np.repeat(U, len(ids), axis=0)
 
     def worker_step(self, data, state, x, t, donate=False):
+        r"""Parallel block coordinate descent, worker side: send :math:`(\nabla f_i(x^t))_{U^t}`, U^t shared by all workers.
+
+        Parameters
+        ----------
+        data : stacked data
+            The k hosted workers' data (``data.ids``, shape (k,): their indices i).
+        state : None
+            No worker state.
+        x : ndarray, shape (d,)
+            The broadcast point x^t.
+        t : int
+            The round t (U_i^t is a function of (seed, i, t)).
+        donate : bool
+            The step may write into ``state``'s arrays (the caller keeps no reference).
+
+        Returns
+        -------
+        batch : Messages
+            tau*m blocks of grad f_i(x^t) per worker.
+        state : None
+        """
         s = self.sampled(data, t)
         return self.send(s, self.local_grads(data, x, s)), state
 
     def master_step(self, state, x, batch, donate=False):
+        r"""Parallel block coordinate descent, master side: :math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\nabla f_i(x^t))_{U^t} = x^t - \gamma(\nabla f(x^t))_{U^t}`.
+
+        Parameters
+        ----------
+        state : None
+            No master state.
+        x : ndarray, shape (d,)
+            x^t.
+        batch : Messages
+            All n workers' messages of round t, ordered by worker (decoded values).
+        donate : bool
+            The step may write into ``state``'s arrays.
+
+        Returns
+        -------
+        x : ndarray, shape (d,)
+            x^{t+1}.
+        state : None
+        """
         return self.averaged_step(x, batch), state
 
 
 class DIANA(ISEGA):
-    """DIANA with Rand-K (tau*m blocks, scaled by 1/tau), shift rate alpha (``algorithm.alpha``; default
-    1/(omega_D + 1) = tau without a codec)."""
+    """DIANA with Rand-K, ``algorithm=diana`` (a peer; Mishchenko, Gorbunov, Takac, Richtarik, arXiv:1901.09269).
+
+    Parameters
+    ----------
+    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
+        As :class:`~isparse.methods.contract.Box`; ``options.alpha`` is the shift rate (``algorithm.alpha``).
+
+    Notes
+    -----
+    Rand-K: tau*m blocks scaled by 1/tau, omega_D = (1 + omega)/tau - 1; the shift rate alpha defaults to
+    1/(omega_D + 1) (= tau without a codec), where the update is ISEGA's and only gamma differs
+    (:func:`diana_stepsize`). No bound is logged.
+    """
 
     name = "diana"
     options = DianaOptions
@@ -140,6 +234,32 @@ class DIANA(ISEGA):
         super().check(ctx)
 
     def worker_step(self, data, state, x, t, donate=False):
+        r"""DIANA with Rand-K, worker side: send :math:`(\nabla f_i(x^t) - h_i)_{U_i}`, then :math:`h_i \leftarrow h_i + \alpha C(\nabla f_i(x^t) - h_i)`.
+
+        C(v) = (1/tau) Q(v_U) is the unbiased compressor (Mishchenko, Gorbunov, Takac, Richtarik, arXiv:1901.09269).
+
+
+
+        Parameters
+        ----------
+        data : stacked data
+            The k hosted workers' data (``data.ids``, shape (k,): their indices i).
+        state : IsegaWorkerState
+            ``h``, shape (k, d): the shifts h_i.
+        x : ndarray, shape (d,)
+            The broadcast point x^t.
+        t : int
+            The round t (U_i^t is a function of (seed, i, t)).
+        donate : bool
+            The step may write into ``state``'s arrays (the caller keeps no reference).
+
+        Returns
+        -------
+        batch : Messages
+            tau*m blocks of grad f_i(x^t) - h_i per worker.
+        state : IsegaWorkerState
+            The shifts moved by alpha/tau times the decoded values.
+        """
         s = self.sampled(data, t)
         g = self.local_grads(data, x, s)
         h = state.h if donate else state.h.copy()
@@ -149,6 +269,26 @@ class DIANA(ISEGA):
         return batch, IsegaWorkerState(h)
 
     def master_step(self, state, x, batch, donate=False):
+        r"""DIANA, master side: :math:`g = \bar h + \frac{1}{n\tau}\sum_i Q(\Delta_i)`, :math:`x^{t+1} = \operatorname{prox}_{\gamma R}(x^t - \gamma g)`.
+
+        Parameters
+        ----------
+        state : IsegaMasterState
+            ``h_bar``, shape (d,): (1/n) sum_i h_i.
+        x : ndarray, shape (d,)
+            x^t.
+        batch : Messages
+            All n workers' messages of round t, ordered by worker (decoded values).
+        donate : bool
+            The step may write into ``state``'s arrays.
+
+        Returns
+        -------
+        x : ndarray, shape (d,)
+            x^{t+1}.
+        state : IsegaMasterState
+            h_bar moved by (alpha/(n tau)) sum_i Q(Delta_i).
+        """
         S = self.aggregate(batch)
         g = state.h_bar + S / (self.n * self.tau)
         x_new = self.reg.prox(x - self.gamma * g, self.gamma)
@@ -158,13 +298,31 @@ class DIANA(ISEGA):
 
 
 class Ef21WorkerState(NamedTuple):
-    """g : ndarray (k, d), row p: the gradient estimate g_i of hosted worker i = ids[p]."""
+    """EF21's state of the hosted workers.
+
+    Attributes
+    ----------
+    g : ndarray of shape (k, d)
+        Row p: the gradient estimate g_i of hosted worker i = ids[p].
+    """
 
     g: np.ndarray
 
 
 class EF21(Method):
-    """EF21 with a Top-K block compressor (biased), g_i^0 = 0."""
+    """EF21 with a Top-K block compressor (biased), ``algorithm=ef21`` (a peer; arXiv:2106.05203).
+
+    Parameters
+    ----------
+    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
+        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
+
+    Notes
+    -----
+    Worker i keeps g_i (g_i^0 = 0), sends c_i = TopK(grad f_i(x) - g_i), the tau*m blocks of largest norm with their
+    ids, and sets g_i <- g_i + c_i; the master steps along (1/n) sum_i g_i. gamma: :func:`ef21_stepsize` at the
+    contraction :func:`ef21_contraction`. No bound is logged.
+    """
 
     name = "ef21"
     traits = Traits(needs=("grads",), derivable_ids=False, state_text="the estimates g_i, n x d")
@@ -178,12 +336,64 @@ class EF21(Method):
 
     @classmethod
     def state_bytes(cls, ctx):
+        """Bytes of the estimates g_i: 8 n d (float64), for the memory check before any work.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (n, d).
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
         return 8 * ctx.n * ctx.problem.d
 
     def worker_init(self, data, x0):
+        """The hosted workers' estimates at x^0: g_i^0 = 0.
+
+        Parameters
+        ----------
+        data : stacked data
+            The k hosted workers' data.
+        x0 : ndarray, shape (d,)
+            x^0.
+
+        Returns
+        -------
+        Ef21WorkerState
+            ``g`` of shape (k, d), zeros.
+        """
         return Ef21WorkerState(np.zeros((data.k, x0.size)))
 
     def worker_step(self, data, state, x, t, donate=False):
+        r"""EF21, worker side: send :math:`c_i = \mathrm{TopK}(\nabla f_i(x^t) - g_i)` (the tau*m blocks of largest norm), then :math:`g_i \leftarrow g_i + c_i`.
+
+        Richtarik, Sokolov, Fatkhullin, arXiv:2106.05203. The ids of the Top-K blocks depend on the data: they are sent.
+
+
+
+        Parameters
+        ----------
+        data : stacked data
+            The k hosted workers' data (``data.ids``, shape (k,): their indices i).
+        state : Ef21WorkerState
+            ``g``, shape (k, d): the estimates g_i.
+        x : ndarray, shape (d,)
+            The broadcast point x^t.
+        t : int
+            The round t (U_i^t is a function of (seed, i, t)).
+        donate : bool
+            The step may write into ``state``'s arrays (the caller keeps no reference).
+
+        Returns
+        -------
+        batch : Messages
+            tau*m blocks per worker, with their block ids.
+        state : Ef21WorkerState
+            g_i moved by the decoded c_i (times 1/(1 + omega) for a lossy unbiased codec, :attr:`codec_scale`).
+        """
         diff = data.grads(x) - state.g                                            # (k, d)
         b, m = self.blocks.size, self.blocks.m
         norms = np.pad(diff ** 2, ((0, 0), (0, m * b - diff.shape[1]))).reshape(data.k, m, b).sum(axis=2)
@@ -195,9 +405,41 @@ class EF21(Method):
         return batch, Ef21WorkerState(g)
 
     def master_init(self, x0):
+        """The master's average of the estimates at x^0: (1/n) sum_i g_i^0 = 0.
+
+        Parameters
+        ----------
+        x0 : ndarray, shape (d,)
+            x^0.
+
+        Returns
+        -------
+        IsegaMasterState
+            ``h_bar`` of shape (d,), zeros: here g_bar = (1/n) sum_i g_i.
+        """
         return IsegaMasterState(h_bar=np.zeros_like(x0))   # h_bar = (1/n) sum_i g_i
 
     def master_step(self, state, x, batch, donate=False):
+        r"""EF21, master side: :math:`\bar g \leftarrow \bar g + \frac1n\sum_i c_i`, :math:`x^{t+1} = x^t - \gamma \bar g`.
+
+        Parameters
+        ----------
+        state : IsegaMasterState
+            ``h_bar``, shape (d,): g_bar = (1/n) sum_i g_i.
+        x : ndarray, shape (d,)
+            x^t.
+        batch : Messages
+            All n workers' messages of round t, ordered by worker (decoded values).
+        donate : bool
+            The step may write into ``state``'s arrays.
+
+        Returns
+        -------
+        x : ndarray, shape (d,)
+            x^{t+1}.
+        state : IsegaMasterState
+            The new g_bar.
+        """
         g_bar = state.h_bar + (self.codec_scale / self.n) * self.aggregate(batch) if self.codec_scale != 1.0 \
             else state.h_bar + self.aggregate(batch) / self.n
         return x - self.gamma * g_bar, IsegaMasterState(h_bar=g_bar)

@@ -103,6 +103,19 @@ class NoTheory(Theory):
     """What a method with ``theory = None`` runs with: gamma = step.multiplier / L, and a NoBound saying so."""
 
     def bound(self, ctx, method):
+        """A NoBound saying the method declares no theory (gamma = step.multiplier / L).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run.
+        method : Method
+            The built method (its ``gamma``).
+
+        Returns
+        -------
+        NoBound
+        """
         return NoBound(theorem=f"algorithm={ctx.algorithm} declares no theory (Method.theory is None): no bound; its "
                                f"stepsize is gamma = step.multiplier / L", gamma_theory=self.gamma_theory(ctx),
                        gamma=method.gamma)

@@ -121,6 +121,18 @@ class NoBound:
         return math.nan
 
     def iterations_to(self, target: float) -> float:
+        """NaN: no bound, no iteration count.
+
+        Parameters
+        ----------
+        target : float
+            Unused.
+
+        Returns
+        -------
+        float
+            NaN.
+        """
         return math.nan
 
 

@@ -1,12 +1,12 @@
 """ISGD (Algorithm 6) of arXiv:1901.09437: the constant-step neighbourhood and Theorem 6.
 
 Constant gamma <= 1/(2L(tau + 2(1 - tau)/n)) [derived from Lemma 2 as in ``theorem1``, with the
-minibatch noise E||g_i - grad f_i||^2 <= sigma_i^2 added to each worker's variance]:
+minibatch noise E||g_i - grad f_i||^2 <= sigma_i^2 added to each worker's variance]::
 
     E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu),
     D = sigma^2 + (1 - tau)(2/n) sum_i ||grad f_i(x*)||^2,  sigma^2 = (1/n) sum_i sigma_i^2.
 
-Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (Theorem 6) [paper]:
+Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (Theorem 6) [paper]::
 
     E[f(x_hat^t) - f*] <= a^2 (1 - tau mu/a) r_0 / (tau (t+1) a + (c tau/2) t (t+1))
                           + D / (n (1 + 1/t) a + (n c/2)(t + 1)),

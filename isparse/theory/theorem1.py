@@ -21,7 +21,7 @@ hence E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D / (n mu). Under Assu
 With a codec (``messages.codec``, derived; docs/algorithms.md §7). A worker sends Q(v_U) for an unbiased Q drawn
 independently of U with E||Q(w) - w||^2 <= omega ||w||^2. Then E Q(v_U) = tau v still, and
 E||Q(v_U) - tau v||^2 = E||Q(v_U) - v_U||^2 + E||v_U - tau v||^2 <= tau omega ||v||^2 + tau(1 - tau)||v||^2, so
-every (1 - tau) of the variance term above becomes (1 - tau + omega) and nothing else changes:
+every (1 - tau) of the variance term above becomes (1 - tau + omega) and nothing else changes::
 
     gamma = 1 / (2 L (tau + 2(1 - tau + omega)/n)),   D = (1 - tau + omega)(2/n) sum_i ||grad f_i(x*)||^2,
 

@@ -1,6 +1,6 @@
 """Theorem 2 (shared-data ISAGA, Algorithm 4) of arXiv:1901.09437; statement reconstructed.
 
-With L the smoothness of every psi_j and N examples:
+With L the smoothness of every psi_j and N examples::
 
     gamma <= 1/(L(3/n + tau)),  c = (1/n)(1/(gamma L) - 1/n - tau),
     rho = min{gamma tau mu, (n tau/N)(1 - 2/(n^2 c))},

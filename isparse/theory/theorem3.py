@@ -14,7 +14,7 @@ With a codec (``messages.codec``, derived; docs/algorithms.md §7). Worker i sen
 drawn independently of U with E||Q(w) - w||^2 <= omega ||w||^2; the master's estimate stays
 g_i = h_i + (1/tau) Q(Delta_U) (unbiased), and the memory moves by a 1/(1 + omega) share of what was sent,
 h_i <- h_i + Q(Delta_U)/(1 + omega) (DIANA's shift rate). With a = h_i - grad f_i(x*), b = grad f_i(x) - grad f_i(x*)
-the proof uses the sampling twice, and each use becomes the tau = 1 identity of tau' = tau/(1 + omega):
+the proof uses the sampling twice, and each use becomes the tau = 1 identity of tau' = tau/(1 + omega)::
 
     E||a + (1/tau) Q((b - a)_U)||^2 <= ||a||^2 + 2<a, b - a> + ((1 + omega)/tau) ||b - a||^2,
     E||a + Q((b - a)_U)/(1 + omega)||^2 <= ||a||^2 + 2 tau' <a, b - a> + tau' ||b - a||^2 = (1 - tau')||a||^2 + tau'||b||^2,

@@ -1,7 +1,7 @@
 """Theorem 5 (distributed ISAGA, Algorithm 5) of arXiv:1901.09437; Lyapunov weight reconstructed.
 
 Under Assumptions 1 and 2, with L the smoothness of every f_ij and l examples per worker
-(the largest l_i, to be safe with unequal shards):
+(the largest l_i, to be safe with unequal shards)::
 
     gamma <= 1 / (L (3/n + tau)),  c = (1/n)(1/(gamma L) - 1/n - tau),
     theta = tau min{gamma mu, 1/l - 2/(n^2 l c)},
@@ -20,7 +20,7 @@ Assumption 2 carry a factor (1 - tau) = 0 and the bound is logged.
 With a codec (``messages.codec``, derived; docs/algorithms.md §7). Worker i sends Q((w_i)_U),
 w_i = grad f_ij(x) - alpha_ij + alpha_bar_i, with Q unbiased, drawn independently of U and j, and
 E||Q(v) - v||^2 <= omega ||v||^2; its table keeps the exact grad f_ij (the codec never reaches it). The proof,
-written out under Assumption 2 with D = f(x) - f* and E_j over worker i's l_i examples:
+written out under Assumption 2 with D = f(x) - f* and E_j over worker i's l_i examples::
 
     E r_{t+1} = r_t - 2 gamma tau <grad f(x), x - x*> + (gamma/n)^2 E||sum_i Q((w_i)_{U_i})||^2,
     E||sum_i Q((w_i)_{U_i})||^2 <= (1 + omega) tau sum_i E_j||w_i||^2 + tau^2 n^2 ||grad f(x)||^2
