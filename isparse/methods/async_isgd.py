@@ -85,7 +85,27 @@ class AsyncISGD(ISGD):
         return None
 
     def master_step(self, state, x, batch, donate=False):
-        """x - (gamma/n) (the message scattered into R^d)."""
+        r"""Algorithm 8, master side: apply one message on arrival.
+
+        :math:`x \leftarrow x - \frac{\gamma}{n}(g_i)_{U_i}`, with (g_i)_{U_i} the message of worker i.
+
+        Parameters
+        ----------
+        state : None
+            The asynchronous master keeps no state.
+        x : ndarray, shape (d,)
+            The newest model.
+        batch : Messages
+            One worker's message (its ``t`` is that worker's own step count).
+        donate : bool
+            Unused (no state).
+
+        Returns
+        -------
+        x : ndarray, shape (d,)
+            The new model, returned to that worker only.
+        state : None
+        """
         return self.averaged_step(x, batch), state
 
     def extra_iterates(self, state) -> dict:

@@ -194,14 +194,15 @@ class IASGD(ISGD):
         return IasgdMasterState(w=x0.copy(), v=x0.copy())
 
     def master_step(self, state, zeta, batch, donate=False):
-        r"""Algorithm 7, master side: the accelerated step of Vaswani, Bach, Schmidt (Theorem 1) along :math:`q = \frac{1}{n\tau}\sum_i (g_i)_{U_i}`.
+        r"""Algorithm 7 (IASGD), master side: one accelerated step along the sparsified estimate q.
+
+        The accelerated step of Vaswani, Bach, Schmidt (Theorem 1) along
+        :math:`q = \frac{1}{n\tau}\sum_i (g_i)_{U_i}`.
 
         .. math::
 
             w_{k+1} = \zeta_k - \eta q, \quad v_{k+1} = \beta v_k + (1 - \beta)\zeta_k - \gamma\eta\, q, \quad
             \zeta_{k+1} = \alpha v_{k+1} + (1 - \alpha) w_{k+1}.
-
-
 
         Parameters
         ----------

@@ -34,8 +34,8 @@ class Theorem1(Theory):
         Returns
         -------
         LinearBound or NoBound
-            E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu) (:func:`isparse.theory.theorem1.theorem1_bound`);
-            a NoBound when mu = 0.
+            E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu)
+            (:func:`isparse.theory.theorem1.theorem1_bound`); a NoBound when mu = 0.
         """
         return strongly_convex_or_none(ctx, method, lambda: with_constants(
             theorem1_bound, ctx, gamma=method.gamma, theorem=self.theorem))
@@ -85,7 +85,9 @@ class IBCD(Method):
         return self.send(s, self.local_grads(data, x, s)), state   # lines 4-5: send (grad f_i(x^t))_{U_i}
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 1, line 7: :math:`x^{t+1} = \frac1n \sum_i x_i^{t+1} = x^t - \frac{\gamma}{n} \sum_i (\nabla f_i(x^t))_{U_i^t}`.
+        r"""Algorithm 1 (IBCD), line 7: the master averages the proposals.
+
+        :math:`x^{t+1} = \frac1n \sum_i x_i^{t+1} = x^t - \frac{\gamma}{n} \sum_i (\nabla f_i(x^t))_{U_i^t}`.
 
         Parameters
         ----------

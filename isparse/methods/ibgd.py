@@ -42,7 +42,20 @@ class IBGD(IBCD):
     theory = dataclasses.replace(IBCD.theory, theorem="Theorem 4 (IBGD; the rate of Theorem 1)")
 
     def senders(self, ids, t) -> np.ndarray:
-        """theta_i^t of the workers ``ids`` (all True at tau = 1), shape (k,)."""
+        """The coins theta_i^t ~ Bernoulli(tau) of Algorithm 3, a function of (seed, i, t).
+
+        Parameters
+        ----------
+        ids : array_like of int, shape (k,)
+            The workers.
+        t : int
+            The round.
+
+        Returns
+        -------
+        ndarray of bool, shape (k,)
+            True: the worker sends its whole gradient (all True at tau = 1).
+        """
         if self.tau_m == self.blocks.m:
             return np.ones(len(ids), bool)
         return self.sampler.coins(COINS, ids, t, self.tau)

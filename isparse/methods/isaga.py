@@ -68,7 +68,9 @@ class Theorem5(Theory):
 
 
 class ISAGA(Method):
-    """Algorithm 5 of arXiv:1901.09437 (distributed ISAGA), ``algorithm=isaga``: SAGA on each worker's examples, sparsified.
+    """Algorithm 5 of arXiv:1901.09437 (distributed ISAGA), ``algorithm=isaga``.
+
+    SAGA on each worker's examples, sparsified.
 
     Parameters
     ----------
@@ -121,11 +123,28 @@ class ISAGA(Method):
         return IsagaWorkerState(alpha=np.zeros((int(data.l.sum()), x0.size)), alpha_bar=np.zeros((data.k, x0.size)))
 
     def examples(self, data, t) -> np.ndarray:
-        """j_i^t of the hosted workers: uniform over each worker's l_i examples, shape (k,)."""
+        """j_i^t of the hosted workers: one example uniform over each worker's l_i examples (Algorithm 5).
+
+        Parameters
+        ----------
+        data : stacked data
+            The hosted workers' data (``data.l``).
+        t : int
+            The round.
+
+        Returns
+        -------
+        ndarray of int, shape (k,)
+            Local example indices, a function of (seed, i, t).
+        """
         return self.sampler.subsets(EXAMPLES, data.ids, t, data.l, 1)[:, 0]
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""Algorithm 5, worker side: send :math:`(\nabla f_{ij}(x^t) - \alpha_{ij} + \bar\alpha_i)_{U_i^t}`, j uniform over the l_i local examples.
+        r"""Algorithm 5 (distributed ISAGA), worker side: a SAGA-corrected gradient on the sampled blocks.
+
+        Each hosted worker i sends :math:`(\nabla f_{ij}(x^t) - \alpha_{ij} + \bar\alpha_i)_{U_i^t}`, j
+        uniform over the l_i local
+        examples.
 
         Parameters
         ----------
@@ -162,7 +181,9 @@ class ISAGA(Method):
         return self.send(s, sent), IsagaWorkerState(alpha, alpha_bar)
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 5, master side: :math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\text{message}_i)` (no 1/tau rescaling).
+        r"""Algorithm 5 (distributed ISAGA), master side: the average of the proposals.
+
+        :math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\text{message}_i)` (no 1/tau rescaling).
 
         Parameters
         ----------
@@ -191,7 +212,9 @@ class ISAGA(Method):
 
     @staticmethod
     def worker_memory(data, state, targets) -> float:
-        """The memory part of Theorem 5's Lyapunov function on the hosted workers: Psi = sum_ij ||alpha_ij - grad f_ij(x*)||^2.
+        """The memory part of Theorem 5's Lyapunov function on the hosted workers.
+
+        Psi = sum_ij ||alpha_ij - grad f_ij(x*)||^2.
 
         Parameters
         ----------

@@ -98,7 +98,8 @@ class Theorem2(Theory):
         Returns
         -------
         LinearBound or NoBound
-            E[r_t + c gamma^2 Psi^t] <= (1 - rho)^t (r_0 + c gamma^2 Psi^0) (:func:`isparse.theory.theorem2.theorem2_bound`);
+            E[r_t + c gamma^2 Psi^t] <= (1 - rho)^t (r_0 + c gamma^2 Psi^0)
+            (:func:`isparse.theory.theorem2.theorem2_bound`);
             a NoBound when mu = 0 or the stepsize leaves no contraction.
         """
         w = whole(ctx)
@@ -197,7 +198,18 @@ class ISAGAShared(Method):
         return SharedRows(type(shards[0]).stack(shards[:1], [0]), ids)
 
     def indices(self, t) -> np.ndarray:
-        """j_1..j_n of iteration t: n distinct examples, in draw order, shape (n,) (the last t is remembered)."""
+        """j_1..j_n of round t: n distinct examples, in draw order (Algorithm 4; the last t is remembered).
+
+        Parameters
+        ----------
+        t : int
+            The round.
+
+        Returns
+        -------
+        ndarray of int, shape (n,)
+            A function of (seed, t), so the master recomputes it.
+        """
         memo = self.__dict__.get("_indices")
         if memo is None or memo[0] != (self.seed, int(t)):
             memo = ((self.seed, int(t)), self.sampler.subsets(SHARED_EXAMPLES, [0], t, self.N, self.n, ordered=True)[0])
@@ -205,13 +217,13 @@ class ISAGAShared(Method):
         return memo[1]
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""Algorithm 4, worker side: worker i sends :math:`(\nabla\psi_{j_i}(x^t))_{U_i^t}`, j_i its example of round t.
+        r"""Algorithm 4 (shared-data ISAGA), worker side: the sampled blocks of one example's gradient.
 
-        The paper's worker sends (grad psi_{j_i} - alpha_{j_i} + alpha_bar)_{U_i} from the shared table; here the master keeps
-        the table and forms that difference (:meth:`master_step`): the same blocks and iterates. j_i is recomputed by the
-        master from (seed, t) (:meth:`indices`).
+        Worker i sends :math:`(\nabla\psi_{j_i}(x^t))_{U_i^t}`, j_i its example of round t.
 
-
+        The paper's worker sends (grad psi_{j_i} - alpha_{j_i} + alpha_bar)_{U_i} from the shared table; here the
+        master keeps the table and forms that difference (:meth:`master_step`): the same blocks and iterates. j_i is
+        recomputed by the master from (seed, t) (:meth:`indices`).
 
         Parameters
         ----------
@@ -257,7 +269,10 @@ class ISAGAShared(Method):
         return float(np.sum((state.alpha - self.targets) ** 2))
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 4, master side: :math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\nabla\psi_{j_i}(x^t) - \alpha_{j_i} + \bar\alpha)_{U_i^t}`, then :math:`(\alpha_{j_i})_{U_i} \leftarrow (\nabla\psi_{j_i}(x^t))_{U_i}`.
+        r"""Algorithm 4 (shared-data ISAGA), master side: the SAGA step from the shared table, and its update.
+
+        :math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\nabla\psi_{j_i}(x^t) - \alpha_{j_i} + \bar\alpha)_{U_i^t}`,
+        then :math:`(\alpha_{j_i})_{U_i} \leftarrow (\nabla\psi_{j_i}(x^t))_{U_i}`.
 
         Parameters
         ----------

@@ -69,8 +69,8 @@ class Theorem3(Theory):
         Returns
         -------
         LinearBound or NoBound
-            E||x^t - x*||^2 <= E Phi^t <= (1 - gamma mu)^t Phi^0 (:func:`isparse.theory.theorem3.theorem3_bound`); a NoBound
-            when mu = 0.
+            E||x^t - x*||^2 <= E Phi^t <= (1 - gamma mu)^t Phi^0 (:func:`isparse.theory.theorem3.theorem3_bound`);
+            a NoBound when mu = 0.
         """
         return strongly_convex_or_none(ctx, method, lambda: with_constants(theorem3_bound, ctx, gamma=method.gamma))
 
@@ -129,7 +129,10 @@ class ISEGA(Method):
         return IsegaWorkerState(h=np.zeros((data.k, x0.size)))
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""Algorithm 2, worker side: send :math:`\Delta_i = (\nabla f_i(x^t) - h_i^t)_{U_i^t}`, then :math:`h_i^{t+1} = h_i^t + \Delta_i`.
+        r"""Algorithm 2 (ISEGA), worker side: the sampled blocks of grad f_i - h_i, and the memory update.
+
+        Each hosted worker i sends :math:`\Delta_i = (\nabla f_i(x^t) - h_i^t)_{U_i^t}`, then
+        :math:`h_i^{t+1} = h_i^t + \Delta_i`.
 
         With an exact codec h_i takes grad f_i(x^t) on U_i^t; otherwise it moves by what the master decodes.
 
@@ -181,7 +184,10 @@ class ISEGA(Method):
         return IsegaMasterState(h_bar=np.zeros_like(x0))
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 2, master side: :math:`g = \bar h + \frac{1}{n\tau}\sum_i \Delta_i`, :math:`x^{t+1} = \operatorname{prox}_{\gamma R}(x^t - \gamma g)`.
+        r"""Algorithm 2 (ISEGA), master side: the unbiased estimate g and the proximal step.
+
+        :math:`g = \bar h + \frac{1}{n\tau}\sum_i \Delta_i`,
+        :math:`x^{t+1} = \operatorname{prox}_{\gamma R}(x^t - \gamma g)`.
 
         g is the unbiased estimate (1/n) sum_i g_i, g_i = h_i + (1/tau)(grad f_i(x^t) - h_i)_{U_i} (Theorem 3).
 

@@ -146,26 +146,57 @@ class ISGD(Method):
 
     @classmethod
     def run_inputs(cls, ctx) -> dict:
-        """The minibatch that runs, min(algorithm.batch, l_min) (a cap is announced)."""
+        """The minibatch that runs, min(algorithm.batch, l_min) (a cap is announced).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run.
+
+        Returns
+        -------
+        dict
+            ``{"batch": ...}``.
+        """
         return {"batch": ctx.options.effective_batch(ctx.problem.shards, announce=True)}
 
     def stepsize_at(self, t: int) -> float:
-        """gamma_t."""
+        """gamma_t: the constant gamma, or 1/(a + c t) of Theorem 6.
+
+        Parameters
+        ----------
+        t : int
+            The round.
+
+        Returns
+        -------
+        float
+        """
         if self.schedule is None:
             return self.gamma
         a, c = self.schedule
         return 1.0 / (a + c * t)
 
     def minibatches(self, data, t) -> np.ndarray:
-        """Each hosted worker's minibatch: ``batch`` distinct local example indices, shape (k, batch)."""
+        """Each hosted worker's minibatch: ``batch`` distinct local example indices, a function of (seed, i, t).
+
+        Parameters
+        ----------
+        data : stacked data
+            The hosted workers' data (``data.l``).
+        t : int
+            The round.
+
+        Returns
+        -------
+        ndarray of int, shape (k, batch)
+        """
         return self.sampler.subsets(EXAMPLES, data.ids, t, data.l, self.batch)
 
     def worker_step(self, data, state, x, t, donate=False):
         """Algorithm 6, worker side: worker i sends :math:`(g_i^t)_{U_i^t}`, g_i^t the gradient of f_i on a minibatch.
 
         The minibatch is ``batch`` distinct local examples drawn from (seed, i, t) (:meth:`minibatches`).
-
-
 
         Parameters
         ----------
@@ -206,7 +237,9 @@ class ISGD(Method):
         return IsgdMasterState(t=0, x_hat=np.array(x0, dtype=float), weight=1.0 / self.stepsize_at(0))
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 6, master side: :math:`x^{t+1} = x^t - \frac{\gamma_t}{n}\sum_i (g_i^t)_{U_i^t}`, and the average x_hat of Theorem 6.
+        r"""Algorithm 6 (ISGD), master side: the averaged step, and the weighted average of Theorem 6.
+
+        :math:`x^{t+1} = x^t - \frac{\gamma_t}{n}\sum_i (g_i^t)_{U_i^t}`, and the average x_hat of Theorem 6.
 
         Parameters
         ----------

@@ -150,7 +150,9 @@ class SharedBCD(Method):
         return np.repeat(U, len(ids), axis=0)
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""Parallel block coordinate descent, worker side: send :math:`(\nabla f_i(x^t))_{U^t}`, U^t shared by all workers.
+        r"""Parallel block coordinate descent, worker side: the shared blocks of the local gradient.
+
+        Each hosted worker i sends :math:`(\nabla f_i(x^t))_{U^t}`, U^t shared by all workers.
 
         Parameters
         ----------
@@ -175,7 +177,9 @@ class SharedBCD(Method):
         return self.send(s, self.local_grads(data, x, s)), state
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Parallel block coordinate descent, master side: :math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\nabla f_i(x^t))_{U^t} = x^t - \gamma(\nabla f(x^t))_{U^t}`.
+        r"""Parallel block coordinate descent, master side: a block step along grad f.
+
+        :math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\nabla f_i(x^t))_{U^t} = x^t - \gamma(\nabla f(x^t))_{U^t}`.
 
         Parameters
         ----------
@@ -234,11 +238,12 @@ class DIANA(ISEGA):
         super().check(ctx)
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""DIANA with Rand-K, worker side: send :math:`(\nabla f_i(x^t) - h_i)_{U_i}`, then :math:`h_i \leftarrow h_i + \alpha C(\nabla f_i(x^t) - h_i)`.
+        r"""DIANA with Rand-K, worker side: the sampled blocks of grad f_i - h_i, and the shift update.
+
+        Each hosted worker i sends :math:`(\nabla f_i(x^t) - h_i)_{U_i}`, then
+        :math:`h_i \leftarrow h_i + \alpha C(\nabla f_i(x^t) - h_i)`.
 
         C(v) = (1/tau) Q(v_U) is the unbiased compressor (Mishchenko, Gorbunov, Takac, Richtarik, arXiv:1901.09269).
-
-
 
         Parameters
         ----------
@@ -269,7 +274,10 @@ class DIANA(ISEGA):
         return batch, IsegaWorkerState(h)
 
     def master_step(self, state, x, batch, donate=False):
-        r"""DIANA, master side: :math:`g = \bar h + \frac{1}{n\tau}\sum_i Q(\Delta_i)`, :math:`x^{t+1} = \operatorname{prox}_{\gamma R}(x^t - \gamma g)`.
+        r"""DIANA, master side: the shifted estimate and the proximal step.
+
+        :math:`g = \bar h + \frac{1}{n\tau}\sum_i Q(\Delta_i)`,
+        :math:`x^{t+1} = \operatorname{prox}_{\gamma R}(x^t - \gamma g)`.
 
         Parameters
         ----------
@@ -368,11 +376,12 @@ class EF21(Method):
         return Ef21WorkerState(np.zeros((data.k, x0.size)))
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""EF21, worker side: send :math:`c_i = \mathrm{TopK}(\nabla f_i(x^t) - g_i)` (the tau*m blocks of largest norm), then :math:`g_i \leftarrow g_i + c_i`.
+        r"""EF21, worker side: the Top-K blocks of grad f_i - g_i, and the estimate update.
+
+        Each hosted worker i sends :math:`c_i = \mathrm{TopK}(\nabla f_i(x^t) - g_i)` (the tau*m blocks of
+        largest norm), then :math:`g_i \leftarrow g_i + c_i`.
 
         Richtarik, Sokolov, Fatkhullin, arXiv:2106.05203. The ids of the Top-K blocks depend on the data: they are sent.
-
-
 
         Parameters
         ----------
@@ -420,7 +429,9 @@ class EF21(Method):
         return IsegaMasterState(h_bar=np.zeros_like(x0))   # h_bar = (1/n) sum_i g_i
 
     def master_step(self, state, x, batch, donate=False):
-        r"""EF21, master side: :math:`\bar g \leftarrow \bar g + \frac1n\sum_i c_i`, :math:`x^{t+1} = x^t - \gamma \bar g`.
+        r"""EF21, master side: a step along the average estimate.
+
+        :math:`\bar g \leftarrow \bar g + \frac1n\sum_i c_i`, :math:`x^{t+1} = x^t - \gamma \bar g`.
 
         Parameters
         ----------
