@@ -64,9 +64,29 @@ class IasgdTheory(Theory):
     codec's omega; ``isparse.theory.iasgd``), scaled by 1/step.multiplier; the bound on f - f*."""
 
     def rho(self, ctx) -> tuple[float, bool]:
-        """(rho, computed): the configured rho, or rho_hat where it can be computed (exact local gradients: every
-        worker's minibatch that runs is all its examples); scaled by 1/step.multiplier (a larger multiplier means
-        a larger step 1/(rho L))."""
+        """(rho, computed): the configured rho, or rho_hat where it can be computed (Theorem 8).
+
+        rho_hat (docs/algorithms.md §3) needs exact local gradients (every worker's minibatch that runs is all its
+        examples) and a problem with a strong-growth constant. rho is scaled by 1/step.multiplier (a larger multiplier
+        means a larger step 1/(rho L)). Computed once per build (``ctx.cache``).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run.
+
+        Returns
+        -------
+        rho : float
+            >= 1 before the multiplier.
+        computed : bool
+            rho is rho_hat (and the multiplier is at most 1): the bound applies.
+
+        Raises
+        ------
+        ConfigError
+            ``algorithm.rho`` is null and rho_hat cannot be computed.
+        """
         if "iasgd_rho" not in ctx.cache:                  # step and bound ask: computed once per build
             ctx.cache["iasgd_rho"] = self._rho(ctx)
         return ctx.cache["iasgd_rho"]

@@ -207,7 +207,19 @@ class ISAGA(Method):
     # Theorem 5's Lyapunov function: Psi = sum_ij ||alpha_ij - grad f_ij(x*)||^2
     @staticmethod
     def worker_targets(data, x_star):
-        """grad f_ij(x*) for every hosted example, shape (R, d): what the tables learn."""
+        """grad f_ij(x*) for every hosted example: what the tables learn (Theorem 5's Psi).
+
+        Parameters
+        ----------
+        data : stacked data
+            The k hosted workers' data.
+        x_star : ndarray, shape (d,)
+            x*.
+
+        Returns
+        -------
+        ndarray, shape (sum_i l_i, d)
+        """
         return data.example_grads(x_star)
 
     @staticmethod

@@ -57,7 +57,18 @@ class SharedRows:
 
 
 def whole(ctx):
-    """psi_j = phi_j + P: the data set as one worker's problem (built once per run, kept in ``ctx.cache``)."""
+    """psi_j = phi_j + P: the data set as one worker's problem (built once per run, kept in ``ctx.cache``).
+
+    Parameters
+    ----------
+    ctx : Context
+        The run (its data set and problem).
+
+    Returns
+    -------
+    GLMProblem
+        One shard holding all N examples.
+    """
     from ..problems import GLMProblem
 
     if "whole" not in ctx.cache:
@@ -158,7 +169,18 @@ class ISAGAShared(Method):
 
     @classmethod
     def run_inputs(cls, ctx):
-        """N, and the targets grad psi_j(x*) of every example."""
+        """N, and the targets grad psi_j(x*) of every example (for Theorem 2's Psi).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (a data set and its reference solution x*).
+
+        Returns
+        -------
+        dict
+            ``{"N": int, "targets": ndarray of shape (N, d)}``.
+        """
         w = whole(ctx)
         targets = np.stack([w.shards[0].example_grad(ctx.reference.x_star, j) for j in range(ctx.data.N)])
         return {"N": ctx.data.N, "targets": targets}
@@ -265,7 +287,19 @@ class ISAGAShared(Method):
         return SharedSagaMasterState(np.zeros((self.N, x0.size)), np.zeros_like(x0))
 
     def master_memory(self, state) -> float:
-        """Psi^t = sum_j ||alpha_j - grad psi_j(x*)||^2 (Theorem 2); the table lives on the master."""
+        """Psi^t = sum_j ||alpha_j - grad psi_j(x*)||^2, the memory part of Theorem 2's Lyapunov function.
+
+        The table lives on the master.
+
+        Parameters
+        ----------
+        state : SharedSagaMasterState
+            The master's table.
+
+        Returns
+        -------
+        float
+        """
         return float(np.sum((state.alpha - self.targets) ** 2))
 
     def master_step(self, state, x, batch, donate=False):
@@ -323,6 +357,19 @@ class ISAGAShared(Method):
 
     @classmethod
     def shards(cls, ctx):
-        """What every worker holds: the whole data set."""
+        """What every worker holds: the whole data set (psi_j = phi_j + P, :func:`whole`).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run.
+
+        Returns
+        -------
+        shards : list
+            The one shard of the whole data set, n times.
+        parts : list
+            All its rows, n times.
+        """
         w = whole(ctx)
         return [w.shards[0]] * ctx.n, [w.parts[0]] * ctx.n

@@ -218,7 +218,19 @@ class ISEGA(Method):
     # Theorem 3's Lyapunov function: the memory part sum_i ||h_i - grad f_i(x*)||^2
     @staticmethod
     def worker_targets(data, x_star):
-        """grad f_i(x*) of the hosted workers, shape (k, d): what h_i learns."""
+        """grad f_i(x*) of the hosted workers: what h_i learns (Theorem 3's Lyapunov function).
+
+        Parameters
+        ----------
+        data : stacked data
+            The k hosted workers' data.
+        x_star : ndarray, shape (d,)
+            x*.
+
+        Returns
+        -------
+        ndarray, shape (k, d)
+        """
         return data.grads(x_star)
 
     @staticmethod

@@ -39,27 +39,93 @@ class DianaOptions(AlgorithmOptions):
 
 
 def shared_bcd_stepsize(L, mu, n, tau):
-    """gamma = 1/L (every block is L-smooth)."""
+    """gamma = 1/L (every block is L-smooth): parallel block coordinate descent's step.
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant.
+    mu : float
+        Strong convexity of f (unused).
+    n : int
+        Number of workers (unused).
+    tau : float
+        Fraction of the blocks (unused).
+
+    Returns
+    -------
+    float
+    """
     return 1.0 / L
 
 
 def diana_omega(tau, omega=0.0):
-    """omega_D of DIANA's compressor C(v) = (1/tau) Q(v_U): (1 + omega)/tau - 1 (= 1/tau - 1 without a codec), since
+    """omega_D of DIANA's compressor C(v) = (1/tau) Q(v_U): (1 + omega)/tau - 1 (= 1/tau - 1 without a codec).
+
     E||C(v)||^2 <= ((1 + omega)/tau) ||v||^2 and E C(v) = v. This is the composition rule of
     ``isparse.compression.Chain`` (1 + omega_D = (1 + omega_blocks)(1 + omega), omega_blocks = 1/tau - 1) written for
-    the stepsize rule's (L, mu, n, tau, omega) signature; a built method takes it from its chain,
-    ``Box.uplink_omega``."""
+    the stepsize rule's (L, mu, n, tau, omega) signature; a built method takes it from its chain, ``Box.uplink_omega``
+    (docs/algorithms.md §7).
+
+    Parameters
+    ----------
+    tau : float
+        Fraction of the blocks each worker sends.
+    omega : float, optional
+        The codec's omega (0: float64).
+
+    Returns
+    -------
+    float
+    """
     return (1.0 + omega) / tau - 1.0
 
 
 def diana_stepsize(L, mu, n, tau, omega=0.0):
-    """gamma = 1/(L(1 + 2 omega_D/n)), omega_D = (1 + omega)/tau - 1 (DIANA with alpha = 1/(omega_D + 1))."""
+    """DIANA's stepsize gamma = 1/(L(1 + 2 omega_D/n)), omega_D = (1 + omega)/tau - 1, with alpha = 1/(omega_D + 1).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant.
+    mu : float
+        Strong convexity of f (unused).
+    n : int
+        Number of workers.
+    tau : float
+        Fraction of the blocks each worker sends.
+    omega : float, optional
+        The codec's omega (0: float64).
+
+    Returns
+    -------
+    float
+    """
     return 1.0 / (L * (1.0 + 2.0 * diana_omega(tau, omega) / n))
 
 
 def ef21_stepsize(L, mu, n, tau):
-    """gamma = min{1/(L(1 + sqrt(2 beta/theta))), theta/(2 mu)} (EF21, PL case), with the compressor's contraction
-    alpha in the place of ``tau`` (alpha = tau for Top-K alone; :func:`ef21_contraction` with a codec)."""
+    """EF21's stepsize (PL case): gamma = min{1/(L(1 + sqrt(2 beta/theta))), theta/(2 mu)}.
+
+    theta = 1 - sqrt(1 - alpha), beta = (1 - alpha)/theta (Richtarik, Sokolov, Fatkhullin, arXiv:2106.05203, Theorem 2),
+    with the compressor's contraction alpha in the place of ``tau`` (alpha = tau for Top-K alone;
+    :func:`ef21_contraction` with a codec).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant.
+    mu : float
+        Strong convexity of f (mu = 0: the first term only).
+    n : int
+        Number of workers (unused).
+    tau : float
+        The contraction alpha, in (0, 1]; 1 gives 1/L.
+
+    Returns
+    -------
+    float
+    """
     if tau >= 1.0:
         return 1.0 / L
     theta = 1.0 - math.sqrt(1.0 - tau)
@@ -69,13 +135,31 @@ def ef21_stepsize(L, mu, n, tau):
 
 
 def ef21_contraction(tau: float, codec, q: int) -> float:
-    """alpha of E||C(v) - v||^2 <= (1 - alpha)||v||^2 for C = the codec after Top-K (tau of the blocks):
+    """alpha of E||C(v) - v||^2 <= (1 - alpha)||v||^2 for C = the codec after Top-K (tau of the blocks).
 
     - Top-K alone: alpha = tau (the kept blocks hold at least tau of ||v||^2);
     - an unbiased Q with omega, scaled by 1/(1 + omega): with y = TopK(v) (disjoint from v - y, and Q keeps y's
       support), E||Q(y)/(1 + omega) - v||^2 = E||Q(y)/(1 + omega) - y||^2 + ||v - y||^2
       <= (1 - 1/(1 + omega))||y||^2 + ||v||^2 - ||y||^2 <= (1 - tau/(1 + omega))||v||^2: alpha = tau/(1 + omega);
     - a deterministic rounding with ||Q(y) - y|| <= delta ||y|| (float32, bfloat16): alpha = tau (1 - delta^2).
+
+    Parameters
+    ----------
+    tau : float
+        Fraction of the blocks Top-K keeps.
+    codec : Codec
+        The value codec (``messages.codec``).
+    q : int
+        Values per message (the codec's constants may depend on it).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ConfigError
+        The codec is neither unbiased nor contractive (no constant).
     """
     if codec.exact:
         return tau
@@ -228,8 +312,18 @@ class DIANA(ISEGA):
 
     @classmethod
     def check(cls, ctx):
-        """DIANA's theory needs alpha <= 1/(omega_D + 1) = tau/(1 + omega): checked once tau is known (before any
-        work)."""
+        """DIANA's check before any work, then :meth:`Method.check`'s: alpha <= 1/(omega_D + 1) = tau/(1 + omega).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run.
+
+        Raises
+        ------
+        ConfigError
+            ``algorithm.alpha`` above 1/(omega_D + 1), or a check of :meth:`Method.check` fails.
+        """
         if ctx.options.alpha is not None:
             top = 1.0 / (ctx.uplink.omega(ctx.problem.d) + 1.0)   # 1/(omega_D + 1), the chain's composition
             check_range("algorithm.alpha", ctx.options.alpha, 0.0, top,
