@@ -98,9 +98,15 @@ class Method(Box):
     # -- checks before any work -----------------------------------------------------------------------------
     @classmethod
     def check_spec(cls, spec) -> None:
-        """The method's rules on the rest of the run (``spec``, a :class:`~isparse.spec.RunSpec`), before any data is
-        read: a full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer,
-        ``step.L=f`` only where the stepsize rule takes L.
+        """The method's rules on the rest of the run, before any data is read.
+
+        A full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer, ``step.L=f``
+        only where the stepsize rule takes L.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run's spec (``isparse.spec.RunSpec``).
 
         Raises
         ------

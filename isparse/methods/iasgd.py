@@ -257,7 +257,20 @@ class IASGD(ISGD):
         return {**super().derived_params(), "rho": self.rho}
 
     def iterate(self, state, x):
-        """The measured point: w_k (x is the extrapolated query point zeta_k)."""
+        """The measured point: w_k (x is the extrapolated query point zeta_k).
+
+        Parameters
+        ----------
+        state : IasgdMasterState
+            w_k and v_k.
+        x : ndarray, shape (d,)
+            zeta_k.
+
+        Returns
+        -------
+        ndarray, shape (d,)
+            w_k.
+        """
         return state.w
 
     def extra_iterates(self, state) -> dict:

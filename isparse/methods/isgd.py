@@ -266,7 +266,18 @@ class ISGD(Method):
         return x_new, IsgdMasterState(t=t, x_hat=x_hat, weight=state.weight + w)
 
     def extra_iterates(self, state) -> dict:
-        """``avg`` = x_hat^t (Theorem 6)."""
+        """``avg`` = x_hat^t, the weighted average Theorem 6 bounds (logged as ``subopt_avg``).
+
+        Parameters
+        ----------
+        state : IsgdMasterState
+            The master's state.
+
+        Returns
+        -------
+        dict
+            ``{"avg": ndarray of shape (d,)}``.
+        """
         return {"avg": state.x_hat}
 
     def derived_params(self) -> dict:
