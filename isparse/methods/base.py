@@ -29,7 +29,7 @@ from typing import ClassVar, Optional
 
 from ..errors import ConfigError
 from ..params import check_options_declaration
-from ..theory.base import NO_THEORY, Theory, strongly_convex_or_none   # noqa: F401  (re-exported for the methods)
+from ..theory.base import NO_THEORY, Theory, strongly_convex_or_none, with_constants   # noqa: F401  (re-exported)
 from .context import Context
 from .contract import Box, Sampled, Traits, values_in_blocks   # noqa: F401  (re-exported: a method imports from here)
 from .options import AlgorithmOptions, MinibatchOptions        # noqa: F401
@@ -56,16 +56,34 @@ def _check_declaration(cls) -> None:
 class Method(Box):
     """A method's box with its declaration (``name``, ``options``, ``traits``, ``theory``) and its building.
 
-    Class attributes
-    ----------------
-    name : str
+    A subclass declares the four class attributes below and defines :meth:`worker_step` and :meth:`master_step` (and,
+    for a method with memory, :meth:`worker_init` and :meth:`master_init`): section 2 of arXiv:1901.09437, the common
+    template (docs/algorithms.md §2). The class statement checks the declaration and registers a named class.
+
+    Parameters
+    ----------
+    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
+        As :class:`~isparse.methods.contract.Box`; a method built by :meth:`configure` receives them from the run.
+
+    Raises
+    ------
+    DeclarationError
+        When the class statement runs, if the declaration is wrong (options not an ``AlgorithmOptions`` dataclass,
+        traits not a :class:`Traits`, theory not a :class:`Theory`, a named class with an abstract step, a second
+        class of the same name).
+
+    Notes
+    -----
+    The declaration, four class attributes:
+
+    ``name`` (str)
         ``algorithm=<name>``; a class that sets it is registered.
-    options : type
+    ``options`` (type)
         The dataclass of its ``algorithm.<key>`` options (:class:`AlgorithmOptions` or a subclass); the built method
         reads the checked values as ``self.opts``.
-    traits : Traits
+    ``traits`` (Traits)
         needs, full, prox, asynchronous, derivable_ids, state_text.
-    theory : Theory or None
+    ``theory`` (Theory or None)
         Its stepsize rule and bound (``isparse.theory.base``); None: gamma = step.multiplier / L and no bound.
     """
 
@@ -80,9 +98,15 @@ class Method(Box):
     # -- checks before any work -----------------------------------------------------------------------------
     @classmethod
     def check_spec(cls, spec) -> None:
-        """The method's rules on the rest of the run (``spec``, a :class:`~isparse.spec.RunSpec`), before any data is
-        read: a full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer,
-        ``step.L=f`` only where the stepsize rule takes L.
+        """The method's rules on the rest of the run, before any data is read.
+
+        A full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer, ``step.L=f``
+        only where the stepsize rule takes L.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run's spec (``isparse.spec.RunSpec``).
 
         Raises
         ------
@@ -104,8 +128,19 @@ class Method(Box):
 
     @classmethod
     def check(cls, ctx: Context) -> None:
-        """Checks of the method against the problem before any work: what it needs from the problem (a ConfigError
-        naming what is missing), and that its states fit in memory (a ConfigError naming GiB)."""
+        """Checks of the method against the problem before any work.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Raises
+        ------
+        ConfigError
+            The problem lacks a capability ``traits.needs`` names (:func:`check_needs`), or the states
+            (:meth:`state_bytes`) do not fit in the available memory (the message names GiB).
+        """
         check_needs(cls, ctx.problem)
         need = cls.state_bytes(ctx)
         if need:
@@ -119,41 +154,117 @@ class Method(Box):
 
     @classmethod
     def state_bytes(cls, ctx: Context) -> int:
-        """Bytes of the method's worker and master states (float64), for the memory check before any work."""
+        """Bytes of the method's worker and master states (float64), for the memory check before any work.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        int
+            Bytes; 0 by default (no state).
+        """
         return 0
 
     # -- building -------------------------------------------------------------------------------------------
     @classmethod
     def message_values(cls, ctx: Context) -> int:
-        """The most values one worker sends in a round (what the codec's omega is computed for), before the method
-        is built."""
+        """The most values one worker sends in a round.
+
+        Known before the method is built; the codec's omega is computed for this many values.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        int
+            min(d, tau*m x b) by default.
+        """
         return values_in_blocks(ctx.problem.d, ctx.tau_m, ctx.blocks.size)
 
     @classmethod
     def run_inputs(cls, ctx: Context) -> dict:
-        """Constructor keywords the method takes from the run beyond the stepsize and the common ones (e.g. ISGD's
-        effective minibatch, shared-data ISAGA's N); none by default."""
+        """Constructor keywords the method takes from the run beyond the stepsize and the common ones.
+
+        E.g. ISGD's effective minibatch, shared-data ISAGA's N; none by default.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        dict
+        """
         return {}
 
     @classmethod
     def configure(cls, ctx: Context):
-        """(method, bound) for the run ``ctx``: the theory's stepsize keywords (or :data:`NO_THEORY`'s gamma =
-        step.multiplier / L), the common keywords and :meth:`run_inputs` to the constructor, then the theory's
-        bound for the method built."""
+        """Build the method for the run ``ctx``, and the bound that covers it.
+
+        The theory's stepsize keywords (or :data:`~isparse.theory.base.NO_THEORY`'s gamma = step.multiplier / L), the
+        common keywords (``ctx.common()``) and :meth:`run_inputs` go to the constructor; then the theory's bound is
+        computed for the method built (docs/algorithms.md §3).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        method : Method
+            The built method.
+        bound : LinearBound, SublinearBound or NoBound
+            The theorem's bound for its stepsize.
+        """
         theory = cls.theory or NO_THEORY
         method = cls(ctx.n, ctx.blocks, ctx.tau_m, **theory.step(ctx), **ctx.common(), **cls.run_inputs(ctx))
         return method, theory.bound(ctx, method)
 
     @classmethod
     def shards(cls, ctx: Context) -> tuple[list, list | None]:
-        """(what each of the n workers holds, its data rows): the problem's shards by default."""
+        """What each of the n workers holds, and its data rows: the problem's shards by default.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        shards : list
+            One per worker.
+        parts : list or None
+            The data rows of each worker.
+        """
         return ctx.problem.shards, ctx.problem.parts
 
 
 def check_needs(cls, problem) -> None:
-    """Raise ConfigError if ``problem`` lacks a capability ``cls.traits.needs`` names (before any work): the
-    capabilities are declared by the problem (``isparse.problems.base.Problem.capabilities``: what its stacked
-    shards compute, and what the problem itself offers, e.g. ``strong_growth``)."""
+    """Check that ``problem`` offers every capability ``cls.traits.needs`` names (before any work).
+
+    The capabilities are declared by the problem (``isparse.problems.base.Problem.capabilities``: what its stacked
+    shards compute, and what the problem itself offers, e.g. ``strong_growth``).
+
+    Parameters
+    ----------
+    cls : type
+        A method class.
+    problem : Problem
+        The run's problem.
+
+    Raises
+    ------
+    ConfigError
+        Naming the missing capabilities and those the problem provides.
+    """
     missing = [c for c in cls.traits.needs if c not in problem.capabilities]
     if missing:
         raise ConfigError("algorithm", f"{type(problem).__name__} is not compatible with algorithm={cls.name}: it "
@@ -162,4 +273,4 @@ def check_needs(cls, problem) -> None:
 
 
 __all__ = ["AlgorithmOptions", "Context", "Method", "MinibatchOptions", "Sampled", "Theory", "Traits", "check_needs",
-           "strongly_convex_or_none"]
+           "strongly_convex_or_none", "with_constants"]

@@ -68,23 +68,47 @@ class Context:
     omega: Optional[float] = 0.0
 
     def common(self) -> dict:
-        """The keyword arguments every method's constructor takes from the run: its options, the regularizer R,
-        seed, send_ids and codec (``isparse.methods.contract.Box``)."""
+        """The keyword arguments every method's constructor takes from the run.
+
+        Returns
+        -------
+        dict
+            ``options``, ``reg`` (the regularizer R), ``seed``, ``send_ids`` and ``codec`` (see
+            :class:`~isparse.methods.contract.Box`).
+        """
         return dict(options=self.options, reg=self.regularizer, seed=self.seed, send_ids=self.send_ids,
                     codec=self.codec)
 
     @property
     def uplink(self):
-        """The uplink compressor of the run, C(v) = (1/tau) Q(v_U): ``chain(IndependentBlocks(tau*m, m, b), codec)``
-        (``isparse.compression``); its ``omega(d)`` is the composed (1 + omega_Q)/tau - 1."""
+        """The uplink compressor of the run, C(v) = (1/tau) Q(v_U).
+
+        ``chain(IndependentBlocks(tau*m, m, b), codec)`` (``isparse.compression``); its ``omega(d)`` is the composed
+        (1 + omega_Q)/tau - 1 (docs/algorithms.md §7).
+        """
         return chain(IndependentBlocks(self.tau_m, self.blocks.m, self.blocks.size), self.codec)
 
     @property
     def r0(self) -> float:
+        """r_0 = ||x^0 - x*||^2 (float), the initial distance of every bound (docs/algorithms.md §3)."""
         return float(np.sum((self.x0 - self.reference.x_star) ** 2))
 
     def constants(self, **extra) -> dict:
-        """The keyword constants the theory functions take."""
+        """The run's common constants, which the theory functions take by keyword.
+
+        ``isparse.theory.base.with_constants`` hands each function the ones it declares.
+
+        Parameters
+        ----------
+        **extra
+            Further constants to include.
+
+        Returns
+        -------
+        dict
+            ``L`` (max_i L_i), ``mu``, ``n``, ``tau``, ``r0`` (||x^0 - x*||^2), ``sum_sq_local_grads``
+            (sum_i ||grad f_i(x*)||^2) and ``omega`` (the codec's; 0 for float64 or a biased codec), and ``extra``.
+        """
         p = self.problem
         return dict(L=p.L, mu=p.mu, n=self.n, tau=self.tau, r0=self.r0,
                     sum_sq_local_grads=self.reference.sum_sq_local_grads, omega=self.omega or 0.0, **extra)

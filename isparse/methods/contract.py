@@ -95,7 +95,21 @@ class Sampled(NamedTuple):
 
 
 def values_in_blocks(d: int, tau_m: int, b: int) -> int:
-    """The most coordinates tau*m blocks of size b hold: min(d, tau*m x b) (the last block may be shorter)."""
+    """The most coordinates tau*m blocks of size b hold: min(d, tau*m x b) (the last block may be shorter).
+
+    Parameters
+    ----------
+    d : int
+        Dimension.
+    tau_m : int
+        Blocks per message, tau*m.
+    b : int
+        Block size.
+
+    Returns
+    -------
+    int
+    """
     return min(d, tau_m * b)
 
 
@@ -140,12 +154,28 @@ class Box(abc.ABC):
 
     # -- the four steps ------------------------------------------------------------------------------------
     def worker_init(self, data, x0: np.ndarray):
-        """The hosted workers' state at x^0 (a NamedTuple of arrays with a leading axis k); None: no state."""
+        """The hosted workers' state at x^0 (section 2: the memories start at 0, e.g. h_i^0 = 0).
+
+        Parameters
+        ----------
+        data : stacked data
+            The k hosted workers' data.
+        x0 : ndarray, shape (d,)
+            x^0.
+
+        Returns
+        -------
+        NamedTuple or None
+            Arrays with a leading axis of the k hosted workers (or of their examples); None: the method keeps no worker
+            state (the default).
+        """
         return None
 
     @abc.abstractmethod
     def worker_step(self, data, state, x: np.ndarray, t: int, donate: bool = False) -> tuple[Messages, object]:
-        """One round of the hosted workers at x^t: (their batch of messages, their new state).
+        """One round of the hosted workers at x^t.
+
+        Their proposals' blocks, as messages (section 2, the common template).
 
         Parameters
         ----------
@@ -159,15 +189,33 @@ class Box(abc.ABC):
             The round (an asynchronous worker's own step count).
         donate : bool
             The step may write into ``state``'s arrays (the caller keeps no reference to them).
+
+        Returns
+        -------
+        batch : Messages
+            The k workers' messages, worker-major (tau*m blocks each for a sparsified method), coded by ``codec``.
+        state : NamedTuple or None
+            Their new state.
         """
 
     def master_init(self, x0: np.ndarray):
-        """The master's state at x^0 (a NamedTuple of arrays); None: no state."""
+        """The master's state at x^0.
+
+        Parameters
+        ----------
+        x0 : ndarray, shape (d,)
+            x^0.
+
+        Returns
+        -------
+        NamedTuple or None
+            Arrays (e.g. ISEGA's h_bar, shape (d,)); None: the master keeps no state (the default).
+        """
         return None
 
     @abc.abstractmethod
     def master_step(self, state, x: np.ndarray, batch: Messages, donate: bool = False) -> tuple[np.ndarray, object]:
-        """The master's update from all n workers' messages of round t: (x^{t+1}, its new state).
+        """The master's update from all n workers' messages of round t (section 2: it averages the proposals).
 
         Parameters
         ----------
@@ -180,33 +228,98 @@ class Box(abc.ABC):
             method); ``batch.values`` are the decoded values.
         donate : bool
             The step may write into ``state``'s arrays.
+
+        Returns
+        -------
+        x : ndarray of shape (d,)
+            x^{t+1}.
+        state : NamedTuple or None
+            The master's new state.
         """
 
     # -- the worker's preamble, written once ---------------------------------------------------------------
     def sampled(self, data, t: int, U: np.ndarray | None = None) -> Sampled:
-        """U_i^t of the hosted workers (tau*m-nice, from (seed, i, t); or the given ``U``, e.g. Top-K's) and its
-        coordinates."""
+        """U_i^t of the hosted workers and its coordinates (the tau*m-nice sampling of section 1).
+
+        Parameters
+        ----------
+        data : stacked data
+            The hosted workers' data (``data.ids``).
+        t : int
+            The round.
+        U : ndarray of int, shape (k, tau*m), optional
+            Block sets to use instead of the draw (e.g. EF21's Top-K).
+
+        Returns
+        -------
+        Sampled
+            U (from (seed, i, t) unless given) with its coordinates ``pc`` and rows ``pw``.
+        """
         U = self.sample(data.ids, t) if U is None else U
         pc, pw = self.coords_batch(U)
         return Sampled(data, int(t), U, pc, pw)
 
     def local_grads(self, data, x: np.ndarray, s: Sampled) -> np.ndarray:
-        """(grad f_i(x))_{U_i} of every hosted worker, worker-major, shape (q,): only those coordinates, or gathered
-        from whole local gradients (one sparse product) when more than an eighth of the coordinates are sampled."""
+        """(grad f_i(x))_{U_i} of every hosted worker, worker-major.
+
+        Only those coordinates are computed, or they are gathered from whole local gradients (one sparse product) when
+        more than an eighth of the coordinates are sampled (:meth:`dense_path`).
+
+        Parameters
+        ----------
+        data : stacked data
+            The hosted workers' data (``grads_on_blocks``, ``grads``).
+        x : ndarray, shape (d,)
+            The point.
+        s : Sampled
+            The round's draw (:meth:`sampled`).
+
+        Returns
+        -------
+        ndarray, shape (q,)
+            q = the number of sampled coordinates over the hosted workers.
+        """
         if self.dense_path():
             return data.grads(x)[s.pw, s.pc]
         return data.grads_on_blocks(x, s.U, self.blocks, (s.pc, s.pw))
 
     def send(self, s: Sampled, values: np.ndarray) -> Messages:
-        """The hosted workers' batch: ``values`` (worker-major, block order) on their block sets ``s.U``, coded by
-        the codec; its ``values`` are the decoded ones (what the master sees, what a worker's memory moves by)."""
+        """The hosted workers' batch: ``values`` on their block sets ``s.U``, coded by the codec.
+
+        Parameters
+        ----------
+        s : Sampled
+            The round's draw.
+        values : ndarray, shape (q,)
+            What each worker sends on its coordinates, worker-major, in block order.
+
+        Returns
+        -------
+        Messages
+            Its ``values`` are the decoded ones (what the master sees, what a worker's memory moves by); block ids are
+            included only when :attr:`sends_ids`.
+        """
         counts = np.bincount(s.pw, minlength=s.data.k).astype(np.int32)
         blocks = s.U.astype(BLOCK_ID_DTYPE) if self.sends_ids else None
         return self.encode(s.data.ids, s.t, counts, values, blocks)
 
     def sample(self, ids, t: int) -> np.ndarray:
-        """U_i^t of the workers ``ids``: sorted block ids, shape (k, tau*m) (a function of (seed, i, t); the last
-        call is remembered, so an in-process master does not redraw what its host drew)."""
+        """U_i^t of the workers ``ids``: the tau*m-nice sampling, a function of (seed, i, t) (docs/algorithms.md §1).
+
+        The last call is remembered, so an in-process master does not redraw what its host drew.
+
+        Parameters
+        ----------
+        ids : array_like of int, shape (k,)
+            The workers i.
+        t : int
+            The round.
+
+        Returns
+        -------
+        ndarray of int, shape (k, tau*m)
+            Sorted block ids of each worker.
+        """
         ids = np.asarray(ids, dtype=np.int64)
         key = (int(t), ids.tobytes())
         memo = self.__dict__.get("_memo")
@@ -216,8 +329,21 @@ class Box(abc.ABC):
         return memo[1]
 
     def coords_batch(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``blocks.coords_batch(U)``; the last result is remembered (keyed by the array U itself), so a worker step,
-        its gathered gradient and an in-process master's scatter-add compute the coordinates once per round."""
+        """``blocks.coords_batch(U)``: the coordinates of the block sets U, worker-major.
+
+        The last result is remembered (keyed by the array U itself), so a worker step, its gathered gradient and an
+        in-process master's scatter-add compute the coordinates once per round.
+
+        Parameters
+        ----------
+        U : ndarray of int, shape (k, tau*m)
+            Block sets.
+
+        Returns
+        -------
+        pc, pw : ndarray of int, shape (q,)
+            Each coordinate, and the row of the worker it belongs to.
+        """
         memo = self.__dict__.get("_coords_memo")
         if memo is None or memo[0] is not U:
             memo = (U, self.blocks.coords_batch(U))
@@ -225,15 +351,40 @@ class Box(abc.ABC):
         return memo[1]
 
     def dense_path(self) -> bool:
-        """Whether :meth:`local_grads` computes whole local gradients: above an eighth of the coordinates the sparse
-        product is cheaper than gathering the sampled entries. A function of tau*m, b and d only, so every host
-        takes the same path."""
+        """Whether :meth:`local_grads` computes whole local gradients.
+
+        Above an eighth of the coordinates the sparse product is cheaper than gathering the sampled entries. A function
+        of tau*m, b and d only, so every host takes the same path.
+
+        Returns
+        -------
+        bool
+        """
         return 8 * self.tau_m * self.blocks.size > self.blocks.d
 
     def encode(self, ids, t: int, counts: np.ndarray, values: np.ndarray, blocks=None) -> Messages:
-        """The batch of the workers ``ids``, coded by ``self.codec``; a random codec draws one uniform per value from
-        stream ``CODEC`` keyed by (seed, i, t), :attr:`values_per_message` per worker whatever it sends, so a worker's
-        draws do not depend on its host."""
+        """The batch of the workers ``ids``, coded by ``self.codec``.
+
+        A random codec draws one uniform per value from stream ``CODEC`` keyed by (seed, i, t),
+        :attr:`values_per_message` per worker whatever it sends, so a worker's draws do not depend on its host.
+
+        Parameters
+        ----------
+        ids : array_like of int, shape (k,)
+            The workers.
+        t : int
+            The round.
+        counts : ndarray of int32, shape (k,)
+            Values per worker.
+        values : ndarray, shape (sum(counts),)
+            The values, worker-major.
+        blocks : ndarray of int, shape (k, tau*m), optional
+            Block ids to send with the values.
+
+        Returns
+        -------
+        Messages
+        """
         values = np.ascontiguousarray(values, dtype=np.float64)
         ids = np.asarray(ids)
         u = self.codec.draw(self.sampler, ids, t, counts, self.values_per_message) if self.codec.random else None
@@ -241,16 +392,51 @@ class Box(abc.ABC):
 
     # -- the master's side ---------------------------------------------------------------------------------
     def coords_of(self, batch: Messages) -> np.ndarray:
-        """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t)."""
+        """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t).
+
+        Parameters
+        ----------
+        batch : Messages
+            A round's messages.
+
+        Returns
+        -------
+        ndarray of int, shape (q,)
+        """
         U = batch.blocks if batch.blocks is not None else self.sample(batch.workers, batch.t)
         return self.coords_batch(U)[0]
 
     def aggregate(self, batch: Messages) -> np.ndarray:
-        """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order); shape (d,)."""
+        """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order).
+
+        Parameters
+        ----------
+        batch : Messages
+            A round's messages (decoded values).
+
+        Returns
+        -------
+        ndarray, shape (d,)
+        """
         return np.bincount(self.coords_of(batch), weights=batch.values, minlength=self.blocks.d)
 
     def averaged_step(self, x, batch, gamma=None):
-        """x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5, 6."""
+        """x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5 and 6.
+
+        Parameters
+        ----------
+        x : ndarray, shape (d,)
+            x^t.
+        batch : Messages
+            All n workers' messages of round t.
+        gamma : float, optional
+            The stepsize (default ``self.gamma``; ISGD passes gamma_t).
+
+        Returns
+        -------
+        ndarray, shape (d,)
+            x^{t+1}.
+        """
         return x - ((self.gamma if gamma is None else gamma) / self.n) * self.aggregate(batch)
 
     # -- derived quantities --------------------------------------------------------------------------------
@@ -294,31 +480,93 @@ class Box(abc.ABC):
         return self.uplink.codec.memory_rate(self.values_per_message)
 
     def with_seed(self, seed: int) -> "Box":
-        """The same method with another seed (a new set of random draws)."""
+        """The same method with another seed (a new set of random draws).
+
+        Parameters
+        ----------
+        seed : int
+
+        Returns
+        -------
+        Box
+            A shallow copy with its own sampler.
+        """
         other = copy.copy(self)
         other.seed, other.sampler, other._memo = int(seed), Sampler(int(seed)), None
         return other
 
     # -- data on a host ------------------------------------------------------------------------------------
     def host_shards(self, shards: list, ids) -> list:
-        """What a host of the logical workers ``ids`` is sent: their shards."""
+        """What a host of the logical workers ``ids`` is sent: their shards.
+
+        Parameters
+        ----------
+        shards : list
+            The n workers' shards.
+        ids : array_like of int, shape (k,)
+            The hosted workers.
+
+        Returns
+        -------
+        list
+        """
         return [shards[int(i)] for i in ids]
 
     def host_data(self, shards: list, ids):
-        """The stacked data of the hosted workers (``type(shard).stack``)."""
+        """The stacked data of the hosted workers (``type(shard).stack``).
+
+        Parameters
+        ----------
+        shards : list
+            The n workers' shards.
+        ids : array_like of int, shape (k,)
+            The hosted workers.
+
+        Returns
+        -------
+        stacked data
+        """
         return type(shards[0]).stack(shards, ids)
 
     # -- what is measured and logged -----------------------------------------------------------------------
     def iterate(self, state, x):
-        """The measured point: x^t (IASGD measures its own output sequence)."""
+        """The measured point: x^t (IASGD measures its own output sequence w_k).
+
+        Parameters
+        ----------
+        state : NamedTuple or None
+            The master's state.
+        x : ndarray, shape (d,)
+            x^t.
+
+        Returns
+        -------
+        ndarray, shape (d,)
+        """
         return x
 
     def extra_iterates(self, state) -> dict:
-        """Points beside x^t whose suboptimality is logged (``subopt_<key>``)."""
+        """Points beside x^t whose suboptimality is logged (``subopt_<key>``).
+
+        Parameters
+        ----------
+        state : NamedTuple or None
+            The master's state.
+
+        Returns
+        -------
+        dict of str to ndarray of shape (d,)
+            Empty by default (ISGD: ``avg``, the x_hat^t of Theorem 6).
+        """
         return {}
 
     def derived_params(self) -> dict:
-        """Method-specific derived parameters to log (ISGD's batch_effective, IASGD's rho)."""
+        """Method-specific derived parameters to log (ISGD's batch_effective, IASGD's rho).
+
+        Returns
+        -------
+        dict
+        """
         return {}
 
     # monitors of the Lyapunov function's memory part (None: the method keeps no memory)

@@ -34,11 +34,43 @@ class AlgorithmOptions(Section):
 
     @classmethod
     def choose(cls, values, key):
+        """The options dataclass of the method that ``values`` name (its schema for the other keys).
+
+        Parameters
+        ----------
+        values : dict
+            The section's raw values (``name``, and ``module`` if set).
+        key : str or None
+            The section's key in the config (default ``algorithm``), for the error.
+
+        Returns
+        -------
+        type
+            ``method_class(name, module).options``.
+
+        Raises
+        ------
+        ConfigError
+            The module fails to import or no method has that name.
+        """
         # the class statement checked that ``options`` subclasses AlgorithmOptions (Method.__init_subclass__)
         return method_class(values.get("name", AlgorithmOptions.name), values.get("module"), key or "algorithm").options
 
     @classmethod
     def label(cls, values, key):
+        """How the chosen method is named in a message: ``algorithm=<name>``.
+
+        Parameters
+        ----------
+        values : dict
+            The section's raw values.
+        key : str or None
+            The section's key (default ``algorithm``).
+
+        Returns
+        -------
+        str
+        """
         return f"{key or 'algorithm'}={values.get('name', AlgorithmOptions.name)}"
 
     def method_class(self):

@@ -15,6 +15,7 @@ omega, ``step.*``, the method's options) and keeps no state: one object per meth
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -57,18 +58,52 @@ class Theory:
     codec_why: str = ""
 
     def smooth(self, ctx) -> float:
-        """The smoothness constant the rule takes: L = max_i L_i, L_f of f itself (``step.L=f``) or L_example."""
+        """The smoothness constant the rule takes (Assumption 1's L; docs/algorithms.md §4).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        float
+            L = max_i L_i, L_f of f itself (``step.L=f``), or L_example of the f_ij (``smoothness="L_example"``).
+        """
         if self.smoothness != "L":
             return ctx.problem.L_example
         return ctx.problem.L_f if ctx.step_L == "f" else ctx.problem.L
 
     def omega_kw(self, ctx) -> dict:
-        """``{"omega": omega}`` when the rules take the codec's omega and the codec has one (unbiased); else nothing."""
+        """The codec keyword of the rules.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        dict
+            ``{"omega": omega}`` when the rules take the codec's omega (``codec_theory``) and the codec has one
+            (unbiased, lossy); else empty.
+        """
         return {"omega": ctx.omega} if self.codec_theory and ctx.omega else {}
 
     def stepsize_rule(self, rule: str) -> Callable:
-        """The rule of ``step.rule``: the theorem's (``theory``, and where no paper stepsize is given), the paper's
-        plots' (``paper``) or the caption read literally (``paper_literal``; as ``paper`` unless given)."""
+        """The rule that ``step.rule`` selects.
+
+        Parameters
+        ----------
+        rule : {"theory", "paper", "paper_literal"}
+            ``step.rule``.
+
+        Returns
+        -------
+        callable
+            The theorem's rule (``theory``, and where no paper stepsize is given), the paper's plots' (``paper``;
+            docs/algorithms.md §5) or the caption read literally (``paper_literal``; as ``paper`` unless given).
+        """
         if rule == "paper_literal" and self.paper_literal_stepsize is not None:
             return self.paper_literal_stepsize
         if rule in ("paper", "paper_literal") and self.paper_stepsize is not None:
@@ -76,25 +111,74 @@ class Theory:
         return self.stepsize
 
     def step(self, ctx) -> dict:
-        """The stepsize keywords of the method's constructor: ``{"gamma": step.multiplier x the rule's gamma}``
-        (a method with a schedule or another step parameter returns those too: ISGD's ``schedule``, IASGD's
-        ``rho``)."""
+        """The stepsize keywords of the method's constructor.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        dict
+            ``{"gamma": step.multiplier x the rule's gamma}`` (a method with a schedule or another step parameter
+            returns those too: ISGD's ``schedule``, IASGD's ``rho``).
+        """
         rule = self.stepsize_rule(ctx.step_rule)
         return {"gamma": ctx.step_multiplier * rule(self.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau,
                                                     **self.omega_kw(ctx))}
 
     def gamma_theory(self, ctx) -> float:
-        """The rule's gamma without multiplier or codec (what a NoBound reports as ``gamma_theory``)."""
+        """The rule's gamma without multiplier or codec (what a NoBound reports as ``gamma_theory``).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+
+        Returns
+        -------
+        float
+        """
         return self.stepsize(self.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau)
 
     def bound(self, ctx, method):
-        """The theorem's bound for ``method.gamma``; a NoBound where no theorem covers the method."""
+        """The theorem's bound for ``method.gamma``; a NoBound where no theorem covers the method.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (:class:`~isparse.methods.context.Context`).
+        method : Method
+            The built method (its ``gamma``).
+
+        Returns
+        -------
+        LinearBound, SublinearBound or NoBound
+            This default: a NoBound; a theory class of a method overrides it.
+        """
         return NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {ctx.algorithm}",
                        gamma_theory=self.gamma_theory(ctx), gamma=method.gamma)
 
 
 def gradient_step(L: float, mu: float, n: int, tau: float) -> float:
-    """gamma = 1/L: gradient descent's step on an L-smooth f (the stepsize of a method without theory)."""
+    """gamma = 1/L: gradient descent's step on an L-smooth f (the stepsize of a method without theory).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant (Assumption 1).
+    mu : float
+        Strong convexity of f (unused by this rule).
+    n : int
+        Number of workers (unused).
+    tau : float
+        Fraction of the blocks each worker sends, in [1/m, 1] (unused by this rule).
+
+    Returns
+    -------
+    float
+    """
     return 1.0 / L
 
 
@@ -102,6 +186,19 @@ class NoTheory(Theory):
     """What a method with ``theory = None`` runs with: gamma = step.multiplier / L, and a NoBound saying so."""
 
     def bound(self, ctx, method):
+        """A NoBound saying the method declares no theory (gamma = step.multiplier / L).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run.
+        method : Method
+            The built method (its ``gamma``).
+
+        Returns
+        -------
+        NoBound
+        """
         return NoBound(theorem=f"algorithm={ctx.algorithm} declares no theory (Method.theory is None): no bound; its "
                                f"stepsize is gamma = step.multiplier / L", gamma_theory=self.gamma_theory(ctx),
                        gamma=method.gamma)
@@ -111,12 +208,62 @@ class NoTheory(Theory):
 NO_THEORY = NoTheory(gradient_step)
 
 
+def with_constants(fn: Callable, ctx, **given):
+    """Call a theory function with the run's constants it declares, and the given keywords.
+
+    The one place where the common constants of a run (``ctx.constants()``: ``L``, ``mu``, ``n``, ``tau``, ``r0``,
+    ``sum_sq_local_grads``, ``omega``) are handed to a bound function: each function takes exactly the keywords it
+    uses, and receives only those of the constants its signature names. The ``given`` keywords are passed as they
+    are, so a misspelt one raises TypeError instead of being dropped.
+
+    Parameters
+    ----------
+    fn : callable
+        A bound or stepsize function of ``isparse.theory`` (keyword parameters, no ``**kwargs``).
+    ctx : Context
+        The run (``isparse.methods.context.Context``).
+    **given
+        The keywords the caller sets (e.g. ``gamma``); a constant of the same name is not passed.
+
+    Returns
+    -------
+    object
+        What ``fn`` returns (a bound object: ``LinearBound``, ``SublinearBound`` or ``NoBound``).
+
+    Raises
+    ------
+    TypeError
+        A keyword of ``given`` that ``fn`` does not take, or a parameter of ``fn`` that neither ``given`` nor the
+        constants supply.
+    """
+    params = inspect.signature(fn).parameters
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    constants = {k: v for k, v in ctx.constants().items() if k not in given and (takes_all or k in params)}
+    return fn(**given, **constants)
+
+
 def strongly_convex_or_none(ctx, method, build_bound):
-    """build_bound() when f is strongly convex (mu > 0), else a NoBound saying why."""
+    """``build_bound()`` when f is strongly convex (mu > 0), else a NoBound saying why.
+
+    The strongly convex theorems (1 to 5) need mu > 0.
+
+    Parameters
+    ----------
+    ctx : Context
+        The run (:class:`~isparse.methods.context.Context`).
+    method : Method
+        The built method (its ``gamma``).
+    build_bound : callable
+        No arguments; returns the bound.
+
+    Returns
+    -------
+    LinearBound, SublinearBound or NoBound
+    """
     if ctx.problem.mu <= 0:
         return NoBound(theorem=f"the theorem for {ctx.algorithm} needs a strongly convex f", gamma_theory=method.gamma,
                        gamma=method.gamma)
     return build_bound()
 
 
-__all__ = ["NO_THEORY", "NoTheory", "Theory", "gradient_step", "strongly_convex_or_none"]
+__all__ = ["NO_THEORY", "NoTheory", "Theory", "gradient_step", "strongly_convex_or_none", "with_constants"]

@@ -11,7 +11,10 @@ SOURCES = ("paper", "derived", "none")
 
 
 def _check_source(bound) -> None:
-    """Fill ``gamma_max`` (default ``gamma_theory``) and check ``source``: a derived bound must say where it is derived."""
+    """Fill ``gamma_max`` (default ``gamma_theory``) and check ``source``.
+
+    A derived bound must say where it is derived.
+    """
     if bound.gamma_max is None:
         object.__setattr__(bound, "gamma_max", bound.gamma_theory)
     if bound.source not in SOURCES[:2]:
@@ -76,7 +79,19 @@ class LinearBound:
         return self.rate ** t * self.initial + self.neighbourhood
 
     def iterations_to(self, target: float) -> float:
-        """Smallest t with bound(t) <= target; inf if the neighbourhood is above it, NaN if not applicable."""
+        """Smallest t with bound(t) <= target.
+
+        Parameters
+        ----------
+        target : float
+            A value of the bounded quantity.
+
+        Returns
+        -------
+        float
+            t (a whole number); inf if the neighbourhood is at or above ``target`` or the rate is 1; NaN if not
+            applicable.
+        """
         if not self.applicable:
             return math.nan
         gap = target - self.neighbourhood
@@ -121,6 +136,18 @@ class NoBound:
         return math.nan
 
     def iterations_to(self, target: float) -> float:
+        """NaN: no bound, no iteration count.
+
+        Parameters
+        ----------
+        target : float
+            Unused.
+
+        Returns
+        -------
+        float
+            NaN.
+        """
         return math.nan
 
 
@@ -151,7 +178,20 @@ class SublinearBound:
         return self.formula(t) if self.applicable else math.nan
 
     def iterations_to(self, target: float, t_max: int = 10**9) -> float:
-        """Smallest t with formula(t) <= target, by bisection (the formula decreases in t)."""
+        """Smallest t with formula(t) <= target, by bisection (the formula decreases in t).
+
+        Parameters
+        ----------
+        target : float
+            A value of the bounded quantity.
+        t_max : int
+            The largest t searched.
+
+        Returns
+        -------
+        float
+            t; inf if formula(t_max) > target; NaN if not applicable.
+        """
         if not self.applicable:
             return math.nan
         if self.formula(t_max) > target:

@@ -1,12 +1,12 @@
 """ISGD (Algorithm 6) of arXiv:1901.09437: the constant-step neighbourhood and Theorem 6.
 
 Constant gamma <= 1/(2L(tau + 2(1 - tau)/n)) [derived from Lemma 2 as in ``theorem1``, with the
-minibatch noise E||g_i - grad f_i||^2 <= sigma_i^2 added to each worker's variance]:
+minibatch noise E||g_i - grad f_i||^2 <= sigma_i^2 added to each worker's variance]::
 
     E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu),
     D = sigma^2 + (1 - tau)(2/n) sum_i ||grad f_i(x*)||^2,  sigma^2 = (1/n) sum_i sigma_i^2.
 
-Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (Theorem 6) [paper]:
+Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (Theorem 6) [paper]::
 
     E[f(x_hat^t) - f*] <= a^2 (1 - tau mu/a) r_0 / (tau (t+1) a + (c tau/2) t (t+1))
                           + D / (n (1 + 1/t) a + (n c/2)(t + 1)),
@@ -39,20 +39,91 @@ from .theorem1 import theorem1_stepsize
 
 
 def isgd_schedule(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> tuple[float, float]:
-    """(a, c) of Theorem 6: gamma_t = 1/(a + c t) (omega of the codec: derived, see the module docstring)."""
+    """(a, c) of Theorem 6's decreasing stepsize gamma_t = 1/(a + c t) (ISGD, Algorithm 6).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant of the rule (Assumption 1).
+    mu : float
+        Strong convexity of f.
+    n : int
+        Number of workers.
+    tau : float
+        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
+    omega : float, optional
+        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
+
+    Returns
+    -------
+    a, c : float
+        a = 2(tau + 2(1 - tau + omega)/n) L and c = mu tau/4 (omega > 0 derived: the module docstring).
+    """
     return 2.0 * (tau + 2.0 * (1.0 - tau + omega) / n) * L, mu * tau / 4.0
 
 
 def theorem7_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """gamma = 1/(L(tau + (1 - tau)/n)), the largest step of the non-convex bound."""
+    """Theorem 7's stepsize (non-convex ISGD, restated).
+
+    gamma = 1/(L(tau + (1 - tau)/n)), the largest step of the bound.
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant of the rule (Assumption 1).
+    mu : float
+        Strong convexity of f (unused by this rule).
+    n : int
+        Number of workers.
+    tau : float
+        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
+
+    Returns
+    -------
+    float
+    """
     return 1.0 / (L * (tau + (1.0 - tau) / n))
 
 
 def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float, sum_sq_local_grads: float,
                sigma_sq: float, decreasing: bool = False, nu_sq: float = math.nan, f0_minus_low: float = math.nan,
-               omega: float = 0.0, **_ignored):
-    """The constant-step bound on dist_sq, Theorem 6's bound on subopt of x_hat (``subopt_avg``), or, for a
-    non-convex f (mu = 0), the Theorem 7 bound on the average squared gradient norm (``grad_norm_sq_avg``)."""
+               omega: float = 0.0):
+    """The bound of ISGD (Algorithm 6) for its stepsize (the module docstring; docs/algorithms.md §3).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness of every f_i.
+    mu : float
+        Strong convexity of f; 0 selects the non-convex bound (Theorem 7).
+    n : int
+        Workers.
+    tau : float
+        Fraction of blocks each worker sends.
+    gamma : float
+        The stepsize used (gamma_0 of a decreasing schedule).
+    r0 : float
+        ||x^0 - x*||^2.
+    sum_sq_local_grads : float
+        sum_i ||grad f_i(x*)||^2.
+    sigma_sq : float
+        sigma^2 = (1/n) sum_i sigma_i^2, the minibatch noise bound (inf: none exists, and no bound is given).
+    decreasing : bool
+        Theorem 6's decreasing schedule rather than a constant step.
+    nu_sq : float
+        nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 (Theorem 7 only).
+    f0_minus_low : float
+        f(x^0) minus a lower bound of f* (Theorem 7 only).
+    omega : float
+        The codec's omega (0: float64).
+
+    Returns
+    -------
+    LinearBound, SublinearBound or NoBound
+        The derived constant-step bound on dist_sq, Theorem 6's on f(x_hat^t) - f* (``subopt_avg``), or Theorem 7's on
+        the average squared gradient norm (``grad_norm_sq_avg``); a NoBound when the noise is unbounded, or for the
+        non-convex case with a codec or a decreasing step.
+    """
     if mu <= 0:
         gamma_max = theorem7_stepsize(L, mu, n, tau)
         if omega > 0:

@@ -14,7 +14,7 @@ With a codec (``messages.codec``, derived; docs/algorithms.md §7). Worker i sen
 drawn independently of U with E||Q(w) - w||^2 <= omega ||w||^2; the master's estimate stays
 g_i = h_i + (1/tau) Q(Delta_U) (unbiased), and the memory moves by a 1/(1 + omega) share of what was sent,
 h_i <- h_i + Q(Delta_U)/(1 + omega) (DIANA's shift rate). With a = h_i - grad f_i(x*), b = grad f_i(x) - grad f_i(x*)
-the proof uses the sampling twice, and each use becomes the tau = 1 identity of tau' = tau/(1 + omega):
+the proof uses the sampling twice, and each use becomes the tau = 1 identity of tau' = tau/(1 + omega)::
 
     E||a + (1/tau) Q((b - a)_U)||^2 <= ||a||^2 + 2<a, b - a> + ((1 + omega)/tau) ||b - a||^2,
     E||a + Q((b - a)_U)/(1 + omega)||^2 <= ||a||^2 + 2 tau' <a, b - a> + tau' ||b - a||^2 = (1 - tau')||a||^2 + tau'||b||^2,
@@ -30,24 +30,60 @@ from .bound import LinearBound
 
 
 def theorem3_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
-    """gamma = min{1/(4L(1 + 1/(n tau'))), 1/(mu/tau' + 4L/(n tau'))}, tau' = tau/(1 + omega) (Theorem 3; omega of the
-    codec, derived, 0 without one)."""
+    """Theorem 3's stepsize (ISEGA, Algorithm 2).
+
+    gamma = min{1/(4L(1 + 1/(n tau'))), 1/(mu/tau' + 4L/(n tau'))}, tau' = tau/(1 + omega).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant of the rule (Assumption 1).
+    mu : float
+        Strong convexity of f.
+    n : int
+        Number of workers.
+    tau : float
+        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
+    omega : float, optional
+        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
+
+    Returns
+    -------
+    float
+        gamma; omega > 0 is derived (docs/algorithms.md §7), omega = 0 the paper's rule (§3).
+    """
     tau = tau / (1.0 + omega)
     return min(1.0 / (4.0 * L * (1.0 + 1.0 / (n * tau))), 1.0 / (mu / tau + 4.0 * L / (n * tau)))
 
 
 def theorem3_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float,
-                   sum_sq_local_grads: float, omega: float = 0.0, **_ignored) -> LinearBound:
-    """Bound on E||x^t - x*||^2 for ISEGA with h_i^0 = 0 and stepsize gamma (see the module docstring).
+                   sum_sq_local_grads: float, omega: float = 0.0) -> LinearBound:
+    """Theorem 3's bound on E||x^t - x*||^2 for ISEGA (Algorithm 2) with h_i^0 = 0 and stepsize gamma.
+
+    E||x^t - x*||^2 <= E Phi^t <= (1 - gamma mu)^t Phi^0, Phi^0 = r_0 + (gamma/(2 L tau n)) sum_i ||grad f_i(x*)||^2
+    (the module docstring; docs/algorithms.md §3).
 
     Parameters
     ----------
-    L, mu, n, tau, gamma, r0 : float
-        As in Theorem 3; applicable when gamma <= theorem3_stepsize(...).
+    L, mu : float
+        Smoothness of every f_i, strong convexity of f.
+    n : int
+        Workers.
+    tau : float
+        Fraction of blocks each worker sends.
+    gamma : float
+        The stepsize used; applicable when gamma <= theorem3_stepsize(...).
+    r0 : float
+        ||x^0 - x*||^2.
     sum_sq_local_grads : float
         sum_i ||h_i^0 - grad f_i(x*)||^2 = sum_i ||grad f_i(x*)||^2 for h^0 = 0.
     omega : float
         The codec's omega (0: float64, the theorem as stated); the bound is then Theorem 3's at tau/(1 + omega).
+
+    Returns
+    -------
+    LinearBound
+        On ``dist_sq``, with the Lyapunov weight gamma/(2 L tau n); ``source`` "paper" at omega = 0, else "derived".
     """
     gamma_max = theorem3_stepsize(L, mu, n, tau, omega)
     tau = tau / (1.0 + omega)

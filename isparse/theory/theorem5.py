@@ -1,7 +1,7 @@
 """Theorem 5 (distributed ISAGA, Algorithm 5) of arXiv:1901.09437; Lyapunov weight reconstructed.
 
 Under Assumptions 1 and 2, with L the smoothness of every f_ij and l examples per worker
-(the largest l_i, to be safe with unequal shards):
+(the largest l_i, to be safe with unequal shards)::
 
     gamma <= 1 / (L (3/n + tau)),  c = (1/n)(1/(gamma L) - 1/n - tau),
     theta = tau min{gamma mu, 1/l - 2/(n^2 l c)},
@@ -20,7 +20,7 @@ Assumption 2 carry a factor (1 - tau) = 0 and the bound is logged.
 With a codec (``messages.codec``, derived; docs/algorithms.md §7). Worker i sends Q((w_i)_U),
 w_i = grad f_ij(x) - alpha_ij + alpha_bar_i, with Q unbiased, drawn independently of U and j, and
 E||Q(v) - v||^2 <= omega ||v||^2; its table keeps the exact grad f_ij (the codec never reaches it). The proof,
-written out under Assumption 2 with D = f(x) - f* and E_j over worker i's l_i examples:
+written out under Assumption 2 with D = f(x) - f* and E_j over worker i's l_i examples::
 
     E r_{t+1} = r_t - 2 gamma tau <grad f(x), x - x*> + (gamma/n)^2 E||sum_i Q((w_i)_{U_i})||^2,
     E||sum_i Q((w_i)_{U_i})||^2 <= (1 + omega) tau sum_i E_j||w_i||^2 + tau^2 n^2 ||grad f(x)||^2
@@ -56,21 +56,57 @@ def _coefficients(n: int, tau: float, omega: float) -> tuple[float, float]:
 
 
 def theorem5_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
-    """gamma = 1/(L(tau + (a + 3b/2)/n)), which makes c = (3b/2)/n^2: 1/(L(tau + 4/n)) for tau >= 1/n,
-    1/(L(tau + 5/n)) below, 1/(L(tau + 5(1 + omega)/n)) with a codec's omega (see the module docstring)."""
+    """Theorem 5's default stepsize (distributed ISAGA, Algorithm 5).
+
+    gamma = 1/(L(tau + (a + 3b/2)/n)), so that c = (3b/2)/n^2; (a, b) = (1, 2) for tau >= 1/n without a codec, else
+    (2(1 + omega), 2(1 + omega)).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness of every f_ij.
+    mu : float
+        Strong convexity of f (unused by this rule).
+    n : int
+        Number of workers.
+    tau : float
+        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
+    omega : float, optional
+        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
+
+    Returns
+    -------
+    float
+        1/(L(tau + 4/n)) for tau >= 1/n, 1/(L(tau + 5/n)) below, 1/(L(tau + 5(1 + omega)/n)) with a codec's omega
+        (the module docstring; docs/algorithms.md §3, §7).
+    """
     a, b = _coefficients(n, tau, omega)
     return 1.0 / (L * (tau + (a + 1.5 * b) / n))
 
 
 def theorem5_bound(*, L_example: float, mu: float, n: int, tau: float, gamma: float, r0: float,
-                   sum_sq_local_grads: float, sum_sq_example_grads: float, l_max: int, omega: float = 0.0,
-                   **_ignored):
-    """Bound on E[||x^t - x*||^2 + c gamma^2 Psi^t] (so on dist_sq) for ISAGA with alpha^0 = 0.
+                   sum_sq_local_grads: float, sum_sq_example_grads: float, l_max: int, omega: float = 0.0):
+    """Theorem 5's bound (distributed ISAGA, Algorithm 5; Lyapunov weight reconstructed) with alpha^0 = 0.
+
+    E[||x^t - x*||^2 + c gamma^2 Psi^t] <= (1 - theta)^t (r_0 + c gamma^2 Psi^0), so a bound on dist_sq (the module
+    docstring; docs/algorithms.md §3).
 
     Parameters
     ----------
     L_example : float
         Smoothness of every f_ij.
+    mu : float
+        Strong convexity of f.
+    n : int
+        Workers.
+    tau : float
+        Fraction of blocks each worker sends.
+    gamma : float
+        The stepsize used; applicable up to the theorem's limit (``gamma_max``).
+    r0 : float
+        ||x^0 - x*||^2.
+    sum_sq_local_grads : float
+        sum_i ||grad f_i(x*)||^2: above a tolerance, Assumption 2 fails.
     sum_sq_example_grads : float
         Psi^0 = sum_ij ||grad f_ij(x*)||^2 (the table starts at 0).
     l_max : int
@@ -78,6 +114,12 @@ def theorem5_bound(*, L_example: float, mu: float, n: int, tau: float, gamma: fl
     omega : float
         The codec's omega (0: float64, the theorem as stated); with omega > 0 the derived bound of the module
         docstring.
+
+    Returns
+    -------
+    LinearBound or NoBound
+        A NoBound when Assumption 2 fails (at tau < 1, or at any tau with a codec) or the stepsize leaves no
+        contraction.
     """
     gamma_rule = theorem5_stepsize(L_example, mu, n, tau, omega)
     a, b = _coefficients(n, tau, omega)
