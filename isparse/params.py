@@ -207,6 +207,7 @@ class Section:
 
     @classmethod
     def fields(cls) -> dict:
+        """The section's keys: ``{name: dataclasses.Field}`` of its init fields, in declaration order."""
         return {f.name: f for f in dataclasses.fields(cls) if f.init}
 
     @classmethod
@@ -268,6 +269,13 @@ class Section:
         return self
 
     def check_rules(self, key: str = "") -> None:
+        """Run the class's ``rules`` on this instance; ``key`` is where the section sits (``''`` at the top).
+
+        Raises
+        ------
+        ConfigError
+            A combination of values a rule refuses.
+        """
         for rule in type(self).rules:
             rule(self, key)
 

@@ -250,6 +250,7 @@ class PlanRow:
     codec_offset_s: float = 0.0
 
     def as_dict(self) -> dict:
+        """The row as a plain dict of its fields."""
         return asdict(self)
 
 
@@ -265,6 +266,7 @@ class SkippedRow:
     codec: str = "float64"
 
     def as_dict(self) -> dict:
+        """The row as a plain dict of its fields."""
         return asdict(self)
 
 

@@ -45,6 +45,7 @@ class BlockPartition:
 
     @property
     def m(self) -> int:
+        """Number of blocks, m = ceil(d / b) (the last one holds d - (m - 1) b coordinates)."""
         return math.ceil(self.d / self.size)
 
     def coords(self, blocks: np.ndarray) -> np.ndarray:

@@ -178,12 +178,20 @@ class IndependentBlocks(Selection):
 
     @property
     def kind(self) -> str:
+        """``'exact'`` when tau_m = m (every block is kept), else ``'unbiased'``."""
         return "exact" if self.tau_m == self.m else "unbiased"
 
     def omega(self, q):
+        """omega = m/tau_m - 1, whatever ``q``: each coordinate is kept with probability tau and scaled by 1/tau.
+
+        References
+        ----------
+        arXiv:1901.09437, section 2 (the tau*m-nice sampling); docs/algorithms.md §7.
+        """
         return self.m / self.tau_m - 1.0
 
     def out_size(self, q):
+        """The most values kept from a message of ``q`` values: min(q, tau_m b), elementwise for an array ``q``."""
         return np.minimum(q, self.tau_m * self.size) if np.ndim(q) else min(int(q), self.tau_m * self.size)
 
     def draw(self, sampler, ids, t, counts, q):
@@ -204,13 +212,54 @@ class IndependentBlocks(Selection):
         return pos, keep.sum(axis=1)
 
     def out_counts(self, counts, support):
+        """The number of values kept of each message, shape (k,).
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message (all equal, q with ceil(q / b) = m).
+        support : ndarray of int, shape (k, tau_m)
+            The sorted block ids each message keeps (:meth:`draw`); a short last block keeps fewer values.
+
+        Raises
+        ------
+        ValueError
+            The messages are not all of one length q with ceil(q / b) = m.
+        """
         return self._coords(counts, support)[1]
 
     def encode(self, values, counts, u):
+        """Keep the blocks ``u`` of each message.
+
+        Parameters
+        ----------
+        values : ndarray of float64, shape (counts.sum(),)
+            The messages' values, worker after worker.
+        counts : ndarray of int, shape (k,)
+            Values of each message (all equal, q with ceil(q / b) = m).
+        u : ndarray of int, shape (k, tau_m)
+            The sorted block ids of each message (:meth:`draw`).
+
+        Returns
+        -------
+        Selected
+            The support ``u``, the kept values (worker after worker, in block order) and their counts, shape (k,).
+
+        Raises
+        ------
+        ValueError
+            The messages are not all of one length q with ceil(q / b) = m.
+        """
         pos, kept = self._coords(counts, u)
         return Selected(np.asarray(u), np.asarray(values, dtype=np.float64)[pos], kept)
 
     def decode(self, payload, counts):
+        """The messages rebuilt from a :class:`Selected`: the kept values times m/tau_m in their places, zero elsewhere.
+
+        Returns
+        -------
+        ndarray of float64, shape (counts.sum(),)
+        """
         pos, _ = self._coords(counts, payload.support)
         out = np.zeros(int(np.sum(counts)))
         out[pos] = payload.values * (self.m / self.tau_m)
@@ -273,10 +322,12 @@ class Chain(Compressor):
 
     @property
     def stream(self):
+        """The sampling stream of the first random piece (None when every piece is deterministic)."""
         return next((p.stream for p in self.pieces if p.stream is not None), None)
 
     @property
     def kind(self) -> str:
+        """The chain's class by the composition rule: exact, unbiased, contractive or biased (see the class)."""
         kinds = [p.kind for p in self.pieces]
         if all(k == "exact" for k in kinds):
             return "exact"
@@ -295,6 +346,10 @@ class Chain(Compressor):
         return out
 
     def omega(self, q):
+        """omega of the chain for a message of ``q`` values: prod_k (1 + omega_k(q_k)) - 1.
+
+        0 for an exact chain, None unless the chain is unbiased.
+        """
         kind = self.kind
         if kind not in ("exact", "unbiased"):
             return None
@@ -303,6 +358,7 @@ class Chain(Compressor):
         return math.prod(1.0 + p.omega(qk) for p, qk in zip(self.pieces, self.sizes(q))) - 1.0
 
     def alpha(self, q):
+        """alpha of the chain's one contractive piece at the values reaching it (1 if exact, None unless contractive)."""
         kind = self.kind
         if kind == "exact":
             return 1.0
@@ -311,6 +367,7 @@ class Chain(Compressor):
         return next(p.alpha(qk) for p, qk in zip(self.pieces, self.sizes(q)) if p.kind == "contractive")
 
     def out_size(self, q):
+        """The most values the last piece passes on from a message of ``q`` values."""
         return self.pieces[-1].out_size(self.sizes(q)[-1])
 
     def bits(self, counts):
@@ -338,6 +395,7 @@ class Chain(Compressor):
         return tuple(kept), self.pieces[-1].encode(values, counts, u[-1])
 
     def decode(self, payload, counts):
+        """The float64 values, shape (counts.sum(),): the last piece's payload decoded, then each selection undone."""
         kept, last = payload
         inner = [counts, *(s.counts for s in kept)]
         out = self.pieces[-1].decode(last, inner[-1])
@@ -346,6 +404,7 @@ class Chain(Compressor):
         return out
 
     def overflow_hint(self):
+        """The first piece's overflow hint, or None when no piece has one."""
         return next((h for h in (p.overflow_hint() for p in self.pieces) if h), None)
 
 

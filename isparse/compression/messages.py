@@ -69,6 +69,10 @@ class Messages:
 
     @property
     def values(self) -> np.ndarray:
+        """The decoded float64 values, shape (counts.sum(),), worker after worker.
+
+        They are decoded from ``payload`` on first use.
+        """
         if self._values is None:
             self._values = self.codec.decode(self.payload, self.counts)
         return self._values
@@ -80,6 +84,7 @@ class Messages:
 
     @property
     def k(self) -> int:
+        """The number of logical workers in the batch."""
         return int(self.workers.size)
 
     def bytes_per_worker(self, m: int) -> np.ndarray:

@@ -62,6 +62,7 @@ class CodecName(Constraint):
 
     @property
     def text(self) -> str:
+        """What the key allows, for error messages and the docs: the registered codec names."""
         return f"one of {', '.join(CODECS)}, or a codec messages.module defines"
 
     def __call__(self, key, value):
@@ -101,13 +102,28 @@ class MessagesSpec(Section):
 
     @classmethod
     def choose(cls, values, key):
+        """The options class of the codec named by ``values`` (``codec``; ``module`` imported first).
+
+        Raises
+        ------
+        ConfigError
+            ``module`` cannot be imported, or no codec has that name.
+        """
         return codec_class(values.get("codec", "float64"), values.get("module"), key or "messages").options
 
     @classmethod
     def label(cls, values, key):
+        """How the unknown-key error names the section: ``messages.codec=<name>``."""
         return f"{key or 'messages'}.codec={values.get('codec', 'float64')}"
 
     def check(self, key: str = "") -> "MessagesSpec":
+        """Check the section, ``module`` imported first so that its codecs register; returns it.
+
+        Raises
+        ------
+        ConfigError
+            An unknown codec or module, a value out of its range, or a key of another codec.
+        """
         codec_class(self.codec, self.module, key or "messages")   # messages.module first: its codecs register
         return super().check(key)
 

@@ -40,10 +40,12 @@ class Dataset:
 
     @property
     def N(self) -> int:
+        """Number of examples, the rows of ``A``."""
         return self.A.shape[0]
 
     @property
     def d(self) -> int:
+        """Dimension, the columns of ``A``."""
         return self.A.shape[1]
 
 

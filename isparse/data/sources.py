@@ -46,6 +46,13 @@ class DataSource(Section):
 
     @classmethod
     def choose(cls, values: Mapping, key: str) -> type:
+        """The option class that ``values['name']`` names (:data:`SOURCES`); a subclass chooses itself.
+
+        Raises
+        ------
+        ConfigError
+            (``key``, default ``data``) an unknown name, listing the known ones.
+        """
         if cls is not DataSource:
             return cls
         name = values.get("name", DataSource.name)
@@ -56,10 +63,21 @@ class DataSource(Section):
 
     @classmethod
     def label(cls, values, key: str) -> str:
+        """How the unknown-key error names the option: ``data=<name>``."""
         return f"{key or 'data'}={values.get('name', cls.name)}"
 
     @classmethod
     def from_dict(cls, values, key: str = "data"):
+        """The data option of ``values``, every value checked.
+
+        ``values['name']`` picks the option's class; the keys not given take that option's defaults (a named set's
+        ``lam``).
+
+        Raises
+        ------
+        ConfigError
+            An unknown name, a key the option does not have, or a value out of its range.
+        """
         values = dict(values or {})
         chosen = cls.choose(values, key)
         if chosen is not cls:
@@ -135,11 +153,13 @@ class Bundled(DataSource):
     lam: float = param(0.1, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
 
     def read(self):
+        """Load the breast-cancer set now (:func:`~isparse.data.libsvm.load_breast_cancer`), without cache."""
         from .libsvm import load_breast_cancer
 
         return load_breast_cancer()
 
     def cache_options(self) -> dict:
+        """What the cache key holds besides the file: the set's name and scikit-learn's version."""
         from importlib.metadata import version
 
         return {"bundled": self.name, "scikit-learn": version("scikit-learn")}
@@ -186,6 +206,13 @@ class NamedLibsvm(_LibsvmSource):
         return _declared(type(self), "dir").existing("data.dir", chosen)
 
     def file(self) -> Path:
+        """The set's file in :meth:`directory`.
+
+        Raises
+        ------
+        ConfigError
+            (``data.dir``) no directory is set, it does not exist, or it does not hold the set's file.
+        """
         file = self.directory() / NAMED_FILES[self.name]
         if not file.is_file():
             raise ConfigError("data.dir", f"The data set {self.name!r} was not found: no file {str(file)!r} (set "
@@ -194,6 +221,15 @@ class NamedLibsvm(_LibsvmSource):
         return file
 
     def read(self):
+        """Read the set's file now, without cache (d: ``n_features``, else the published one).
+
+        Raises
+        ------
+        ConfigError
+            A missing directory or file (``data.dir``), an ``n_features`` below the file's largest index.
+        DataError
+            A file that cannot be used (see :func:`~isparse.data.libsvm.load_libsvm`).
+        """
         from .named import NAMED_FEATURES
         from .libsvm import load_libsvm
 
@@ -202,6 +238,7 @@ class NamedLibsvm(_LibsvmSource):
             return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
+        """The option's keys with ``dir`` the absolute data directory, for a Dask worker."""
         return {**self.to_dict(), "dir": str(self.directory())}
 
 
@@ -214,19 +251,43 @@ class LibsvmFile(_LibsvmSource):
                                 "the LIBSVM file (relative paths: the command's directory)")
 
     def check_run(self, spec, key="data"):
+        """Require ``data.path``.
+
+        Raises
+        ------
+        ConfigError
+            (``<key>.path``) no file is set.
+        """
         if self.path is None:
             raise required(f"{key}.path", "a LIBSVM file for data=libsvm")
 
     def file(self) -> Path:
+        """``data.path`` resolved (``~`` expanded, links resolved).
+
+        Raises
+        ------
+        ConfigError
+            (``data.path``) no such file.
+        """
         return _declared(type(self), "path").existing("data.path", self.path)
 
     def read(self):
+        """Read ``data.path`` now, without cache.
+
+        Raises
+        ------
+        ConfigError
+            No such file (``data.path``), an ``n_features`` below the file's largest index.
+        DataError
+            A file that cannot be used (see :func:`~isparse.data.libsvm.load_libsvm`).
+        """
         from .libsvm import load_libsvm
 
         with keys(n_features="data.n_features", empty_rows="data.empty_rows"):
             return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
+        """The option's keys with ``path`` absolute, for a Dask worker."""
         return {**self.to_dict(), "path": str(self.file())}
 
 
@@ -262,15 +323,23 @@ class Quadratic(DataSource):
                                            "read on the workers); got 'on_worker'.")
 
     def dataset(self, cache_dir=None):
+        """None: problem (17) is made directly, without a data set."""
         return None
 
     def problem(self, spec, dataset, parts):
+        """The :class:`~isparse.problems.QuadraticProblem` of ``d``, ``o``, ``workers.n`` and ``seed``.
+
+        References
+        ----------
+        arXiv:1901.09437, problem (17).
+        """
         from ..problems import QuadraticProblem
 
         with keys(d="data.d", o="data.o", n="workers.n", seed="data.seed"):
             return QuadraticProblem(d=self.d, o=self.o, n=spec.workers.n, seed=self.seed)
 
     def describe(self, problem) -> str:
+        """The run's ``data.source``: problem (17) of arXiv:1901.09437 with its d, o and seed."""
         return f"problem (17) of arXiv:1901.09437, d={self.d}, o={self.o}, seed={self.seed}"
 
 
