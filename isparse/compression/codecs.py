@@ -25,15 +25,15 @@ codes every value) registered by its ``name``; dither's ``levels`` is its own op
 with alpha = 1 - delta^2, biased (no omega; the theorems with omega do not cover them).
 
 ``natural`` is natural compression (Horvath, Ho, Horvath, Sahu, Canini, Richtarik, arXiv:1905.10988): each value
-is rounded to one of the two powers of two around it, the upper one with probability (|v| - 2^e)/2^e, so that the
-mean is v. Its 8-bit exponent covers a window of 254 powers of two, 2^e_min .. 2^e_max: a |v| below 2^e_min is
+is rounded to one of the two powers of two around it, the upper one with probability (abs(v) - 2^e)/2^e, so that the
+mean is v. Its 8-bit exponent covers a window of 254 powers of two, 2^e_min .. 2^e_max: a value v with abs(v) below 2^e_min is
 rounded to 0 or 2^e_min with the probabilities that keep it unbiased, and a value that rounds up past 2^e_max (a
 diverged run) decodes to inf. The window is placed by the problem (``Natural.scaled``): from about 2^-190 to 2^64 x the
 largest local gradient entry at x^0 (unscaled, float32's 2^-126 .. 2^127). ``natural7`` is the same rounding in
 one byte, a 7-bit exponent over 126 powers of two from about 2^-102 to 2^24 x that entry (``Natural7``).
 ``dither`` is random dithering with s levels and one norm per message (QSGD: Alistarh, Grubic, Li, Tomioka,
-Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}, l = floor(s |v_j| / N), the upper
-one with probability s |v_j| / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
+Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}, l = floor(s abs(v_j) / N), the upper
+one with probability s abs(v_j) / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
 omega carries the factor (N / ||v||)^2 <= 1 + 2^-20.
 
 The random draws of a codec are counter-based like the sampler's (``isparse.compression.sampling``, stream ``CODEC``): worker
@@ -189,7 +189,7 @@ class Natural(Codec):
 
         Notes
         -----
-        For ``|v| = 2^e (1 + f)``, f in [0, 1), E(Q(v) - v)^2 = 4^e f (1 - f) <= v^2/8 (at f = 1/3). Below 2^e_min the
+        For abs(v) = 2^e (1 + f), f in [0, 1), E(Q(v) - v)^2 = 4^e f (1 - f) <= v^2/8 (at f = 1/3). Below 2^e_min the
         rounding to {0, 2^e_min} adds at most q 4^e_min / 4 per message, which the factor 1 + 2^-20 covers unless every
         value of the message is below 2^(e_min + 12).
         """
@@ -226,8 +226,20 @@ class Natural(Codec):
         return np.concatenate([code.astype(np.uint8), np.packbits(sign)])   # the 8 low bits as bytes, the sign plane
 
     def scaled(self, scale: float) -> "Natural":
-        """The codec whose window's top is 2^HEADROOM x ``scale`` (the largest |value| expected at the start; 1 if 0
-        or not finite): 2^(HEADROOM + floor(log2 scale)), so 2^(HEADROOM - 1) to 2^HEADROOM x ``scale``."""
+        """The codec whose window's top is about 2^HEADROOM x ``scale``.
+
+        Parameters
+        ----------
+        scale : float
+            The largest absolute value expected at the start (max_i ||grad f_i(x^0)||_inf); 1 if it is 0 or not
+            finite.
+
+        Returns
+        -------
+        Natural
+            A codec of the same class with e_max = HEADROOM + floor(log2 scale), so that 2^e_max is 2^(HEADROOM - 1)
+            to 2^HEADROOM x ``scale``.
+        """
         scale = scale if np.isfinite(scale) and scale > 0 else 1.0
         return type(self)(int(np.frexp(scale)[1]) - 1 + self.HEADROOM)
 
@@ -369,8 +381,21 @@ FLOAT64 = Float64()
 
 
 def codec(name: str = "float64", *, module: str | None = None, **options) -> Codec:
-    """The codec ``messages.codec=name`` with its own ``options`` (``codec("dither", levels=7)``), checked as the
-    config is (``messages.module``: imported first).
+    """The codec ``messages.codec=name`` with its own options, checked as the config is.
+
+    Parameters
+    ----------
+    name : str
+        A registered codec (:data:`~isparse.compression.registry.CODECS`): ``float64``, ``float32``, ``bfloat16``,
+        ``natural``, ``natural7``, ``dither`` or one of ``module``.
+    module : str, optional
+        ``messages.module``: imported first, so that a codec it defines registers.
+    **options
+        The codec's own keys (``codec("dither", levels=7)``).
+
+    Returns
+    -------
+    Codec
 
     Raises
     ------

@@ -71,12 +71,33 @@ class Compressor:
         return self.kind in ("exact", "unbiased")
 
     def omega(self, q: int) -> float | None:
-        """omega of E||C(v) - v||^2 <= omega ||v||^2 for a message of q values; 0 exact, None unless unbiased."""
+        """omega of E||C(v) - v||^2 <= omega ||v||^2 for a message of ``q`` values.
+
+        Parameters
+        ----------
+        q : int
+            Values of the message.
+
+        Returns
+        -------
+        float or None
+            0 for an exact piece, None unless the piece is unbiased.
+        """
         return 0.0 if self.exact else None
 
     def alpha(self, q: int) -> float | None:
-        """alpha of E||C(v) - v||^2 <= (1 - alpha) ||v||^2 for a message of q values; 1 exact, None unless
-        contractive."""
+        """alpha of E||C(v) - v||^2 <= (1 - alpha) ||v||^2 for a message of ``q`` values.
+
+        Parameters
+        ----------
+        q : int
+            Values of the message.
+
+        Returns
+        -------
+        float or None
+            1 for an exact piece, None unless the piece is contractive.
+        """
         return 1.0 if self.exact else None
 
     def memory_rate(self, q: int) -> float:
@@ -90,7 +111,18 @@ class Compressor:
         return q
 
     def bits(self, counts: np.ndarray) -> np.ndarray:
-        """Bits on the wire of each message of ``counts`` values, shape of ``counts`` (int64)."""
+        """Bits on the wire of each message.
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of int64, shape of ``counts``
+            0 for this base (a piece that costs no bits).
+        """
         return np.zeros(np.shape(counts), np.int64)
 
     def draw(self, sampler, ids, t: int, counts: np.ndarray, q: int):
@@ -99,23 +131,57 @@ class Compressor:
         Parameters
         ----------
         sampler : Sampler
+            The run's counter-based sampler (:class:`~isparse.compression.sampling.Sampler`).
         ids : array of int, shape (k,)
+            The logical workers of the batch.
         t : int
+            The iteration.
         counts : array of int, shape (k,)
             Values of each message.
         q : int
             The most values a message can have: it fixes each worker's share of the counter, so a worker's draws do
             not depend on the other messages of its batch.
+
+        Returns
+        -------
+        object or None
+            What :meth:`encode` takes as ``u``; None for a deterministic piece.
         """
         return None
 
     def encode(self, values: np.ndarray, counts: np.ndarray, u):
-        """The payload of a batch: ``values`` (float64, worker-major, shape (counts.sum(),)) and ``u`` from
-        :meth:`draw`."""
+        """The payload of a batch of messages.
+
+        Parameters
+        ----------
+        values : ndarray of float64, shape (counts.sum(),)
+            The messages' values, worker after worker.
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+        u : object or None
+            The piece's draws for the batch (:meth:`draw`).
+
+        Returns
+        -------
+        object
+            What travels (:meth:`decode` takes it back).
+        """
         raise NotImplementedError
 
     def decode(self, payload, counts: np.ndarray) -> np.ndarray:
-        """The float64 values of ``payload``, shape (counts.sum(),)."""
+        """The values of a batch from its payload.
+
+        Parameters
+        ----------
+        payload : object
+            What :meth:`encode` returned.
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of float64, shape (counts.sum(),)
+        """
         raise NotImplementedError
 
     def overflow_hint(self) -> str | None:
@@ -286,6 +352,13 @@ class Chain(Compressor):
     ----------
     *pieces : Compressor
         At least one; a chain among them is flattened.
+
+    Raises
+    ------
+    ValueError
+        No piece.
+    TypeError
+        A piece before the last that is not a :class:`Selection`.
     """
 
     def __init__(self, *pieces: Compressor):
@@ -409,7 +482,29 @@ class Chain(Compressor):
 
 
 def chain(*pieces: Compressor) -> Chain:
-    """The composition of ``pieces`` (the first acts first), e.g. ``chain(IndependentBlocks(tau_m, m), codec)``."""
+    """The composition of ``pieces``, the first acting first.
+
+    Parameters
+    ----------
+    *pieces : Compressor
+        At least one; every piece but the last a :class:`Selection`; a chain among them is flattened.
+
+    Returns
+    -------
+    Chain
+        E.g. ``chain(IndependentBlocks(tau_m, m), codec)``, the uplink C(v) = (1/tau) Q(v_U) of every method.
+
+    Raises
+    ------
+    ValueError
+        No piece.
+    TypeError
+        A piece before the last that is not a :class:`Selection`.
+
+    References
+    ----------
+    docs/algorithms.md §7 (the composition rule).
+    """
     return Chain(*pieces)
 
 

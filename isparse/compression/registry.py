@@ -29,8 +29,21 @@ CODECS: dict[str, type] = {}
 
 
 def codec_class(name: str, module: str | None = None, key: str = "messages") -> type:
-    """The class of ``messages.codec=name``; ``module`` (``messages.module``) is imported first, so a codec defined
-    outside ``isparse.compression`` registers itself.
+    """The class of ``messages.codec=name``.
+
+    Parameters
+    ----------
+    name : str
+        The codec's name (a key of :data:`CODECS`).
+    module : str, optional
+        ``messages.module``: imported first, so that a codec defined outside ``isparse.compression`` registers itself.
+    key : str
+        The section errors name (``messages``).
+
+    Returns
+    -------
+    type
+        The :class:`Codec` subclass.
 
     Raises
     ------
@@ -81,8 +94,15 @@ def _keys_of_the_codec(m: "MessagesSpec", key: str) -> None:
 
 @dataclass
 class MessagesSpec(Section):
-    """What a worker's message carries besides its values, and how its values are coded: ``codec`` picks the value
-    codec (:data:`CODECS`), whose ``options`` (a subclass of this section) add its own keys."""
+    """The ``messages`` section: what a worker's message carries besides its values, and how they are coded.
+
+    ``codec`` picks the value codec (:data:`CODECS`), whose ``options`` (a subclass of this section) add its own keys;
+    every key is described by its ``param`` (``python -m pipeline.schema`` lists them).
+
+    References
+    ----------
+    docs/algorithms.md §7 (codecs and the bounds with omega).
+    """
 
     send_ids: bool = param(False, Boolean(), "false: values only, the master recomputes the block ids from "
                                              "(seed, i, t); true: the ids travel too (4 B each). EF21's Top-K ids "
@@ -159,8 +179,10 @@ class Codec(Compressor):
     """A value codec: codes each value of a message (a :class:`~isparse.compression.compressors.Compressor` that
     keeps every value), registered by ``name``, with its own ``options``.
 
-    Class attributes
-    ----------------
+    The attributes below are class attributes a subclass sets.
+
+    Attributes
+    ----------
     name : str
         ``messages.codec=<name>``; a subclass that sets it registers in :data:`CODECS`.
     options : type
@@ -219,8 +241,19 @@ class Codec(Compressor):
 
     # -- what the methods ask -----------------------------------------------------------------------------
     def scaled(self, scale: float) -> "Codec":
-        """The codec for messages whose largest |value| at the start is about ``scale`` (itself, but for a codec
-        whose window the problem places)."""
+        """The codec for messages whose largest absolute value at the start is about ``scale``.
+
+        Parameters
+        ----------
+        scale : float
+            The largest absolute entry of the local gradients at x^0, max_i ||grad f_i(x^0)||_inf
+            (``isparse.runsetup.build`` computes it).
+
+        Returns
+        -------
+        Codec
+            This codec itself; a codec whose window the problem places (``needs_scale``) returns a new one.
+        """
         return self
 
     def relative_error(self) -> float | None:

@@ -31,7 +31,11 @@ EMPTY_ROWS = ("keep", "drop", "error")
 
 @dataclass
 class DataSource(Section):
-    """The base of the data options. ``data.name`` picks the option (:data:`SOURCES`)."""
+    """The ``data`` section: the base of the data options, of which ``data.name`` picks one (:data:`SOURCES`).
+
+    A subclass declares its own keys (dataclass fields made with ``param``) and may override :meth:`check_run`,
+    :meth:`read`, :meth:`file`, :meth:`problem`, :meth:`describe` and :meth:`loader`.
+    """
 
     name: str = param("breast_cancer", Text(), "the data set (an option of the data group)")
     lam: float = param(0.1, Interval(float, 0.0, None), "the lambda this data set is run with by default: "
@@ -88,10 +92,27 @@ class DataSource(Section):
 
     # -- the run -----------------------------------------------------------------------------------------
     def check_run(self, spec, key: str = "data") -> None:
-        """Checks of this source against the rest of the run ``spec`` (a :class:`~isparse.spec.RunSpec`)."""
+        """Checks of this source against the rest of the run ``spec`` (a :class:`~isparse.spec.RunSpec`).
+
+        Raises
+        ------
+        ConfigError
+            A key of the run this source cannot be used with (none for this base).
+        """
 
     def dataset(self, cache_dir=None):
-        """The :class:`~isparse.data.Dataset` of this source (None for a source that makes its problem directly).
+        """The :class:`~isparse.data.Dataset` of this source, read or taken from the cache.
+
+        Parameters
+        ----------
+        cache_dir : str or Path, optional
+            Keep the parsed data set there (``isparse.cache``), keyed by the file's path, size and time and the
+            options; None: read the file (once per process: it is remembered).
+
+        Returns
+        -------
+        Dataset or None
+            None for a source that makes its problem directly (``quadratic``).
 
         Raises
         ------
@@ -125,7 +146,26 @@ class DataSource(Section):
         return None
 
     def problem(self, spec, dataset, parts):
-        """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts``."""
+        """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts``.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run (its ``problem`` section and lambda).
+        dataset : Dataset
+            The data (:meth:`dataset`).
+        parts : list of ndarray of int
+            The rows of each of the n workers (:func:`~isparse.data.dataset.split_rows`).
+
+        Returns
+        -------
+        GLMProblem
+
+        Raises
+        ------
+        ConfigError
+            A regularizer or lambda out of its range (naming the ``problem`` key).
+        """
         from ..problems import GLMProblem
         from ..regularizers import make_regularizer
 
@@ -364,13 +404,38 @@ SOURCES: dict = _sources()
 
 
 def source(name: str, **values) -> DataSource:
-    """The data option ``name`` with ``values`` for its keys, checked (as ``data=<name> data.<key>=<value>``)."""
+    """The data option ``name`` with ``values`` for its keys, checked as the command line's ``data=<name>``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SOURCES`: ``breast_cancer``, a named LIBSVM set, ``libsvm`` or ``quadratic``.
+    **values
+        The option's keys (``dir``, ``path``, ``n_features``, ``empty_rows``, ``lam``, ``load``; ``d``, ``o``,
+        ``seed`` for ``quadratic``).
+
+    Returns
+    -------
+    DataSource
+
+    Raises
+    ------
+    ConfigError
+        An unknown name, a key the option does not have, or a value out of its range.
+
+    Examples
+    --------
+    >>> source("a1a", empty_rows="drop").name
+    'a1a'
+    """
     return DataSource.from_dict({"name": name, **values}, "data")
 
 def load_dataset(name: str, data_dir: str | None = None, path: str | None = None, empty_rows: str | None = None,
                  n_features: int | None = None) -> Dataset:
-    """Read a data set by name: the data source ``name`` of :mod:`isparse.data.sources` with these options (as
-    ``data=<name> data.dir=... data.path=... data.empty_rows=... data.n_features=...``), no cache.
+    """Read a data set by name, without cache.
+
+    It is the data source ``name`` of :mod:`isparse.data.sources` with these options, as the command line's
+    ``data=<name>`` with ``data.dir``, ``data.path``, ``data.empty_rows`` and ``data.n_features``.
 
     Parameters
     ----------
@@ -385,6 +450,11 @@ def load_dataset(name: str, data_dir: str | None = None, path: str | None = None
     n_features : int, optional
         ``data.n_features``: the dimension d of a LIBSVM file (default: the published one of a named set,
         :data:`NAMED_FEATURES`; the largest index of a ``libsvm`` file).
+
+    Returns
+    -------
+    Dataset
+        ``A`` of shape (N, d), ``b`` in {-1, +1}.
 
     Raises
     ------
