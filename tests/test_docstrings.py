@@ -1,4 +1,5 @@
-"""The docstrings of isparse's public API: (nearly) all present, and each one parses as numpydoc.
+"""The docstrings of isparse's public API: (nearly) all present, each one parses as numpydoc, and renders as
+reStructuredText without a warning (what ``sphinx-build -W`` of the API reference, docs/api.md, would refuse).
 
 "Public" is what the API reference (docs/api.md) shows: in a module of ``isparse/`` whose path has no component
 starting with ``_`` (``__init__.py`` aside), the module itself, its module-level functions and classes whose names do
@@ -15,6 +16,9 @@ from pathlib import Path
 import pytest
 
 numpydoc_docscrape = pytest.importorskip("numpydoc.docscrape")
+numpydoc_sphinx = pytest.importorskip("numpydoc.docscrape_sphinx")
+docutils_core = pytest.importorskip("docutils.core")
+pytest.importorskip("sphinx.ext.autosummary")
 
 ROOT = Path(__file__).resolve().parents[1] / "isparse"
 #: the share of the public functions, classes and methods that must have a docstring
@@ -83,7 +87,85 @@ def test_every_public_docstring_parses_as_numpydoc():
     assert not bad, f"{len(bad)} docstrings of isparse/ do not parse cleanly as numpydoc:\n" + "\n".join(bad)
 
 
+def _rst_problems(text: str) -> list[str]:
+    """The warnings and errors docutils reports for the reStructuredText ``text`` (Sphinx's roles and directives
+    stand in as no-ops: only the markup itself is checked)."""
+    import copy
+    import io
+
+    stream = io.StringIO()
+    settings = copy.copy(_rst_settings())
+    settings.report_level, settings.halt_level, settings.warning_stream = 2, 5, stream
+    docutils_core.publish_doctree(text, settings=settings)
+    return [line for line in stream.getvalue().splitlines() if any(f"({level})" in line for level in
+                                                                   ("WARNING/2", "ERROR/3", "SEVERE/4"))]
+
+
+_SETTINGS = []
+
+
+def _rst_settings():
+    """docutils' default settings, made once, with Sphinx's roles and directives registered as no-ops."""
+    if not _SETTINGS:
+        from docutils import nodes
+        from docutils.frontend import get_default_settings
+        from docutils.parsers.rst import Directive, Parser, directives, roles
+        from docutils.readers.standalone import Reader
+
+        def role(name, rawtext, text, lineno, inliner, options=None, content=None):
+            return [nodes.literal(rawtext, text)], []
+
+        for name in ("class", "meth", "func", "data", "mod", "attr", "obj", "exc", "ref", "doc", "term"):
+            roles.register_local_role(name, role)
+            roles.register_local_role(f"py:{name}", role)
+
+        class AnyOptions(dict):
+            def __getitem__(self, key):
+                return directives.unchanged
+
+            def __contains__(self, key):
+                return True
+
+        class NoOp(Directive):
+            has_content, optional_arguments, final_argument_whitespace = True, 10, True
+            option_spec = AnyOptions()
+
+            def run(self):
+                return []
+
+        for name in ("seealso", "only", "autosummary", "versionadded", "versionchanged", "deprecated", "index"):
+            directives.register_directive(name, NoOp)
+        _SETTINGS.append(get_default_settings(Parser, Reader))
+    return _SETTINGS[0]
+
+
+def test_every_public_docstring_renders_as_rst():
+    """What Sphinx would warn about: numpydoc's rendering of each docstring (``|x|`` read as a substitution, an
+    unbalanced backtick, a bad indentation, ...), and the one-sentence summary autosummary cuts from it (a literal
+    cut in two by a period)."""
+    from sphinx.ext.autosummary import extract_summary
+
+    docs = [(name, doc) for _, name, doc in public_objects() if doc] + [(m, d) for m, d in module_docstrings() if d]
+    bad = []
+    for name, doc in docs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # a numpydoc warning is the other test's
+            rendered = str(numpydoc_sphinx.SphinxDocString(doc))
+        bad += [f"{name}: {line}" for line in _rst_problems(rendered)]
+        summary = extract_summary(doc.splitlines(), _rst_settings())
+        bad += [f"{name} (autosummary's summary {summary!r}): {line}" for line in _rst_problems(summary)]
+    assert not bad, f"{len(bad)} problems rendering the docstrings of isparse/ as reStructuredText:\n" + "\n".join(bad)
+
+
 def test_the_check_catches_a_bad_section():
     """The numpydoc check itself: an unknown section is reported, a clean docstring is not."""
     assert _numpydoc_problem("Summary.\n\nClass attributes\n----------------\nx : int\n    A value.\n")
     assert _numpydoc_problem("Summary.\n\nParameters\n----------\nx : int\n    A value.\n") is None
+
+
+def test_the_check_catches_bad_rst():
+    """The reStructuredText check itself: a ``|v|`` (an undefined substitution) and an unbalanced literal are
+    reported, the same text in double backticks is not."""
+    assert _rst_problems("The norm |v| of v.")
+    assert _rst_problems("The key ``data.dir`` and ``data.path")
+    assert not _rst_problems("The norm ``|v|`` of v, :class:`~isparse.Dataset`.")
