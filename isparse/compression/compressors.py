@@ -261,7 +261,18 @@ class IndependentBlocks(Selection):
         return np.minimum(q, self.tau_m * self.size) if np.ndim(q) else min(int(q), self.tau_m * self.size)
 
     def draw(self, sampler, ids, t, counts, q):
-        """U of each worker: sorted block ids, shape (k, tau_m) (``Sampler.subsets`` of stream ``BLOCKS``)."""
+        """U of each worker: its tau_m sorted block ids, a tau*m-nice sampling of the m blocks.
+
+        Parameters are :meth:`Compressor.draw`'s; the draws come from ``Sampler.subsets`` of stream ``BLOCKS``.
+
+        Returns
+        -------
+        ndarray of int64, shape (k, tau_m)
+
+        References
+        ----------
+        arXiv:1901.09437, section 2; docs/algorithms.md §1.
+        """
         return sampler.subsets(BLOCKS, ids, t, self.m, self.tau_m)
 
     def _coords(self, counts, U):
@@ -411,7 +422,13 @@ class Chain(Compressor):
         return "biased"
 
     def sizes(self, q) -> list:
-        """q_k, the most values reaching each piece from a message of q values."""
+        """q_k, the most values reaching each piece from a message of ``q`` values (q_0 = q).
+
+        Returns
+        -------
+        list
+            One entry per piece: an int, or an int array for an array ``q``.
+        """
         out = []
         for p in self.pieces:
             out.append(q)
@@ -444,12 +461,32 @@ class Chain(Compressor):
         return self.pieces[-1].out_size(self.sizes(q)[-1])
 
     def bits(self, counts):
-        """The wire bits of each message of ``counts`` values at the most values each piece passes on (a selection
-        that keeps a shorter last block sends fewer: ``Messages.bytes_per_worker`` counts the batch as sent)."""
+        """The wire bits of each message at the most values each piece passes on.
+
+        A selection that keeps a shorter last block sends fewer: ``Messages.bytes_per_worker`` counts the batch as
+        sent.
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of int64, shape of ``counts``
+        """
         return sum(p.bits(c) for p, c in zip(self.pieces, self.sizes(np.asarray(counts, dtype=np.int64))))
 
     def draw(self, sampler, ids, t, counts, q):
-        """Each piece's draws, in order (a tuple): piece k draws for the values piece k - 1 kept."""
+        """Each piece's draws, in order: piece k draws for the values piece k - 1 kept.
+
+        Parameters are :meth:`Compressor.draw`'s.
+
+        Returns
+        -------
+        tuple
+            One entry per piece (None for a deterministic one).
+        """
         out = []
         for p, qk in zip(self.pieces, self.sizes(q)):
             u = p.draw(sampler, ids, t, counts, qk)
@@ -459,7 +496,16 @@ class Chain(Compressor):
         return tuple(out)
 
     def encode(self, values, counts, u):
-        """(the selections' supports and counts, the last piece's payload)."""
+        """The payload of a batch: what each selection kept, then the last piece's payload.
+
+        Parameters are :meth:`Compressor.encode`'s, ``u`` the tuple of :meth:`draw`.
+
+        Returns
+        -------
+        tuple
+            ``(kept, payload)``: the selections' :class:`Selected` (supports and counts, values dropped) and the last
+            piece's payload of the values that reached it.
+        """
         kept = []
         for p, uk in zip(self.pieces[:-1], u[:-1]):
             sel = p.encode(values, counts, uk)

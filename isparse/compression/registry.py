@@ -227,8 +227,18 @@ class Codec(Compressor):
 
     @classmethod
     def from_options(cls, spec: MessagesSpec) -> "Codec":
-        """The codec of the checked section ``spec`` (its own keys as keyword arguments; a key the section lacks
-        takes the constructor's default)."""
+        """The codec of a checked ``messages`` section.
+
+        Parameters
+        ----------
+        spec : MessagesSpec
+            The section; its values of the codec's own keys are the constructor's keyword arguments (a key the
+            section lacks takes the constructor's default).
+
+        Returns
+        -------
+        Codec
+        """
         return cls(**{k: getattr(spec, k) for k in cls.own_options() if hasattr(spec, k)})
 
     def option_values(self) -> dict:
@@ -236,7 +246,7 @@ class Codec(Compressor):
         return {k: getattr(self, k) for k in self.own_options()}
 
     def state(self) -> dict:
-        """The keyword arguments that rebuild this codec (its options; the natural codecs add their window)."""
+        """The keyword arguments that rebuild this codec: its options (the natural codecs: their window's ``e_max``)."""
         return self.option_values()
 
     # -- what the methods ask -----------------------------------------------------------------------------
@@ -257,16 +267,50 @@ class Codec(Compressor):
         return self
 
     def relative_error(self) -> float | None:
-        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16); None otherwise."""
+        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16).
+
+        Returns
+        -------
+        float or None
+            0 for an exact codec, None for a random one.
+        """
         return 0.0 if self.exact else None
 
     def bits(self, counts: np.ndarray) -> np.ndarray:
-        """Bits on the wire of each message, shape of ``counts`` (int64): header (if any values) + values."""
+        """Bits on the wire of each message: ``header_bits`` (for a message with values) + ``value_bits`` per value.
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of int64, shape of ``counts``
+        """
         counts = np.asarray(counts, dtype=np.int64)
         return counts * self.value_bits + np.where(counts > 0, self.header_bits, 0)
 
     def draw(self, sampler, ids, t, counts, q):
-        """One uniform per value (stream ``CODEC``), worker i's the first counts[i] of its q; None if deterministic."""
+        """One uniform in [0, 1) per value, from stream ``CODEC``; None for a deterministic codec.
+
+        Parameters
+        ----------
+        sampler : Sampler
+            The run's counter-based sampler.
+        ids : array of int, shape (k,)
+            The logical workers of the batch.
+        t : int
+            The iteration.
+        counts : array of int, shape (k,)
+            Values of each message.
+        q : int
+            The most values a message can have: worker ``ids[k]``'s draws are the first ``counts[k]`` of its q.
+
+        Returns
+        -------
+        ndarray of float64, shape (counts.sum(),) or None
+        """
         if not self.random:
             return None
         return sampler.uniforms(self.stream, ids, t, q)[np.arange(q) < np.asarray(counts)[:, None]]
