@@ -20,10 +20,18 @@ from contextlib import contextmanager
 class ConfigError(ValueError):
     """A parameter is outside its allowed range or set.
 
-    Attributes
+    Parameters
     ----------
     key : str
         The configuration key (``tau``, ``workers.n``, ...), as the user types it.
+    message : str
+        One line naming the key, the value given and what is allowed
+        (``The 'tau' parameter must be in [1/m = 0.0333, 1]; got 1.5.``).
+
+    Attributes
+    ----------
+    key : str
+        The configuration key the error is about.
     """
 
     def __init__(self, key: str, message: str):
@@ -34,9 +42,19 @@ class ConfigError(ValueError):
         return (type(self), (self.key, str(self)))
 
     def renamed(self, names: dict) -> "ConfigError":
-        """The same error naming config keys instead of a function's arguments: its key mapped by ``names``
-        ({argument: key}) and every quoted argument name ``'n'`` of its text before the value given (the text from
-        its last "; got " on is the value, kept as it is)."""
+        """The same error naming config keys instead of a function's arguments.
+
+        Parameters
+        ----------
+        names : dict of str to str
+            ``{argument: key}``: the error's key is mapped, and every quoted argument name (``'n'``) of its text
+            before the value given (the text from its last "; got " on is the value, kept as it is).
+
+        Returns
+        -------
+        ConfigError
+            A new error of the same class.
+        """
         text = str(self)
         head, sep, tail = text.rpartition("; got ")
         if not sep:
@@ -68,6 +86,17 @@ def check_range(key: str, value, low=None, high=None, *, low_text=None, high_tex
         Require an integer.
     low_open : bool
         The lower bound is exclusive.
+
+    Returns
+    -------
+    int or float
+        ``value`` (an int for ``integer=True``).
+
+    Raises
+    ------
+    ConfigError
+        (``key``) not a number (a bool is refused), not an integer when one is required, not finite, or out of the
+        bounds; the message gives the allowed interval.
     """
     lo = "-inf" if low is None else (f"{low_text} = {low:.4g}" if low_text else f"{low:.4g}")
     hi = "inf" if high is None else (f"{high_text} = {high:.4g}" if high_text else f"{high:.4g}")
@@ -88,8 +117,14 @@ def check_range(key: str, value, low=None, high=None, *, low_text=None, high_tex
 
 @contextmanager
 def keys(**names: str):
-    """Within the block, a :class:`ConfigError` about one of a function's own arguments is raised again naming the
-    config key the argument came from (key and text, :meth:`ConfigError.renamed`); any other error passes as it is.
+    """Within the block, a :class:`ConfigError` about a function's argument is raised again naming the config key.
+
+    The key and the text are renamed (:meth:`ConfigError.renamed`); any other error passes as it is.
+
+    Parameters
+    ----------
+    **names : str
+        ``argument=config key`` pairs.
 
     Examples
     --------
@@ -107,7 +142,27 @@ def keys(**names: str):
 
 
 def check_choice(key: str, value, allowed):
-    """Return ``value`` if it is one of ``allowed``, else raise :class:`ConfigError`."""
+    """Return ``value`` if it is one of ``allowed``, else raise :class:`ConfigError`.
+
+    Parameters
+    ----------
+    key : str
+        Name of the field as the user types it.
+    value : object
+        The value given.
+    allowed : iterable
+        The allowed values (listed in the message).
+
+    Returns
+    -------
+    object
+        ``value``.
+
+    Raises
+    ------
+    ConfigError
+        (``key``) ``value`` is not one of ``allowed``.
+    """
     allowed = list(allowed)
     if value not in allowed:
         raise ConfigError(
@@ -126,8 +181,16 @@ def _one_line(text) -> str:
 
 
 def import_user_module(module: str, key: str, what: str) -> None:
-    """Import ``module`` (``<key>.module``: a user's module that defines a ``what``, a method or a codec), so the
-    classes it defines register themselves.
+    """Import a user's module, so that the classes it defines register themselves.
+
+    Parameters
+    ----------
+    module : str
+        The module's dotted name (``<key>.module``).
+    key : str
+        The section errors name (``algorithm``, ``messages``).
+    what : str
+        What the module defines, for the messages (``method``, ``codec``).
 
     Raises
     ------

@@ -170,7 +170,23 @@ class ListOf(Constraint):
 
 # -- fields ----------------------------------------------------------------------------------------------
 def param(default=dataclasses.MISSING, constraint: Constraint | None = None, doc: str = "", *, factory=None):
-    """A leaf key: its default (or ``factory`` for a mutable one), what it may be and what it means."""
+    """A leaf key: its default, what it may be and what it means.
+
+    Parameters
+    ----------
+    default : object
+        The default value (omit it for a key without one).
+    constraint : Constraint
+        What the value may be; called with (key, value) when the section is checked.
+    doc : str
+        What the key means (the docs' table and ``python -m pipeline.schema``).
+    factory : callable, optional
+        Makes the default of a mutable value instead of ``default``.
+
+    Returns
+    -------
+    dataclasses.Field
+    """
     meta = {"constraint": constraint or Constraint(), "doc": doc}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
@@ -178,14 +194,40 @@ def param(default=dataclasses.MISSING, constraint: Constraint | None = None, doc
 
 
 def section(cls, doc: str = "", *, factory=None):
-    """A nested group of keys (a :class:`Section`; a base class whose :meth:`Section.choose` picks the option's
-    class from the values, e.g. the data source named by ``data.name``); ``factory`` makes its default (default:
-    ``cls()``)."""
+    """A nested group of keys.
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`Section` subclass; a base class whose :meth:`Section.choose` picks the option's class from the
+        values (the data source named by ``data.name``).
+    doc : str
+        What the group is.
+    factory : callable, optional
+        Makes its default (default: ``cls()``).
+
+    Returns
+    -------
+    dataclasses.Field
+    """
     return dataclasses.field(default_factory=factory or cls, metadata={"section": cls, "doc": doc})
 
 
 def required(key: str, what: str) -> ConfigError:
-    """The error of a key that must be set and is not (``???`` in a config, or missing)."""
+    """The error of a key that must be set and is not (``???`` in a config, or missing).
+
+    Parameters
+    ----------
+    key : str
+        The key.
+    what : str
+        What it must name, for the message.
+
+    Returns
+    -------
+    ConfigError
+        To be raised by the caller.
+    """
     return ConfigError(key, f"The '{key}' parameter must be set ({what}); got nothing.")
 
 
@@ -207,6 +249,7 @@ class Section:
 
     @classmethod
     def fields(cls) -> dict:
+        """The section's keys: ``{name: dataclasses.Field}`` of its init fields, in declaration order."""
         return {f.name: f for f in dataclasses.fields(cls) if f.init}
 
     @classmethod
@@ -253,7 +296,23 @@ class Section:
         return obj
 
     def check(self, key: str = "") -> "Section":
-        """Check every field (and nested section) of this instance and the rules; returns it."""
+        """Check every field (and nested section) of this instance and the rules.
+
+        Parameters
+        ----------
+        key : str
+            Where the section sits (``""`` at the top), for the messages.
+
+        Returns
+        -------
+        Section
+            This instance, its values normalized.
+
+        Raises
+        ------
+        ConfigError
+            A value its constraint refuses, a nested section of the wrong type, or a combination the rules refuse.
+        """
         for name, f in type(self).fields().items():
             full = _join(key, name)
             value = getattr(self, name)
@@ -268,6 +327,13 @@ class Section:
         return self
 
     def check_rules(self, key: str = "") -> None:
+        """Run the class's ``rules`` on this instance; ``key`` is where the section sits (``''`` at the top).
+
+        Raises
+        ------
+        ConfigError
+            A combination of values a rule refuses.
+        """
         for rule in type(self).rules:
             rule(self, key)
 
@@ -294,7 +360,22 @@ class Section:
 
 
 def unknown_key(key: str, where: str, known) -> ConfigError:
-    """The error of a key a section does not have (it would be ignored)."""
+    """The error of a key a section does not have (it would be ignored).
+
+    Parameters
+    ----------
+    key : str
+        The unknown key, in full.
+    where : str
+        How the section is named (:meth:`Section.label`).
+    known : list of str
+        The section's keys, listed in the message.
+
+    Returns
+    -------
+    ConfigError
+        To be raised by the caller.
+    """
     return ConfigError(key, f"The '{key}' parameter is not a key of {where} (it would be ignored); known: "
                             f"{', '.join(known) or 'none'}.")
 

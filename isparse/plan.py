@@ -102,9 +102,32 @@ def resolve_block_sizes(sizes, d: int, default: int, key: str = "plan.block_size
 
 
 def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool, codec=None) -> float:
-    """Expected uplink bytes of one round, all n workers: n x (the codec's bits of a message of tau d values / 8
-    (8 B per value for float64) + tau m ids x 4 B if sent).
+    """Expected uplink bytes of one round, all n workers.
 
+    n x (the codec's bits of a message of tau d values / 8 (8 B per value for float64) + tau m ids x 4 B if sent).
+
+    Parameters
+    ----------
+    n : int
+        Number of workers.
+    d : int
+        Dimension.
+    m : int
+        Number of blocks.
+    tau_m : int
+        Blocks each worker sends.
+    send_ids : bool
+        ``messages.send_ids``: the block ids travel too (not when tau_m = m).
+    codec : Codec, optional
+        The value codec (None: float64, 8 B per value).
+
+    Returns
+    -------
+    float
+        Bytes per round.
+
+    Notes
+    -----
     The expectation over the blocks drawn (a last block shorter than b is drawn with probability tau): a message
     holds tau d values on average, and the codec's ``bits`` is taken between the two whole counts around it
     (linearly: exact for a codec whose bits are affine in the count, as every built-in one); with tau_m = m every
@@ -233,7 +256,25 @@ def fit_round_cost(probes: list[Probe]) -> RoundCost:
 
 @dataclass(frozen=True)
 class PlanRow:
-    """One configuration of the grid and what the model predicts for it (units: iterations, s, B)."""
+    """One configuration of the grid and what the model predicts for it.
+
+    Attributes
+    ----------
+    tau, tau_m, m, blocks_size : float, int, int, int
+        The configuration: tau, blocks sent per worker, number of blocks, block size b.
+    predicted_iterations : float
+        The theorem's bound's iterations to the target.
+    predicted_round_s, predicted_time_s : float
+        Seconds per round (the fitted line, plus the codec's offset) and in all.
+    predicted_uplink_bytes, uplink_bytes_per_round : float
+        Uplink bytes (all workers) in all and per round.
+    bound_theorem, bound_source : str
+        The bound used and where it comes from.
+    codec : str
+        The value codec's label.
+    codec_offset_s : float
+        Seconds per round the codec adds beyond the line.
+    """
 
     tau: float
     tau_m: int
@@ -250,6 +291,7 @@ class PlanRow:
     codec_offset_s: float = 0.0
 
     def as_dict(self) -> dict:
+        """The row as a plain dict of its fields."""
         return asdict(self)
 
 
@@ -265,6 +307,7 @@ class SkippedRow:
     codec: str = "float64"
 
     def as_dict(self) -> dict:
+        """The row as a plain dict of its fields."""
         return asdict(self)
 
 
@@ -292,12 +335,28 @@ def codec_offset(cost: RoundCost, probe: Probe) -> float:
 
 
 def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: float = 0.0) -> PlanRow | SkippedRow:
-    """The prediction for one built configuration ``setup`` (an :class:`isparse.runsetup.RunSetup`).
+    """The prediction for one built configuration ``setup``.
 
-    ``predicted_iterations`` is ``setup.bound.iterations_to(tol x r_0)``, what ``isparse-run`` logs as
-    ``predicted_iterations`` (with the bound's omega for an unbiased codec); a NaN or infinite count gives a
-    :class:`SkippedRow` with the reason. ``offset_s``: the codec's :func:`codec_offset`, added to the round
-    predicted from the line (0 for the codec the line was measured with).
+    Parameters
+    ----------
+    setup : RunSetup
+        The configuration, built (:func:`isparse.runsetup.build`).
+    tol : float
+        The target: ||x - x*||^2 <= tol r_0.
+    cost : RoundCost
+        The fitted seconds-per-round line (:func:`fit_round_cost`).
+    blocks_size : int
+        The block size b, for the row.
+    offset_s : float
+        The codec's :func:`codec_offset` in seconds, added to the round predicted from the line (0 for the codec
+        the line was measured with).
+
+    Returns
+    -------
+    PlanRow or SkippedRow
+        ``predicted_iterations`` is ``setup.bound.iterations_to(tol x r_0)``, what ``isparse-run`` logs as
+        ``predicted_iterations`` (with the bound's omega for an unbiased codec); a NaN or infinite count gives a
+        :class:`SkippedRow` with the reason.
     """
     method, d = setup.method, setup.problem.d
     r0 = float(np.sum((setup.x0 - setup.reference.x_star) ** 2))

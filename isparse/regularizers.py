@@ -46,9 +46,16 @@ class Regularizer:
 
     @property
     def has_box(self) -> bool:
+        """Whether a bound of the box is finite."""
         return math.isfinite(self.lower) or math.isfinite(self.upper)
 
     def value(self, x) -> float:
+        """R(x): inf outside the box, else l1 ||x||_1 + (l2/2) ||x||^2.
+
+        Parameters
+        ----------
+        x : ndarray of float64, shape (d,)
+        """
         if self.has_box and not np.all((x >= self.lower) & (x <= self.upper)):
             return math.inf
         return self.l1 * float(np.abs(x).sum()) + 0.5 * self.l2 * float(x @ x)

@@ -22,11 +22,12 @@ from .spec import RunSpec
 
 @dataclass
 class RunSetup:
-    """Everything a run needs, derived once.
+    """Everything a run needs, derived once (made by :func:`build`).
 
     Attributes
     ----------
     problem : Problem
+        F = f + R split over the n workers.
     reference : Reference
         x*, F*, grad f_i(x*).
     method : Method
@@ -34,6 +35,7 @@ class RunSetup:
     bound : LinearBound, SublinearBound or NoBound
         The theorem's bound for the stepsize used.
     x0 : ndarray of shape (d,)
+        The starting point.
     seed : int
         Seed of every random draw of the workers (``isparse.compression.sampling``).
     shards : list
@@ -55,14 +57,43 @@ class RunSetup:
     spec: RunSpec | None = None
 
     def pool_args(self, seed: int | None = None) -> tuple:
-        """(method, shards, x0): the arguments of ``InProcessPool`` and ``DaskPool(client, ...)``; ``seed`` gives the
-        method another seed (another set of random draws)."""
+        """The arguments of ``InProcessPool`` and ``DaskPool(client, ...)``.
+
+        Parameters
+        ----------
+        seed : int, optional
+            Another seed for the method (another set of random draws); None: the run's.
+
+        Returns
+        -------
+        tuple
+            ``(method, shards, x0)``.
+        """
         method = self.method if seed is None or int(seed) == self.method.seed else self.method.with_seed(seed)
         return method, self.shards, self.x0
 
     def run(self, pool=None, **kwargs):
-        """Run on ``pool`` (default: a fresh in-process pool) with the pool's method; kwargs go to
-        :func:`isparse.engines.run` (an asynchronous method runs on the pool's asynchronous view)."""
+        """Run the method on ``pool`` until the stopping rule.
+
+        Parameters
+        ----------
+        pool : InProcessPool or DaskPool, optional
+            Where the workers' steps run (default: a fresh in-process pool of :meth:`pool_args`); the pool's
+            method is the one run (an asynchronous method runs on the pool's asynchronous view).
+        **kwargs
+            Passed to :func:`isparse.engines.run`: ``max_iter`` and ``tol`` (required), and its options.
+
+        Returns
+        -------
+        RunResult
+
+        Raises
+        ------
+        ConfigError
+            ``resume`` given for an asynchronous method.
+        DivergenceError
+            The iterates became NaN or infinite.
+        """
         from .engines import InProcessPool, run
 
         pool = pool if pool is not None else InProcessPool(*self.pool_args())
@@ -77,10 +108,13 @@ class RunSetup:
 
     @property
     def derived(self) -> dict:
-        """The derived parameters to log: n, m, d, N, tau, tau_m, L, mu, gamma, gamma_theory (the theorem's rule),
-        gamma_max (the largest stepsize its bound allows; nan where no bound), codec and omega (nan for a biased codec)
-        and bits_per_value, r0, f_star, null_space_dim (k of
-        ``dist_sq_null``'s basis; -1 where not computed) and null_space (how it was found)."""
+        """The derived parameters to log, by name.
+
+        n, m, d, N, tau, tau_m, L, mu, gamma, gamma_theory (the theorem's rule), gamma_max (the largest stepsize its
+        bound allows; nan where no bound), codec and omega (nan for a biased codec) and bits_per_value, r0, f_star,
+        null_space_dim (k of ``dist_sq_null``'s basis; -1 where not computed) and null_space (how it was found),
+        and the method's own (``derived_params``).
+        """
         p, m = self.problem, self.method
         Z, how = p.null_space()
         omega = m.codec.omega(m.values_per_message)   # None: a biased codec, which has none
@@ -144,6 +178,15 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     DataError
         A data file that cannot be used, or L, mu or kappa = L/mu of the data that would not be finite
         (``GLMProblem.check_constants``; before the solve).
+
+    See Also
+    --------
+    RunSetup.run : run the built setup.
+
+    Examples
+    --------
+    >>> spec = RunSpec.from_dict({"algorithm": "isega", "workers.n": 4, "max_iter": 50})
+    >>> result = build(spec).run(max_iter=spec.max_iter, tol=spec.tol)
     """
     from .methods import Context
 

@@ -109,7 +109,15 @@ def _method_fits_run(spec: "RunSpec", key: str) -> None:
 class RunSpec(Section):
     """One run: method, data, problem, workers, blocks, tau, stepsize, seed and the stopping rule.
 
-    ``algorithm`` and ``data`` accept a plain name in :meth:`from_dict` (``"isega"``, ``"a1a"``).
+    ``algorithm`` and ``data`` accept a plain name in :meth:`from_dict` (``"isega"``, ``"a1a"``). Every key, with its
+    default, constraint and meaning, is a field of this class or of its sections (``python -m pipeline.schema``
+    writes them to docs/config.md).
+
+    Examples
+    --------
+    >>> spec = RunSpec.from_dict({"algorithm": "isega", "data": "breast_cancer", "workers.n": 4})
+    >>> spec.workers.n, spec.tau
+    (4, 'auto')
     """
 
     algorithm: AlgorithmOptions = section(AlgorithmOptions, "the method: name and its own options",
@@ -134,7 +142,25 @@ class RunSpec(Section):
 
     @classmethod
     def from_dict(cls, values: Mapping | None, key: str = ""):
-        """The spec of ``values`` (nested or dotted keys; ``algorithm`` and ``data`` may be plain names)."""
+        """The spec of ``values``, every value checked.
+
+        Parameters
+        ----------
+        values : mapping or None
+            Nested or dotted keys (``{"workers.n": 4}``); ``algorithm`` and ``data`` may be plain names
+            (``"isega"``, ``"a1a"``). None: every default.
+        key : str
+            Where the spec sits in a larger config (``""`` at the top).
+
+        Returns
+        -------
+        RunSpec
+
+        Raises
+        ------
+        ConfigError
+            An unknown key (naming the known ones), a value out of its range, or a combination the rules refuse.
+        """
         values = dict(values or {})
         for name in ("algorithm", "data"):
             if isinstance(values.get(name), str):
@@ -151,7 +177,22 @@ class RunSpec(Section):
         return self.algorithm.method_class()
 
     def with_(self, **changes) -> "RunSpec":
-        """A copy with top-level keys replaced (``tau=...``, ``blocks=BlocksSpec(size=4)``), checked again."""
+        """A copy with top-level keys replaced, checked again.
+
+        Parameters
+        ----------
+        **changes
+            Top-level keys and their new values (``tau="2/n"``, ``blocks=BlocksSpec(size=4)``).
+
+        Returns
+        -------
+        RunSpec
+
+        Raises
+        ------
+        ConfigError
+            A value out of its range, or a combination the rules refuse.
+        """
         import dataclasses
 
         return dataclasses.replace(self, **changes).check()

@@ -17,7 +17,7 @@ from ..errors import check_range
 
 @dataclass(frozen=True)
 class BlockPartition:
-    """Contiguous blocks of a configured size.
+    """Contiguous blocks of a configured size: the m blocks the workers sample from.
 
     Parameters
     ----------
@@ -35,6 +35,10 @@ class BlockPartition:
     ----------
     m : int
         Number of blocks, ceil(d / b).
+
+    References
+    ----------
+    arXiv:1901.09437, section 2 (blocks and the tau*m-nice sampling); docs/algorithms.md §1.
     """
 
     d: int
@@ -45,10 +49,21 @@ class BlockPartition:
 
     @property
     def m(self) -> int:
+        """Number of blocks, m = ceil(d / b) (the last one holds d - (m - 1) b coordinates)."""
         return math.ceil(self.d / self.size)
 
     def coords(self, blocks: np.ndarray) -> np.ndarray:
-        """Coordinates of the given sorted block ids, concatenated in block order; shape (sum of sizes,)."""
+        """The coordinates of the given blocks, concatenated in block order.
+
+        Parameters
+        ----------
+        blocks : ndarray of int, shape (k,)
+            Sorted block ids in [0, m).
+
+        Returns
+        -------
+        ndarray of intp, shape (sum of the blocks' sizes,)
+        """
         b = self.size
         if b == 1:
             return np.asarray(blocks, dtype=np.intp)
@@ -81,7 +96,18 @@ class BlockPartition:
         return idx.ravel(), owner.ravel()
 
     def mask(self, blocks: np.ndarray) -> np.ndarray:
-        """Boolean mask of shape (d,) that is True on the coordinates of ``blocks``."""
+        """The coordinates of ``blocks`` as a mask.
+
+        Parameters
+        ----------
+        blocks : ndarray of int, shape (k,)
+            Sorted block ids in [0, m).
+
+        Returns
+        -------
+        ndarray of bool, shape (d,)
+            True on the coordinates of ``blocks``.
+        """
         out = np.zeros(self.d, dtype=bool)
         out[self.coords(blocks)] = True
         return out

@@ -25,15 +25,15 @@ codes every value) registered by its ``name``; dither's ``levels`` is its own op
 with alpha = 1 - delta^2, biased (no omega; the theorems with omega do not cover them).
 
 ``natural`` is natural compression (Horvath, Ho, Horvath, Sahu, Canini, Richtarik, arXiv:1905.10988): each value
-is rounded to one of the two powers of two around it, the upper one with probability (|v| - 2^e)/2^e, so that the
-mean is v. Its 8-bit exponent covers a window of 254 powers of two, 2^e_min .. 2^e_max: a |v| below 2^e_min is
+is rounded to one of the two powers of two around it, the upper one with probability (abs(v) - 2^e)/2^e, so that the
+mean is v. Its 8-bit exponent covers a window of 254 powers of two, 2^e_min .. 2^e_max: a value v with abs(v) below 2^e_min is
 rounded to 0 or 2^e_min with the probabilities that keep it unbiased, and a value that rounds up past 2^e_max (a
 diverged run) decodes to inf. The window is placed by the problem (``Natural.scaled``): from about 2^-190 to 2^64 x the
 largest local gradient entry at x^0 (unscaled, float32's 2^-126 .. 2^127). ``natural7`` is the same rounding in
 one byte, a 7-bit exponent over 126 powers of two from about 2^-102 to 2^24 x that entry (``Natural7``).
 ``dither`` is random dithering with s levels and one norm per message (QSGD: Alistarh, Grubic, Li, Tomioka,
-Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}, l = floor(s |v_j| / N), the upper
-one with probability s |v_j| / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
+Vojnovic, arXiv:1610.02132): v_j -> N sign(v_j) xi_j / s with xi_j in {l, l + 1}, l = floor(s abs(v_j) / N), the upper
+one with probability s abs(v_j) / N - l; N is ||v|| rounded up to a float32 (4 bytes), so every draw is unbiased, and
 omega carries the factor (N / ||v||)^2 <= 1 + 2^-20.
 
 The random draws of a codec are counter-based like the sampler's (``isparse.compression.sampling``, stream ``CODEC``): worker
@@ -63,9 +63,11 @@ class Float64(Codec):
     name, kind = "float64", "exact"
 
     def encode(self, values, counts, u):
+        """The payload of a batch: the float64 values themselves, shape (counts.sum(),); ``u`` is unused."""
         return values
 
     def decode(self, payload, counts):
+        """The values of ``payload``: the payload itself, float64 of shape (counts.sum(),)."""
         return payload
 
 
@@ -76,16 +78,23 @@ class Float32(Codec):
     name, kind, value_bits = "float32", "contractive", 32
 
     def relative_error(self):
+        """delta = 2^-24, the relative error of rounding a value to the nearest float32."""
         return 2.0 ** -24
 
     def alpha(self, q):
+        """alpha = 1 - delta^2 for a message of any size ``q`` (deterministic rounding: contractive)."""
         return 1.0 - self.relative_error() ** 2
 
     def encode(self, values, counts, u):
+        """The values rounded to the nearest float32, shape (counts.sum(),); ``u`` is unused.
+
+        A value above float32's range becomes inf (the divergence check reports it).
+        """
         with np.errstate(over="ignore"):
             return values.astype(np.float32)
 
     def decode(self, payload, counts):
+        """The float32 payload widened to float64, shape (counts.sum(),)."""
         return payload.astype(np.float64)
 
 
@@ -97,12 +106,18 @@ class BFloat16(Codec):
     name, kind, value_bits = "bfloat16", "contractive", 16
 
     def relative_error(self):
+        """delta = 2^-8 (1 + 2^-16): nearest-even rounding to 8 significant bits after float32's own rounding."""
         return 2.0 ** -8 * (1.0 + 2.0 ** -16)   # nearest-even on 8 significant bits, after float32's own rounding
 
     def alpha(self, q):
+        """alpha = 1 - delta^2 for a message of any size ``q`` (deterministic rounding: contractive)."""
         return 1.0 - self.relative_error() ** 2
 
     def encode(self, values, counts, u):
+        """The 16 high bits of each value's float32, rounded to nearest even: uint16 of shape (counts.sum(),).
+
+        A NaN is coded as the quiet NaN 0x7FC0; ``u`` is unused.
+        """
         with np.errstate(over="ignore"):
             b = values.astype(np.float32).view(np.uint32)
         rounded = b + (np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1)))   # round to nearest, ties to even
@@ -112,6 +127,7 @@ class BFloat16(Codec):
         return out
 
     def decode(self, payload, counts):
+        """The uint16 payload as float32 (16 low bits zero) widened to float64, shape (counts.sum(),)."""
         return (payload.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
 
 
@@ -169,9 +185,34 @@ class Natural(Codec):
         # E(Q - v)^2 = 4^e f(1 - f) for |v| = 2^e (1 + f), f in [0, 1): at most v^2/8 (f = 1/3). Below 2^e_min the
         # rounding to {0, 2^e_min} adds at most q 4^e_min / 4 per message: relative to the largest |v_j| it is
         # covered by the 1 + 2^-20 factor unless every value is below 2^(e_min + 12) (a message of zeros, in effect)
+        """omega = (1 + 2^-20)/8 for a message of any size ``q``.
+
+        Notes
+        -----
+        For abs(v) = 2^e (1 + f), f in [0, 1), E(Q(v) - v)^2 = 4^e f (1 - f) <= v^2/8 (at f = 1/3). Below 2^e_min the
+        rounding to {0, 2^e_min} adds at most q 4^e_min / 4 per message, which the factor 1 + 2^-20 covers unless every
+        value of the message is below 2^(e_min + 12).
+        """
         return 0.125 * (1.0 + 2.0 ** -20)
 
     def encode(self, values, counts, u):
+        """Round each value at random to one of the two powers of two around it, unbiased, and pack the codes.
+
+        Parameters
+        ----------
+        values : ndarray of float64, shape (counts.sum(),)
+            The messages' values, worker after worker.
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+        u : ndarray of float64, shape (counts.sum(),)
+            One uniform in [0, 1) per value (:meth:`~isparse.compression.registry.Codec.draw`).
+
+        Returns
+        -------
+        ndarray of uint8
+            ``natural``: the 8-bit exponent codes (one byte per value), then the signs packed 8 per byte;
+            ``natural7``: one byte per value, the sign in the top bit.
+        """
         bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
         ef = (bits >> np.uint64(52)).astype(np.int64) & 0x7FF        # |v| = 2^(ef - 1023) (1 + f), f = mantissa / 2^52
         up = u * 2.0 ** 52 < (bits & np.uint64(2 ** 52 - 1))         # to the upper power with probability f
@@ -185,12 +226,25 @@ class Natural(Codec):
         return np.concatenate([code.astype(np.uint8), np.packbits(sign)])   # the 8 low bits as bytes, the sign plane
 
     def scaled(self, scale: float) -> "Natural":
-        """The codec whose window's top is 2^HEADROOM x ``scale`` (the largest |value| expected at the start; 1 if 0
-        or not finite): 2^(HEADROOM + floor(log2 scale)), so 2^(HEADROOM - 1) to 2^HEADROOM x ``scale``."""
+        """The codec whose window's top is about 2^HEADROOM x ``scale``.
+
+        Parameters
+        ----------
+        scale : float
+            The largest absolute value expected at the start (max_i ||grad f_i(x^0)||_inf); 1 if it is 0 or not
+            finite.
+
+        Returns
+        -------
+        Natural
+            A codec of the same class with e_max = HEADROOM + floor(log2 scale), so that 2^e_max is 2^(HEADROOM - 1)
+            to 2^HEADROOM x ``scale``.
+        """
         scale = scale if np.isfinite(scale) and scale > 0 else 1.0
         return type(self)(int(np.frexp(scale)[1]) - 1 + self.HEADROOM)
 
     def state(self):
+        """The keyword arguments that rebuild the codec: ``{'e_max': e_max}``, the window's top exponent."""
         return {"e_max": self.e_max}
 
     def overflow_hint(self):
@@ -201,6 +255,7 @@ class Natural(Codec):
                 + (f"; {Natural.name}'s reaches 2^{lower} higher" if lower else ""))
 
     def decode(self, payload, counts):
+        """The float64 values of the codes, shape (counts.sum(),): a signed power of two, zero, or inf for the top code."""
         n = int(np.sum(counts))
         if self.exponent_bits == 7:
             code = payload[:n] & np.uint8(0x7F)
@@ -258,6 +313,11 @@ class Dither(Codec):
         self.value_bits = 1 + self.level_bits
 
     def omega(self, q):
+        """omega = min(q/s^2, sqrt(q)/s) (1 + 2^-20) for a message of ``q`` values (0 when q = 0).
+
+        The factor 1 + 2^-20 covers the norm rounded up to a float32 (QSGD's bound, Alistarh et al.,
+        arXiv:1610.02132, Lemma 3.1).
+        """
         s = self.levels
         return min(q / s ** 2, math.sqrt(q) / s) * (1.0 + 2.0 ** -20) if q > 0 else 0.0
 
@@ -271,6 +331,23 @@ class Dither(Codec):
         return np.where(n32 < norm, np.nextafter(n32, np.float32(np.inf)), n32)
 
     def encode(self, values, counts, u):
+        """Dither each message to s levels of its norm and pack the codes.
+
+        Parameters
+        ----------
+        values : ndarray of float64, shape (counts.sum(),)
+            The messages' values, worker after worker.
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+        u : ndarray of float64, shape (counts.sum(),)
+            One uniform in [0, 1) per value (:meth:`~isparse.compression.registry.Codec.draw`).
+
+        Returns
+        -------
+        ndarray of uint8
+            The float32 norm of each message that has values (4 B each), then the codes (level and sign,
+            1 + ceil(log2(s + 1)) bits each) packed as bit planes.
+        """
         counts = np.asarray(counts)
         n32 = self.norms(values, counts)
         N = np.repeat(n32.astype(np.float64), counts)
@@ -283,6 +360,10 @@ class Dither(Codec):
         return np.concatenate([n32[counts > 0].view(np.uint8), _pack(codes, self.value_bits)])
 
     def decode(self, payload, counts):
+        """The float64 values of ``payload``, shape (counts.sum(),): N sign(v_j) xi_j / s per value, N its message's norm.
+
+        A message of no values has no norm on the wire.
+        """
         counts = np.asarray(counts)
         sends = counts > 0                                  # a worker that sends nothing has no norm on the wire
         k, n = int(np.count_nonzero(sends)), int(counts.sum())
@@ -300,8 +381,21 @@ FLOAT64 = Float64()
 
 
 def codec(name: str = "float64", *, module: str | None = None, **options) -> Codec:
-    """The codec ``messages.codec=name`` with its own ``options`` (``codec("dither", levels=7)``), checked as the
-    config is (``messages.module``: imported first).
+    """The codec ``messages.codec=name`` with its own options, checked as the config is.
+
+    Parameters
+    ----------
+    name : str
+        A registered codec (:data:`~isparse.compression.registry.CODECS`): ``float64``, ``float32``, ``bfloat16``,
+        ``natural``, ``natural7``, ``dither`` or one of ``module``.
+    module : str, optional
+        ``messages.module``: imported first, so that a codec it defines registers.
+    **options
+        The codec's own keys (``codec("dither", levels=7)``).
+
+    Returns
+    -------
+    Codec
 
     Raises
     ------

@@ -71,12 +71,33 @@ class Compressor:
         return self.kind in ("exact", "unbiased")
 
     def omega(self, q: int) -> float | None:
-        """omega of E||C(v) - v||^2 <= omega ||v||^2 for a message of q values; 0 exact, None unless unbiased."""
+        """omega of E||C(v) - v||^2 <= omega ||v||^2 for a message of ``q`` values.
+
+        Parameters
+        ----------
+        q : int
+            Values of the message.
+
+        Returns
+        -------
+        float or None
+            0 for an exact piece, None unless the piece is unbiased.
+        """
         return 0.0 if self.exact else None
 
     def alpha(self, q: int) -> float | None:
-        """alpha of E||C(v) - v||^2 <= (1 - alpha) ||v||^2 for a message of q values; 1 exact, None unless
-        contractive."""
+        """alpha of E||C(v) - v||^2 <= (1 - alpha) ||v||^2 for a message of ``q`` values.
+
+        Parameters
+        ----------
+        q : int
+            Values of the message.
+
+        Returns
+        -------
+        float or None
+            1 for an exact piece, None unless the piece is contractive.
+        """
         return 1.0 if self.exact else None
 
     def memory_rate(self, q: int) -> float:
@@ -90,7 +111,18 @@ class Compressor:
         return q
 
     def bits(self, counts: np.ndarray) -> np.ndarray:
-        """Bits on the wire of each message of ``counts`` values, shape of ``counts`` (int64)."""
+        """Bits on the wire of each message.
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of int64, shape of ``counts``
+            0 for this base (a piece that costs no bits).
+        """
         return np.zeros(np.shape(counts), np.int64)
 
     def draw(self, sampler, ids, t: int, counts: np.ndarray, q: int):
@@ -99,23 +131,57 @@ class Compressor:
         Parameters
         ----------
         sampler : Sampler
+            The run's counter-based sampler (:class:`~isparse.compression.sampling.Sampler`).
         ids : array of int, shape (k,)
+            The logical workers of the batch.
         t : int
+            The iteration.
         counts : array of int, shape (k,)
             Values of each message.
         q : int
             The most values a message can have: it fixes each worker's share of the counter, so a worker's draws do
             not depend on the other messages of its batch.
+
+        Returns
+        -------
+        object or None
+            What :meth:`encode` takes as ``u``; None for a deterministic piece.
         """
         return None
 
     def encode(self, values: np.ndarray, counts: np.ndarray, u):
-        """The payload of a batch: ``values`` (float64, worker-major, shape (counts.sum(),)) and ``u`` from
-        :meth:`draw`."""
+        """The payload of a batch of messages.
+
+        Parameters
+        ----------
+        values : ndarray of float64, shape (counts.sum(),)
+            The messages' values, worker after worker.
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+        u : object or None
+            The piece's draws for the batch (:meth:`draw`).
+
+        Returns
+        -------
+        object
+            What travels (:meth:`decode` takes it back).
+        """
         raise NotImplementedError
 
     def decode(self, payload, counts: np.ndarray) -> np.ndarray:
-        """The float64 values of ``payload``, shape (counts.sum(),)."""
+        """The values of a batch from its payload.
+
+        Parameters
+        ----------
+        payload : object
+            What :meth:`encode` returned.
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of float64, shape (counts.sum(),)
+        """
         raise NotImplementedError
 
     def overflow_hint(self) -> str | None:
@@ -178,16 +244,35 @@ class IndependentBlocks(Selection):
 
     @property
     def kind(self) -> str:
+        """``'exact'`` when tau_m = m (every block is kept), else ``'unbiased'``."""
         return "exact" if self.tau_m == self.m else "unbiased"
 
     def omega(self, q):
+        """omega = m/tau_m - 1, whatever ``q``: each coordinate is kept with probability tau and scaled by 1/tau.
+
+        References
+        ----------
+        arXiv:1901.09437, section 2 (the tau*m-nice sampling); docs/algorithms.md §7.
+        """
         return self.m / self.tau_m - 1.0
 
     def out_size(self, q):
+        """The most values kept from a message of ``q`` values: min(q, tau_m b), elementwise for an array ``q``."""
         return np.minimum(q, self.tau_m * self.size) if np.ndim(q) else min(int(q), self.tau_m * self.size)
 
     def draw(self, sampler, ids, t, counts, q):
-        """U of each worker: sorted block ids, shape (k, tau_m) (``Sampler.subsets`` of stream ``BLOCKS``)."""
+        """U of each worker: its tau_m sorted block ids, a tau*m-nice sampling of the m blocks.
+
+        Parameters are :meth:`Compressor.draw`'s; the draws come from ``Sampler.subsets`` of stream ``BLOCKS``.
+
+        Returns
+        -------
+        ndarray of int64, shape (k, tau_m)
+
+        References
+        ----------
+        arXiv:1901.09437, section 2; docs/algorithms.md §1.
+        """
         return sampler.subsets(BLOCKS, ids, t, self.m, self.tau_m)
 
     def _coords(self, counts, U):
@@ -204,13 +289,54 @@ class IndependentBlocks(Selection):
         return pos, keep.sum(axis=1)
 
     def out_counts(self, counts, support):
+        """The number of values kept of each message, shape (k,).
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message (all equal, q with ceil(q / b) = m).
+        support : ndarray of int, shape (k, tau_m)
+            The sorted block ids each message keeps (:meth:`draw`); a short last block keeps fewer values.
+
+        Raises
+        ------
+        ValueError
+            The messages are not all of one length q with ceil(q / b) = m.
+        """
         return self._coords(counts, support)[1]
 
     def encode(self, values, counts, u):
+        """Keep the blocks ``u`` of each message.
+
+        Parameters
+        ----------
+        values : ndarray of float64, shape (counts.sum(),)
+            The messages' values, worker after worker.
+        counts : ndarray of int, shape (k,)
+            Values of each message (all equal, q with ceil(q / b) = m).
+        u : ndarray of int, shape (k, tau_m)
+            The sorted block ids of each message (:meth:`draw`).
+
+        Returns
+        -------
+        Selected
+            The support ``u``, the kept values (worker after worker, in block order) and their counts, shape (k,).
+
+        Raises
+        ------
+        ValueError
+            The messages are not all of one length q with ceil(q / b) = m.
+        """
         pos, kept = self._coords(counts, u)
         return Selected(np.asarray(u), np.asarray(values, dtype=np.float64)[pos], kept)
 
     def decode(self, payload, counts):
+        """The messages rebuilt from a :class:`Selected`: the kept values times m/tau_m in their places, zero elsewhere.
+
+        Returns
+        -------
+        ndarray of float64, shape (counts.sum(),)
+        """
         pos, _ = self._coords(counts, payload.support)
         out = np.zeros(int(np.sum(counts)))
         out[pos] = payload.values * (self.m / self.tau_m)
@@ -237,6 +363,13 @@ class Chain(Compressor):
     ----------
     *pieces : Compressor
         At least one; a chain among them is flattened.
+
+    Raises
+    ------
+    ValueError
+        No piece.
+    TypeError
+        A piece before the last that is not a :class:`Selection`.
     """
 
     def __init__(self, *pieces: Compressor):
@@ -273,10 +406,12 @@ class Chain(Compressor):
 
     @property
     def stream(self):
+        """The sampling stream of the first random piece (None when every piece is deterministic)."""
         return next((p.stream for p in self.pieces if p.stream is not None), None)
 
     @property
     def kind(self) -> str:
+        """The chain's class by the composition rule: exact, unbiased, contractive or biased (see the class)."""
         kinds = [p.kind for p in self.pieces]
         if all(k == "exact" for k in kinds):
             return "exact"
@@ -287,7 +422,13 @@ class Chain(Compressor):
         return "biased"
 
     def sizes(self, q) -> list:
-        """q_k, the most values reaching each piece from a message of q values."""
+        """q_k, the most values reaching each piece from a message of ``q`` values (q_0 = q).
+
+        Returns
+        -------
+        list
+            One entry per piece: an int, or an int array for an array ``q``.
+        """
         out = []
         for p in self.pieces:
             out.append(q)
@@ -295,6 +436,10 @@ class Chain(Compressor):
         return out
 
     def omega(self, q):
+        """omega of the chain for a message of ``q`` values: prod_k (1 + omega_k(q_k)) - 1.
+
+        0 for an exact chain, None unless the chain is unbiased.
+        """
         kind = self.kind
         if kind not in ("exact", "unbiased"):
             return None
@@ -303,6 +448,7 @@ class Chain(Compressor):
         return math.prod(1.0 + p.omega(qk) for p, qk in zip(self.pieces, self.sizes(q))) - 1.0
 
     def alpha(self, q):
+        """alpha of the chain's one contractive piece at the values reaching it (1 if exact, None unless contractive)."""
         kind = self.kind
         if kind == "exact":
             return 1.0
@@ -311,15 +457,36 @@ class Chain(Compressor):
         return next(p.alpha(qk) for p, qk in zip(self.pieces, self.sizes(q)) if p.kind == "contractive")
 
     def out_size(self, q):
+        """The most values the last piece passes on from a message of ``q`` values."""
         return self.pieces[-1].out_size(self.sizes(q)[-1])
 
     def bits(self, counts):
-        """The wire bits of each message of ``counts`` values at the most values each piece passes on (a selection
-        that keeps a shorter last block sends fewer: ``Messages.bytes_per_worker`` counts the batch as sent)."""
+        """The wire bits of each message at the most values each piece passes on.
+
+        A selection that keeps a shorter last block sends fewer: ``Messages.bytes_per_worker`` counts the batch as
+        sent.
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of int64, shape of ``counts``
+        """
         return sum(p.bits(c) for p, c in zip(self.pieces, self.sizes(np.asarray(counts, dtype=np.int64))))
 
     def draw(self, sampler, ids, t, counts, q):
-        """Each piece's draws, in order (a tuple): piece k draws for the values piece k - 1 kept."""
+        """Each piece's draws, in order: piece k draws for the values piece k - 1 kept.
+
+        Parameters are :meth:`Compressor.draw`'s.
+
+        Returns
+        -------
+        tuple
+            One entry per piece (None for a deterministic one).
+        """
         out = []
         for p, qk in zip(self.pieces, self.sizes(q)):
             u = p.draw(sampler, ids, t, counts, qk)
@@ -329,7 +496,16 @@ class Chain(Compressor):
         return tuple(out)
 
     def encode(self, values, counts, u):
-        """(the selections' supports and counts, the last piece's payload)."""
+        """The payload of a batch: what each selection kept, then the last piece's payload.
+
+        Parameters are :meth:`Compressor.encode`'s, ``u`` the tuple of :meth:`draw`.
+
+        Returns
+        -------
+        tuple
+            ``(kept, payload)``: the selections' :class:`Selected` (supports and counts, values dropped) and the last
+            piece's payload of the values that reached it.
+        """
         kept = []
         for p, uk in zip(self.pieces[:-1], u[:-1]):
             sel = p.encode(values, counts, uk)
@@ -338,6 +514,7 @@ class Chain(Compressor):
         return tuple(kept), self.pieces[-1].encode(values, counts, u[-1])
 
     def decode(self, payload, counts):
+        """The float64 values, shape (counts.sum(),): the last piece's payload decoded, then each selection undone."""
         kept, last = payload
         inner = [counts, *(s.counts for s in kept)]
         out = self.pieces[-1].decode(last, inner[-1])
@@ -346,11 +523,34 @@ class Chain(Compressor):
         return out
 
     def overflow_hint(self):
+        """The first piece's overflow hint, or None when no piece has one."""
         return next((h for h in (p.overflow_hint() for p in self.pieces) if h), None)
 
 
 def chain(*pieces: Compressor) -> Chain:
-    """The composition of ``pieces`` (the first acts first), e.g. ``chain(IndependentBlocks(tau_m, m), codec)``."""
+    """The composition of ``pieces``, the first acting first.
+
+    Parameters
+    ----------
+    *pieces : Compressor
+        At least one; every piece but the last a :class:`Selection`; a chain among them is flattened.
+
+    Returns
+    -------
+    Chain
+        E.g. ``chain(IndependentBlocks(tau_m, m), codec)``, the uplink C(v) = (1/tau) Q(v_U) of every method.
+
+    Raises
+    ------
+    ValueError
+        No piece.
+    TypeError
+        A piece before the last that is not a :class:`Selection`.
+
+    References
+    ----------
+    docs/algorithms.md §7 (the composition rule).
+    """
     return Chain(*pieces)
 
 

@@ -43,6 +43,15 @@ class Messages:
         How the values are coded on the wire (``isparse.compression.codecs``; float64 by default).
     payload : ndarray or None
         The packed codes (what travels); None for a batch made on the master from decoded values (``concat``).
+
+    Raises
+    ------
+    ValueError
+        Neither ``values`` nor ``payload`` is given.
+
+    References
+    ----------
+    docs/algorithms.md §6 (the message format and its bytes).
     """
 
     __slots__ = ("workers", "t", "counts", "_values", "blocks", "codec", "payload")
@@ -60,8 +69,30 @@ class Messages:
 
     @classmethod
     def encoded(cls, workers, t, counts, values, blocks=None, *, codec: Codec = FLOAT64, uniforms=None):
-        """The batch of ``values`` coded by ``codec`` (``uniforms``: its draws, one per value, for a random codec);
-        ``values`` of the result are the decoded ones, what the master will see."""
+        """The batch of ``values`` coded by ``codec``.
+
+        Parameters
+        ----------
+        workers : ndarray of int32, shape (k,)
+            Logical worker indices, ascending.
+        t : int
+            The iteration.
+        counts : ndarray of int32, shape (k,)
+            Values of each message.
+        values : ndarray of float64, shape (counts.sum(),)
+            The values to send, worker after worker.
+        blocks : ndarray of int32, shape (k, tau*m), optional
+            Block ids sent with the values.
+        codec : Codec
+            The value codec.
+        uniforms : ndarray of float64, optional
+            The codec's draws (one per value) for a random codec.
+
+        Returns
+        -------
+        Messages
+            Its ``values`` are the decoded ones, what the master will see; its ``payload`` the packed codes.
+        """
         if codec.exact:
             return cls(workers, t, counts, values, blocks)
         payload = codec.encode(values, counts, uniforms)
@@ -69,6 +100,10 @@ class Messages:
 
     @property
     def values(self) -> np.ndarray:
+        """The decoded float64 values, shape (counts.sum(),), worker after worker.
+
+        They are decoded from ``payload`` on first use.
+        """
         if self._values is None:
             self._values = self.codec.decode(self.payload, self.counts)
         return self._values
@@ -80,16 +115,38 @@ class Messages:
 
     @property
     def k(self) -> int:
+        """The number of logical workers in the batch."""
         return int(self.workers.size)
 
     def bytes_per_worker(self, m: int) -> np.ndarray:
-        """Uplink payload of each worker in bytes (float64: a coded message of 9-bit values need not fill whole bytes;
-        the batch's packed buffer holds them back to back), shape (k,): coded values (``codec.bits`` / 8) + sent
-        block ids x 4 (none for all m blocks)."""
+        """Uplink payload of each worker in bytes: coded values (``codec.bits`` / 8) + sent block ids x 4.
+
+        Parameters
+        ----------
+        m : int
+            Number of blocks (a worker that sends all m blocks sends no ids).
+
+        Returns
+        -------
+        ndarray of float64, shape (k,)
+            Bytes, not rounded: a message of 9-bit values need not fill whole bytes (the batch's packed buffer holds
+            them back to back).
+        """
         return self._with_ids(self.codec.bits(self.counts) / 8.0, m)
 
     def float64_bytes(self, m: int) -> float:
-        """What the batch would cost with float64 values (8 B each, ids as sent): the tau-only uplink."""
+        """What the batch would cost with float64 values (8 B each, ids as sent): the tau-only uplink.
+
+        Parameters
+        ----------
+        m : int
+            Number of blocks.
+
+        Returns
+        -------
+        float
+            Bytes of the whole batch.
+        """
         return float(self._with_ids(self.counts.astype(np.int64) * VALUE_BYTES, m).sum())
 
     def _with_ids(self, out, m: int):
@@ -100,6 +157,16 @@ class Messages:
     @staticmethod
     def concat(batches: list["Messages"]) -> "Messages":
         """One batch of the given ones (e.g. the replies of several hosts), ordered by worker index.
+
+        Parameters
+        ----------
+        batches : list of Messages
+            Batches of one iteration (empty ones are dropped).
+
+        Returns
+        -------
+        Messages
+            Decoded values, the first batch's codec.
 
         Raises
         ------

@@ -29,8 +29,21 @@ CODECS: dict[str, type] = {}
 
 
 def codec_class(name: str, module: str | None = None, key: str = "messages") -> type:
-    """The class of ``messages.codec=name``; ``module`` (``messages.module``) is imported first, so a codec defined
-    outside ``isparse.compression`` registers itself.
+    """The class of ``messages.codec=name``.
+
+    Parameters
+    ----------
+    name : str
+        The codec's name (a key of :data:`CODECS`).
+    module : str, optional
+        ``messages.module``: imported first, so that a codec defined outside ``isparse.compression`` registers itself.
+    key : str
+        The section errors name (``messages``).
+
+    Returns
+    -------
+    type
+        The :class:`Codec` subclass.
 
     Raises
     ------
@@ -62,6 +75,7 @@ class CodecName(Constraint):
 
     @property
     def text(self) -> str:
+        """What the key allows, for error messages and the docs: the registered codec names."""
         return f"one of {', '.join(CODECS)}, or a codec messages.module defines"
 
     def __call__(self, key, value):
@@ -80,8 +94,15 @@ def _keys_of_the_codec(m: "MessagesSpec", key: str) -> None:
 
 @dataclass
 class MessagesSpec(Section):
-    """What a worker's message carries besides its values, and how its values are coded: ``codec`` picks the value
-    codec (:data:`CODECS`), whose ``options`` (a subclass of this section) add its own keys."""
+    """The ``messages`` section: what a worker's message carries besides its values, and how they are coded.
+
+    ``codec`` picks the value codec (:data:`CODECS`), whose ``options`` (a subclass of this section) add its own keys;
+    every key is described by its ``param`` (``python -m pipeline.schema`` lists them).
+
+    References
+    ----------
+    docs/algorithms.md §7 (codecs and the bounds with omega).
+    """
 
     send_ids: bool = param(False, Boolean(), "false: values only, the master recomputes the block ids from "
                                              "(seed, i, t); true: the ids travel too (4 B each). EF21's Top-K ids "
@@ -101,13 +122,28 @@ class MessagesSpec(Section):
 
     @classmethod
     def choose(cls, values, key):
+        """The options class of the codec named by ``values`` (``codec``; ``module`` imported first).
+
+        Raises
+        ------
+        ConfigError
+            ``module`` cannot be imported, or no codec has that name.
+        """
         return codec_class(values.get("codec", "float64"), values.get("module"), key or "messages").options
 
     @classmethod
     def label(cls, values, key):
+        """How the unknown-key error names the section: ``messages.codec=<name>``."""
         return f"{key or 'messages'}.codec={values.get('codec', 'float64')}"
 
     def check(self, key: str = "") -> "MessagesSpec":
+        """Check the section, ``module`` imported first so that its codecs register; returns it.
+
+        Raises
+        ------
+        ConfigError
+            An unknown codec or module, a value out of its range, or a key of another codec.
+        """
         codec_class(self.codec, self.module, key or "messages")   # messages.module first: its codecs register
         return super().check(key)
 
@@ -143,8 +179,10 @@ class Codec(Compressor):
     """A value codec: codes each value of a message (a :class:`~isparse.compression.compressors.Compressor` that
     keeps every value), registered by ``name``, with its own ``options``.
 
-    Class attributes
-    ----------------
+    The attributes below are class attributes a subclass sets.
+
+    Attributes
+    ----------
     name : str
         ``messages.codec=<name>``; a subclass that sets it registers in :data:`CODECS`.
     options : type
@@ -189,8 +227,18 @@ class Codec(Compressor):
 
     @classmethod
     def from_options(cls, spec: MessagesSpec) -> "Codec":
-        """The codec of the checked section ``spec`` (its own keys as keyword arguments; a key the section lacks
-        takes the constructor's default)."""
+        """The codec of a checked ``messages`` section.
+
+        Parameters
+        ----------
+        spec : MessagesSpec
+            The section; its values of the codec's own keys are the constructor's keyword arguments (a key the
+            section lacks takes the constructor's default).
+
+        Returns
+        -------
+        Codec
+        """
         return cls(**{k: getattr(spec, k) for k in cls.own_options() if hasattr(spec, k)})
 
     def option_values(self) -> dict:
@@ -198,26 +246,71 @@ class Codec(Compressor):
         return {k: getattr(self, k) for k in self.own_options()}
 
     def state(self) -> dict:
-        """The keyword arguments that rebuild this codec (its options; the natural codecs add their window)."""
+        """The keyword arguments that rebuild this codec: its options (the natural codecs: their window's ``e_max``)."""
         return self.option_values()
 
     # -- what the methods ask -----------------------------------------------------------------------------
     def scaled(self, scale: float) -> "Codec":
-        """The codec for messages whose largest |value| at the start is about ``scale`` (itself, but for a codec
-        whose window the problem places)."""
+        """The codec for messages whose largest absolute value at the start is about ``scale``.
+
+        Parameters
+        ----------
+        scale : float
+            The largest absolute entry of the local gradients at x^0, max_i ||grad f_i(x^0)||_inf
+            (``isparse.runsetup.build`` computes it).
+
+        Returns
+        -------
+        Codec
+            This codec itself; a codec whose window the problem places (``needs_scale``) returns a new one.
+        """
         return self
 
     def relative_error(self) -> float | None:
-        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16); None otherwise."""
+        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16).
+
+        Returns
+        -------
+        float or None
+            0 for an exact codec, None for a random one.
+        """
         return 0.0 if self.exact else None
 
     def bits(self, counts: np.ndarray) -> np.ndarray:
-        """Bits on the wire of each message, shape of ``counts`` (int64): header (if any values) + values."""
+        """Bits on the wire of each message: ``header_bits`` (for a message with values) + ``value_bits`` per value.
+
+        Parameters
+        ----------
+        counts : ndarray of int, shape (k,)
+            Values of each message.
+
+        Returns
+        -------
+        ndarray of int64, shape of ``counts``
+        """
         counts = np.asarray(counts, dtype=np.int64)
         return counts * self.value_bits + np.where(counts > 0, self.header_bits, 0)
 
     def draw(self, sampler, ids, t, counts, q):
-        """One uniform per value (stream ``CODEC``), worker i's the first counts[i] of its q; None if deterministic."""
+        """One uniform in [0, 1) per value, from stream ``CODEC``; None for a deterministic codec.
+
+        Parameters
+        ----------
+        sampler : Sampler
+            The run's counter-based sampler.
+        ids : array of int, shape (k,)
+            The logical workers of the batch.
+        t : int
+            The iteration.
+        counts : array of int, shape (k,)
+            Values of each message.
+        q : int
+            The most values a message can have: worker ``ids[k]``'s draws are the first ``counts[k]`` of its q.
+
+        Returns
+        -------
+        ndarray of float64, shape (counts.sum(),) or None
+        """
         if not self.random:
             return None
         return sampler.uniforms(self.stream, ids, t, q)[np.arange(q) < np.asarray(counts)[:, None]]

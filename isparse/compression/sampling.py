@@ -37,6 +37,10 @@ class Sampler:
     seed : int
         The run's seed (>= 0). The Philox key is ``SeedSequence(seed).generate_state(2, uint64)``.
 
+    References
+    ----------
+    arXiv:1901.09437, section 2 (each worker's independent tau*m-nice sampling); docs/algorithms.md §1.
+
     Examples
     --------
     >>> s = Sampler(0)
@@ -69,10 +73,26 @@ class Sampler:
         return self._bg.random_raw(count)
 
     def uniforms(self, stream: int, ids, t: int, count: int, attempt: int = 0) -> np.ndarray:
-        """Uniform doubles in [0, 1) (53 random bits each), shape (len(ids), count).
+        """Uniform doubles in [0, 1), 53 random bits each.
 
-        Row k holds the first ``count`` draws of worker ``ids[k]`` at iteration ``t``: the same
-        numbers whatever the other ids are.
+        Parameters
+        ----------
+        stream : int
+            One of the module's stream constants.
+        ids : array of int, shape (k,)
+            Logical workers.
+        t : int
+            Iteration.
+        count : int
+            Draws per worker.
+        attempt : int
+            The counter's third word (a fresh region for a redraw).
+
+        Returns
+        -------
+        ndarray of float64, shape (k, count)
+            Row k holds the first ``count`` draws of worker ``ids[k]`` at iteration ``t``: the same numbers whatever
+            the other ids are.
         """
         ids = np.asarray(ids, dtype=np.int64)
         q = -(-int(count) // 4)                      # counter values per worker (4 words each)
@@ -111,12 +131,18 @@ class Sampler:
         m : int or array of int, shape (k,)
             Size of the ground set (per worker when an array); ``size <= min(m)``.
         size : int
+            Values per worker.
         ordered : bool
             Return the values in draw order (an ordered sample) instead of sorted.
 
         Returns
         -------
         ndarray of int64, shape (k, size)
+
+        Raises
+        ------
+        ValueError
+            ``size`` is larger than the smallest ``m``.
 
         Notes
         -----
@@ -153,7 +179,23 @@ class Sampler:
         return out if ordered else np.sort(out, axis=1)
 
     def coins(self, stream: int, ids, t: int, p: float) -> np.ndarray:
-        """Independent Bernoulli(p) coins, one per worker: bool array of shape (k,)."""
+        """Independent Bernoulli(p) coins, one per worker.
+
+        Parameters
+        ----------
+        stream : int
+            One of the module's stream constants.
+        ids : array of int, shape (k,)
+            Logical workers.
+        t : int
+            Iteration.
+        p : float
+            Probability of True.
+
+        Returns
+        -------
+        ndarray of bool, shape (k,)
+        """
         return self.uniforms(stream, ids, t, 1)[:, 0] < p
 
 

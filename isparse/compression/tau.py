@@ -103,8 +103,10 @@ class Tau:
 
         Returns
         -------
-        (tau, tau_m) : (float, int)
-            tau = tau_m / m, 1 <= tau_m <= m.
+        tau : float
+            The fraction, tau_m / m.
+        tau_m : int
+            Blocks each worker sends, 1 <= tau_m <= m.
 
         Raises
         ------
@@ -157,12 +159,24 @@ def resolve_tau(tau, m: int, n: int, key: str = "tau") -> tuple[float, int]:
 
     Returns
     -------
-    (tau, tau_m) : (float, int)
+    tau : float
+        The fraction, tau_m / m.
+    tau_m : int
+        Blocks each worker sends, 1 <= tau_m <= m.
 
     Raises
     ------
     ConfigError
         See :meth:`Tau.parse` and :meth:`Tau.resolve`.
+
+    References
+    ----------
+    arXiv:1901.09437, section 2 (tau*m blocks per worker); docs/algorithms.md §1.
+
+    Examples
+    --------
+    >>> resolve_tau("auto", m=30, n=4)        # 1/n, rounded up to whole blocks: ceil(30/4) = 8
+    (0.26666666666666666, 8)
     """
     return Tau.parse(tau, key).resolve(m, n)
 

@@ -40,10 +40,12 @@ class Dataset:
 
     @property
     def N(self) -> int:
+        """Number of examples, the rows of ``A``."""
         return self.A.shape[0]
 
     @property
     def d(self) -> int:
+        """Dimension, the columns of ``A``."""
         return self.A.shape[1]
 
 
@@ -60,10 +62,16 @@ def to_pm1(y, source: str = "labels", line_of=None) -> np.ndarray:
     Parameters
     ----------
     y : array-like of shape (N,)
+        The labels as read.
     source : str
         What to name in the message (the file).
     line_of : callable, optional
         Row index -> physical line of the file, to name the first bad row's line.
+
+    Returns
+    -------
+    ndarray of float64, shape (N,)
+        -1.0 for the smaller label, +1.0 for the other.
 
     Raises
     ------
@@ -102,6 +110,7 @@ def validate_arrays(A: sp.csr_matrix, source: str, line_of=None) -> None:
     Parameters
     ----------
     A : csr_matrix of shape (N, d)
+        The feature rows.
     source : str
         What to name in the message (the file).
     line_of : callable, optional
@@ -158,7 +167,8 @@ def split_rows(N: int, n: int, how: str = "shuffle", seed: int = 0) -> list[np.n
 
     Returns
     -------
-    list of n sorted ndarrays of row indices.
+    list of ndarray of int
+        n sorted arrays of row indices, of sizes differing by at most one.
 
     Raises
     ------

@@ -198,6 +198,11 @@ def load_breast_cancer() -> Dataset:
     """scikit-learn's bundled Wisconsin breast-cancer set (569 x 30), standardized (zero mean, unit variance).
 
     Needs no download: the file ships inside scikit-learn.
+
+    Returns
+    -------
+    Dataset
+        ``A`` of shape (569, 30), ``b`` in {-1, +1} (malignant -1, benign +1).
     """
     from sklearn.datasets import load_breast_cancer as _load
     from sklearn.preprocessing import StandardScaler

@@ -31,7 +31,11 @@ EMPTY_ROWS = ("keep", "drop", "error")
 
 @dataclass
 class DataSource(Section):
-    """The base of the data options. ``data.name`` picks the option (:data:`SOURCES`)."""
+    """The ``data`` section: the base of the data options, of which ``data.name`` picks one (:data:`SOURCES`).
+
+    A subclass declares its own keys (dataclass fields made with ``param``) and may override :meth:`check_run`,
+    :meth:`read`, :meth:`file`, :meth:`problem`, :meth:`describe` and :meth:`loader`.
+    """
 
     name: str = param("breast_cancer", Text(), "the data set (an option of the data group)")
     lam: float = param(0.1, Interval(float, 0.0, None), "the lambda this data set is run with by default: "
@@ -46,6 +50,13 @@ class DataSource(Section):
 
     @classmethod
     def choose(cls, values: Mapping, key: str) -> type:
+        """The option class that ``values['name']`` names (:data:`SOURCES`); a subclass chooses itself.
+
+        Raises
+        ------
+        ConfigError
+            (``key``, default ``data``) an unknown name, listing the known ones.
+        """
         if cls is not DataSource:
             return cls
         name = values.get("name", DataSource.name)
@@ -56,10 +67,21 @@ class DataSource(Section):
 
     @classmethod
     def label(cls, values, key: str) -> str:
+        """How the unknown-key error names the option: ``data=<name>``."""
         return f"{key or 'data'}={values.get('name', cls.name)}"
 
     @classmethod
     def from_dict(cls, values, key: str = "data"):
+        """The data option of ``values``, every value checked.
+
+        ``values['name']`` picks the option's class; the keys not given take that option's defaults (a named set's
+        ``lam``).
+
+        Raises
+        ------
+        ConfigError
+            An unknown name, a key the option does not have, or a value out of its range.
+        """
         values = dict(values or {})
         chosen = cls.choose(values, key)
         if chosen is not cls:
@@ -70,10 +92,27 @@ class DataSource(Section):
 
     # -- the run -----------------------------------------------------------------------------------------
     def check_run(self, spec, key: str = "data") -> None:
-        """Checks of this source against the rest of the run ``spec`` (a :class:`~isparse.spec.RunSpec`)."""
+        """Checks of this source against the rest of the run ``spec`` (a :class:`~isparse.spec.RunSpec`).
+
+        Raises
+        ------
+        ConfigError
+            A key of the run this source cannot be used with (none for this base).
+        """
 
     def dataset(self, cache_dir=None):
-        """The :class:`~isparse.data.Dataset` of this source (None for a source that makes its problem directly).
+        """The :class:`~isparse.data.Dataset` of this source, read or taken from the cache.
+
+        Parameters
+        ----------
+        cache_dir : str or Path, optional
+            Keep the parsed data set there (``isparse.cache``), keyed by the file's path, size and time and the
+            options; None: read the file (once per process: it is remembered).
+
+        Returns
+        -------
+        Dataset or None
+            None for a source that makes its problem directly (``quadratic``).
 
         Raises
         ------
@@ -107,7 +146,26 @@ class DataSource(Section):
         return None
 
     def problem(self, spec, dataset, parts):
-        """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts``."""
+        """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts``.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run (its ``problem`` section and lambda).
+        dataset : Dataset
+            The data (:meth:`dataset`).
+        parts : list of ndarray of int
+            The rows of each of the n workers (:func:`~isparse.data.dataset.split_rows`).
+
+        Returns
+        -------
+        GLMProblem
+
+        Raises
+        ------
+        ConfigError
+            A regularizer or lambda out of its range (naming the ``problem`` key).
+        """
         from ..problems import GLMProblem
         from ..regularizers import make_regularizer
 
@@ -135,11 +193,13 @@ class Bundled(DataSource):
     lam: float = param(0.1, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
 
     def read(self):
+        """Load the breast-cancer set now (:func:`~isparse.data.libsvm.load_breast_cancer`), without cache."""
         from .libsvm import load_breast_cancer
 
         return load_breast_cancer()
 
     def cache_options(self) -> dict:
+        """What the cache key holds besides the file: the set's name and scikit-learn's version."""
         from importlib.metadata import version
 
         return {"bundled": self.name, "scikit-learn": version("scikit-learn")}
@@ -186,6 +246,13 @@ class NamedLibsvm(_LibsvmSource):
         return _declared(type(self), "dir").existing("data.dir", chosen)
 
     def file(self) -> Path:
+        """The set's file in :meth:`directory`.
+
+        Raises
+        ------
+        ConfigError
+            (``data.dir``) no directory is set, it does not exist, or it does not hold the set's file.
+        """
         file = self.directory() / NAMED_FILES[self.name]
         if not file.is_file():
             raise ConfigError("data.dir", f"The data set {self.name!r} was not found: no file {str(file)!r} (set "
@@ -194,6 +261,15 @@ class NamedLibsvm(_LibsvmSource):
         return file
 
     def read(self):
+        """Read the set's file now, without cache (d: ``n_features``, else the published one).
+
+        Raises
+        ------
+        ConfigError
+            A missing directory or file (``data.dir``), an ``n_features`` below the file's largest index.
+        DataError
+            A file that cannot be used (see :func:`~isparse.data.libsvm.load_libsvm`).
+        """
         from .named import NAMED_FEATURES
         from .libsvm import load_libsvm
 
@@ -202,6 +278,7 @@ class NamedLibsvm(_LibsvmSource):
             return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
+        """The option's keys with ``dir`` the absolute data directory, for a Dask worker."""
         return {**self.to_dict(), "dir": str(self.directory())}
 
 
@@ -214,19 +291,43 @@ class LibsvmFile(_LibsvmSource):
                                 "the LIBSVM file (relative paths: the command's directory)")
 
     def check_run(self, spec, key="data"):
+        """Require ``data.path``.
+
+        Raises
+        ------
+        ConfigError
+            (``<key>.path``) no file is set.
+        """
         if self.path is None:
             raise required(f"{key}.path", "a LIBSVM file for data=libsvm")
 
     def file(self) -> Path:
+        """``data.path`` resolved (``~`` expanded, links resolved).
+
+        Raises
+        ------
+        ConfigError
+            (``data.path``) no such file.
+        """
         return _declared(type(self), "path").existing("data.path", self.path)
 
     def read(self):
+        """Read ``data.path`` now, without cache.
+
+        Raises
+        ------
+        ConfigError
+            No such file (``data.path``), an ``n_features`` below the file's largest index.
+        DataError
+            A file that cannot be used (see :func:`~isparse.data.libsvm.load_libsvm`).
+        """
         from .libsvm import load_libsvm
 
         with keys(n_features="data.n_features", empty_rows="data.empty_rows"):
             return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
+        """The option's keys with ``path`` absolute, for a Dask worker."""
         return {**self.to_dict(), "path": str(self.file())}
 
 
@@ -262,15 +363,23 @@ class Quadratic(DataSource):
                                            "read on the workers); got 'on_worker'.")
 
     def dataset(self, cache_dir=None):
+        """None: problem (17) is made directly, without a data set."""
         return None
 
     def problem(self, spec, dataset, parts):
+        """The :class:`~isparse.problems.QuadraticProblem` of ``d``, ``o``, ``workers.n`` and ``seed``.
+
+        References
+        ----------
+        arXiv:1901.09437, problem (17).
+        """
         from ..problems import QuadraticProblem
 
         with keys(d="data.d", o="data.o", n="workers.n", seed="data.seed"):
             return QuadraticProblem(d=self.d, o=self.o, n=spec.workers.n, seed=self.seed)
 
     def describe(self, problem) -> str:
+        """The run's ``data.source``: problem (17) of arXiv:1901.09437 with its d, o and seed."""
         return f"problem (17) of arXiv:1901.09437, d={self.d}, o={self.o}, seed={self.seed}"
 
 
@@ -295,13 +404,38 @@ SOURCES: dict = _sources()
 
 
 def source(name: str, **values) -> DataSource:
-    """The data option ``name`` with ``values`` for its keys, checked (as ``data=<name> data.<key>=<value>``)."""
+    """The data option ``name`` with ``values`` for its keys, checked as the command line's ``data=<name>``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SOURCES`: ``breast_cancer``, a named LIBSVM set, ``libsvm`` or ``quadratic``.
+    **values
+        The option's keys (``dir``, ``path``, ``n_features``, ``empty_rows``, ``lam``, ``load``; ``d``, ``o``,
+        ``seed`` for ``quadratic``).
+
+    Returns
+    -------
+    DataSource
+
+    Raises
+    ------
+    ConfigError
+        An unknown name, a key the option does not have, or a value out of its range.
+
+    Examples
+    --------
+    >>> source("a1a", empty_rows="drop").name
+    'a1a'
+    """
     return DataSource.from_dict({"name": name, **values}, "data")
 
 def load_dataset(name: str, data_dir: str | None = None, path: str | None = None, empty_rows: str | None = None,
                  n_features: int | None = None) -> Dataset:
-    """Read a data set by name: the data source ``name`` of :mod:`isparse.data.sources` with these options (as
-    ``data=<name> data.dir=... data.path=... data.empty_rows=... data.n_features=...``), no cache.
+    """Read a data set by name, without cache.
+
+    It is the data source ``name`` of :mod:`isparse.data.sources` with these options, as the command line's
+    ``data=<name>`` with ``data.dir``, ``data.path``, ``data.empty_rows`` and ``data.n_features``.
 
     Parameters
     ----------
@@ -316,6 +450,11 @@ def load_dataset(name: str, data_dir: str | None = None, path: str | None = None
     n_features : int, optional
         ``data.n_features``: the dimension d of a LIBSVM file (default: the published one of a named set,
         :data:`NAMED_FEATURES`; the largest index of a ``libsvm`` file).
+
+    Returns
+    -------
+    Dataset
+        ``A`` of shape (N, d), ``b`` in {-1, +1}.
 
     Raises
     ------
