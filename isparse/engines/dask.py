@@ -6,9 +6,9 @@ stacked. Shards are sent once when the actors are created, never per round; a ro
 each host and receives one batch of messages per host (``isparse.compression.messages.Messages``). Only this
 module imports ``distributed``.
 
-Lost Dask workers
------------------
-Actors keep state across calls without a scheduler task per round, but die with their worker
+Notes
+-----
+Lost Dask workers. Actors keep state across calls without a scheduler task per round, but die with their worker
 (docs/algorithms.md §8). The pool therefore keeps, on the client, a snapshot of every host's worker state and
 step counters, taken every ``snapshot_every`` rounds, and the models x broadcast since.
 When an actor call raises a communication error or does not answer within ``worker_timeout``
