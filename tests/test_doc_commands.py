@@ -5,7 +5,6 @@ command. (The README's commands are also run for real: tests/test_readme_snippet
 
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 
