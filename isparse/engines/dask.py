@@ -430,14 +430,15 @@ class DaskPool:
         """End of a run: nothing to wait for (every synchronous round has been collected)."""
         pass
 
-    def asynchronous(self, **_ignored):
+    def asynchronous(self, seed: int = 0, spread: float = 1.0):
         """A truly asynchronous view (Algorithm 8): one pending actor call per logical worker, collected as they
         finish (no recovery from lost workers).
 
         Parameters
         ----------
-        **_ignored
-            ``seed`` and ``spread`` of the simulated view: not used (real delays).
+        seed, spread : int, float
+            The simulated view's delay model (``Engine.asynchronous``): accepted for the same signature, not used
+            here (the delays are the cluster's own); another keyword is a TypeError.
 
         Returns
         -------
