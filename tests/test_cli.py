@@ -250,7 +250,7 @@ def test_help_describes_the_app_and_hides_common(tmp_path):
     assert "sqlite:///<paths.outputs>/mlflow.db" in text and "$" + "PWD" in text
 
 
-@pytest.mark.parametrize("kind", ["local", "address", "ssh", "slurm", "kubernetes"])
+@pytest.mark.parametrize("kind", ["local", "address", "ssh", "slurm", "kubernetes", "emulated"])
 def test_every_cluster_config_composes(compose, kind):
     """cluster=<kind> composes to that option's declared keys and defaults (pipeline.cluster.options), the shared
     ones (ClusterOptions) included."""
@@ -259,7 +259,7 @@ def test_every_cluster_config_composes(compose, kind):
     got = compose([f"cluster={kind}"]).cluster
     assert OmegaConf.to_container(got) == KINDS[kind]().to_dict()
     assert set(ClusterOptions.fields()) <= set(got)
-    assert got.snapshot_every == 50 and got.timeout == {"slurm": 600, "kubernetes": 600}.get(kind, 10)
+    assert got.snapshot_every == 50 and got.timeout == {"slurm": 600, "kubernetes": 600, "emulated": 60}.get(kind, 10)
 
 
 # -- 2. Ctrl-C during a Dask run -----------------------------------------------------------------------------------
