@@ -256,15 +256,21 @@ def test_a_killed_run_leaves_what_the_next_start_removes_and_reports(tmp_path):
     """SIGKILL of the run (no teardown can run): its namespaces and links stay; its started processes end with it
     (PR_SET_PDEATHSIG); the next cluster=emulated run removes the leftovers, says so in one line, and the machine
     is then as before the first run."""
+    import psutil
+
     before = machine_state()
     proc = _start(tmp_path, "algorithm=ibcd", "max_iter=10000000", "tracking.log_every=20")
     try:
         _wait_iterating(tmp_path, proc)
+        started = [p for p in psutil.Process(proc.pid).children(recursive=True) if "dask" in " ".join(p.cmdline())]
+        assert len(started) == 3, started                 # the scheduler and 2 workers
         proc.kill()
         proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    psutil.wait_procs(started, timeout=30)
+    assert not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     left = machine_state()
     spaces = re.findall(r"^(isparse-emu-[0-9a-f]{4}-\d+)", left["netns"], re.M)
     assert len(spaces) == 2, left                       # the killed run's leftovers

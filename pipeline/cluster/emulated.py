@@ -224,12 +224,20 @@ def _signals_deferred():
             raise KeyboardInterrupt(f"signal {signal.Signals(got[0]).name}")
 
 
-def _die_with_parent() -> None:
-    """In a started process before its exec: SIGTERM when the process that started it dies (``PR_SET_PDEATHSIG``)."""
+def _pdeathsig():
+    """``preexec_fn`` of the started processes: in the child, before its exec, SIGTERM when the thread that started
+    it dies (``prctl(PR_SET_PDEATHSIG)``); libc is looked up here, in the parent (no dlopen after the fork)."""
     import ctypes
 
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def die_with_parent():
+        prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+
+    return die_with_parent
 
 
 # -- the cluster ---------------------------------------------------------------------------------------------------
@@ -269,7 +277,7 @@ class EmulatedCluster:
         self.procs: list[subprocess.Popen] = []
         self.removed_stale: list[str] = []
         self._record = None
-        self._log = None
+        self._log = self._own_log_dir = None
 
     @classmethod
     def from_options(cls, options, log_dir=None) -> "EmulatedCluster":
@@ -405,7 +413,7 @@ class EmulatedCluster:
 
     def _popen(self, args, env) -> subprocess.Popen:
         proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+                                start_new_session=True, preexec_fn=_pdeathsig())
         self.procs.append(proc)
         self._record["pids"].append([proc.pid, _start_time(proc.pid)])
         self._save()
@@ -414,11 +422,15 @@ class EmulatedCluster:
     def _start_processes(self) -> None:
         import tempfile
 
-        log_dir = Path(self.log_dir) if self.log_dir else Path(tempfile.mkdtemp(prefix="isparse-emulated-"))
-        log_dir.mkdir(parents=True, exist_ok=True)
+        if self.log_dir:
+            log_dir = Path(self.log_dir)
+            log_dir.mkdir(parents=True, exist_ok=True)
+        else:   # removed at close
+            log_dir = self._own_log_dir = Path(tempfile.mkdtemp(prefix="isparse-emulated-"))
         self.log_path = log_dir / "dask.log"
         self._log = open(self.log_path, "w")
-        dask_bin = str(Path(sys.executable).parent / "dask")
+        dask_bin = Path(sys.executable).parent / "dask"
+        dask_bin = str(dask_bin) if dask_bin.exists() else (shutil.which("dask") or "dask")
         env = dict(os.environ)
         # the workers import the same isparse and pipeline as this process (a checkout first on the path)
         roots = []
@@ -510,7 +522,9 @@ class EmulatedCluster:
                 (STATE_DIR / f"{self.tag}.json").unlink()
             if self._log is not None:
                 self._log.close()
-            self._record, self.procs = None, []
+            if self._own_log_dir is not None:
+                shutil.rmtree(self._own_log_dir, ignore_errors=True)
+            self._record, self.procs, self._log, self._own_log_dir = None, [], None, None
 
     def __enter__(self):
         return self.start()
