@@ -244,7 +244,7 @@ def test_help_describes_the_app_and_hides_common(tmp_path):
     text = proc.stdout
     assert text.startswith("isparse-run: run a distributed optimization method with independent sparsification")
     assert "powered by Hydra" not in text and "_common" not in text
-    assert "cluster: address, kubernetes, local, slurm, ssh\n" in text
+    assert "cluster: address, emulated, kubernetes, local, slurm, ssh\n" in text
     for command in ("isparse-run -m algorithm=isega,ibcd", "isparse-run -m +experiment=tau_sweep", "mlflow ui"):
         assert command in text
     assert "sqlite:///<paths.outputs>/mlflow.db" in text and "$" + "PWD" in text
