@@ -160,7 +160,7 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
     if pool.name == "dask":
         logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none",
-                         "dask_scheduler": pool.client.scheduler.address})
+                         "dask_scheduler": pool.client.scheduler.address, **job.cluster.tags()})
         pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
     skip, wall = logged_until(logger) if checkpoint is not None else (-1, None)
     observer = MetricsLog(logger, lambda rec: metrics(rec, method.n, derived["r0"], bound.quantity), skip, wall)

@@ -244,13 +244,13 @@ def test_help_describes_the_app_and_hides_common(tmp_path):
     text = proc.stdout
     assert text.startswith("isparse-run: run a distributed optimization method with independent sparsification")
     assert "powered by Hydra" not in text and "_common" not in text
-    assert "cluster: address, kubernetes, local, slurm, ssh\n" in text
+    assert "cluster: address, emulated, kubernetes, local, slurm, ssh\n" in text
     for command in ("isparse-run -m algorithm=isega,ibcd", "isparse-run -m +experiment=tau_sweep", "mlflow ui"):
         assert command in text
     assert "sqlite:///<paths.outputs>/mlflow.db" in text and "$" + "PWD" in text
 
 
-@pytest.mark.parametrize("kind", ["local", "address", "ssh", "slurm", "kubernetes"])
+@pytest.mark.parametrize("kind", ["local", "address", "ssh", "slurm", "kubernetes", "emulated"])
 def test_every_cluster_config_composes(compose, kind):
     """cluster=<kind> composes to that option's declared keys and defaults (pipeline.cluster.options), the shared
     ones (ClusterOptions) included."""
@@ -259,7 +259,7 @@ def test_every_cluster_config_composes(compose, kind):
     got = compose([f"cluster={kind}"]).cluster
     assert OmegaConf.to_container(got) == KINDS[kind]().to_dict()
     assert set(ClusterOptions.fields()) <= set(got)
-    assert got.snapshot_every == 50 and got.timeout == {"slurm": 600, "kubernetes": 600}.get(kind, 10)
+    assert got.snapshot_every == 50 and got.timeout == {"slurm": 600, "kubernetes": 600, "emulated": 60}.get(kind, 10)
 
 
 # -- 2. Ctrl-C during a Dask run -----------------------------------------------------------------------------------

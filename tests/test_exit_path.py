@@ -52,7 +52,7 @@ CASES = [
     ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/bad.svm"],                             # data file
      "bad.svm is not a valid LIBSVM file (line 3: '-1 3:1.0 1:2.0': feature index 1 follows index 3"),
     ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/missing.svm"], "'data.path' parameter must be an existing file"),
-    ("isparse-run", [*TINY, "cluster=yarn"], "The 'cluster' parameter must be one of address, kubernetes, local, slurm, ssh; got 'yarn'"),
+    ("isparse-run", [*TINY, "cluster=yarn"], "The 'cluster' parameter must be one of address, emulated, kubernetes, local, slurm, ssh; got 'yarn'"),
     ("isparse-run", [*TINY, "workers.n=(4"], "the override 'workers.n=(4' cannot be parsed"),
     ("isparse-run", [*TINY, "data=libsvm", "data.path={files}/huge.svm"],
      "huge.svm is not a valid LIBSVM file (line 2: '-1 3000000000:1': feature index 3000000000 is too large"),

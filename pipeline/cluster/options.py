@@ -2,7 +2,8 @@
 
 ``cluster=<kind>`` picks the option (:data:`KINDS`): ``local`` (a LocalCluster started for the run, the default),
 ``address`` (a running scheduler), ``ssh`` (SSHCluster), ``slurm`` (dask-jobqueue's SLURMCluster),
-``kubernetes`` (the Dask operator's KubeCluster). Every option has the shared keys of :class:`ClusterOptions`
+``kubernetes`` (the Dask operator's KubeCluster), ``emulated`` (H hosts on this machine, each in its own network
+namespace behind a shaped link: :mod:`pipeline.cluster.emulated`). Every option has the shared keys of :class:`ClusterOptions`
 (timeouts, recovery, TLS). The mappings passed as they are to a cluster class (``options``,
 ``connect_options``, ``worker_options``, ``scheduler_options``) take new keys with ``+``:
 ``+cluster.options.queue=normal``.
@@ -14,11 +15,11 @@ import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Optional
+from typing import Any, ClassVar, Optional
 
 from isparse.errors import ConfigError
-from isparse.params import (Boolean, FreeMapping, Interval, ListOf, Nullable, OneOf, Section, Text, param, required,
-                            section)
+from isparse.params import (Boolean, Constraint, FreeMapping, Interval, ListOf, Nullable, OneOf, Section, Text, param,
+                            required, section)
 
 
 @dataclass
@@ -166,6 +167,11 @@ class ClusterOptions(Section):
         """How many Dask workers a cluster the run starts will have."""
         return 1
 
+    def tags(self) -> dict:
+        """The MLflow tags of a run on this cluster: ``cluster`` (the kind); an emulated one adds
+        ``cluster_emulated`` (its hosts and rates)."""
+        return {"cluster": self.kind}
+
 
 @dataclass
 class LocalClusterOptions(ClusterOptions):
@@ -273,6 +279,135 @@ class KubernetesClusterOptions(ClusterOptions):
                                                               "certificates.")
 
 
+class Rates(Constraint):
+    """A tc rate (``10mbit``: a positive number followed by kbit, mbit or gbit), a list of them (one per host), or
+    null (not shaped)."""
+
+    def __init__(self):
+        from .emulated import RATE_TEXT
+
+        self.rate_text = RATE_TEXT
+        self.text = f"null, {RATE_TEXT}, or a list of such rates (one per host)"
+
+    def __call__(self, key, value):
+        from .emulated import rate_bits
+
+        if value is None:
+            return None
+        if isinstance(value, (list, tuple)):
+            if not value:
+                raise ConfigError(key, f"The '{key}' parameter must be {self.text}; got [].")
+            for k, v in enumerate(value):
+                try:
+                    rate_bits(key, v)
+                except ConfigError:
+                    raise ConfigError(key, f"The '{key}' parameter must be {self.rate_text}, or a list of such rates "
+                                           f"(one per host); got {v!r} at position {k}.") from None
+            return [str(v).strip().lower() for v in value]
+        rate_bits(key, value)
+        return str(value).strip().lower()
+
+
+class PrivateSubnet(Text):
+    """A private IPv4 network with a prefix of at most /23 (cut into /24s, one per host), e.g. 10.77.0.0/16."""
+
+    def __init__(self):
+        super().__init__()
+        self.text = "a private IPv4 network of prefix /23 or shorter, e.g. 10.77.0.0/16 (host k uses its k-th /24)"
+
+    def __call__(self, key, value):
+        import ipaddress
+
+        value = super().__call__(key, value)
+        try:
+            net = ipaddress.ip_network(value.strip(), strict=True)
+        except ValueError:
+            net = None
+        if net is None or net.version != 4 or not net.is_private or net.prefixlen > 23:
+            raise ConfigError(key, f"The '{key}' parameter must be {self.text}; got {value!r}.")
+        return str(net)
+
+
+@dataclass
+class LinkSpec(Section):
+    """The emulated link of each host (tc tbf on both ends of its veth pair)."""
+
+    up: Any = param("100mbit", Rates(), "each host's uplink (worker -> master: the egress of its namespace's veth "
+                                        "end): a tc rate (10mbit, 1gbit), a list of one per host, or null (not shaped)")
+    down: Any = param("100mbit", Rates(), "each host's downlink (master -> worker: the egress of the root namespace's "
+                                          "veth end), as up")
+
+
+def _rates_fit_hosts(cluster, key) -> None:
+    for name in ("up", "down"):
+        rates = getattr(cluster.link, name)
+        if isinstance(rates, list) and len(rates) != cluster.n_workers:
+            full = f"{key or 'cluster'}.link.{name}"
+            raise ConfigError(full, f"The '{full}' parameter must be one rate or a list of {key or 'cluster'}.n_workers"
+                                    f" = {cluster.n_workers} rates (one per host); got {len(rates)}.")
+    import ipaddress
+
+    hosts = len(list(ipaddress.ip_network(cluster.subnet).subnets(new_prefix=24))) - 1
+    if cluster.n_workers > hosts:
+        full = f"{key or 'cluster'}.n_workers"
+        raise ConfigError(full, f"The '{full}' parameter must be in [1, {hosts}] for cluster.subnet={cluster.subnet} "
+                                f"(one /24 per host); got {cluster.n_workers}.")
+
+
+@dataclass
+class EmulatedClusterOptions(ClusterOptions):
+    """H machines on one box (root only; ``ip`` and ``tc``): each host one Dask worker process (1 thread) in its own
+    network namespace behind a veth pair shaped with ``tc tbf`` at ``link.up`` (worker -> master) and ``link.down``
+    (master -> worker); the scheduler and the master in the root namespace; addresses from ``subnet``. Started for
+    the run and removed at its end, whatever the end (``pipeline.cluster.emulated``)."""
+
+    kind: str = param("emulated", OneOf("emulated"), "the kind of cluster")
+    n_workers: int = param(2, Interval(int, 1, None), "H, the emulated hosts: Dask worker processes (1 thread each), "
+                                                      "each in its own network namespace")
+    link: LinkSpec = section(LinkSpec, "each host's link")
+    subnet: str = param("10.77.0.0/16", PrivateSubnet(), "the private network the hosts' links take addresses from "
+                                                         "(it stays inside this machine)")
+    timeout: float = param(60.0, Interval(float, 0.0, None, low_open=True),
+                           "seconds to wait for the scheduler and the workers")
+    malloc_trim_threshold: Optional[int] = param(
+        268435456, Nullable(Interval(int, 0, None)),
+        "glibc's MALLOC_TRIM_THRESHOLD_ of the worker processes, bytes (as cluster=local); null keeps the "
+        "environment's")
+    rules: ClassVar[tuple] = (_rates_fit_hosts,)
+
+    def expected_workers(self) -> int:
+        return self.n_workers
+
+    def check_run(self):
+        """Also: root, ``ip`` and ``tc`` (``pipeline.cluster.emulated.available``), no address, no TLS.
+
+        Raises
+        ------
+        ConfigError
+            Naming ``cluster.kind`` (where it cannot run), ``cluster.address`` or ``cluster.security.tls_ca_file``.
+        """
+        from .emulated import available
+
+        if self.address:
+            raise ConfigError("cluster.address", f"The 'cluster.address' parameter must be null for cluster=emulated "
+                                                 f"(the run starts the cluster); got {self.address!r}.")
+        if security_from(self) is not None:
+            raise ConfigError("cluster.security.tls_ca_file", "The 'cluster.security.tls_*' parameters must be null "
+                                                              "for cluster=emulated (plain tcp inside this machine); "
+                                                              "got certificates.")
+        reason = available()
+        if reason:
+            raise ConfigError("cluster.kind", f"The 'cluster.kind' parameter emulated (cluster=emulated) needs root and "
+                                              f"the ip and tc commands (network namespaces, veth pairs, tc tbf); "
+                                              f"{reason}.")
+
+    def tags(self) -> dict:
+        from .emulated import EmulatedCluster
+
+        return {**super().tags(), "cluster_emulated": EmulatedCluster(self.n_workers, self.link.up, self.link.down,
+                                                                      self.subnet).describe()}
+
+
 #: cluster.kind -> its option class (``cluster=<kind>``)
 KINDS = {"local": LocalClusterOptions, "address": AddressClusterOptions, "ssh": SshClusterOptions,
-         "slurm": SlurmClusterOptions, "kubernetes": KubernetesClusterOptions}
+         "slurm": SlurmClusterOptions, "kubernetes": KubernetesClusterOptions, "emulated": EmulatedClusterOptions}

@@ -196,7 +196,8 @@ def dask_client(cluster, run_dir=None):
     ``cluster.address`` null starts a ``LocalCluster`` of ``cluster.n_workers`` processes bound to ``cluster.host``;
     an address (``tcp://HOST:PORT`` or ``tls://``) connects to a running scheduler; ``cluster=ssh``, ``slurm`` or
     ``kubernetes`` starts that cluster and closes it at the end (SLURM's job output under ``run_dir()``, a function
-    giving the run's directory).
+    giving the run's directory); ``cluster=emulated`` makes its namespaces, shaped links and processes
+    (``pipeline.cluster.emulated``; their output under ``run_dir()/emulated``) and removes them at the end.
 
     Raises
     ------
@@ -222,6 +223,16 @@ def dask_client(cluster, run_dir=None):
     if cluster.deployer is not None:
         started = _deploy(cluster, security, run_dir)
         client = Client(started, direct_to_workers=direct, security=security)
+    elif cluster.kind == "emulated":   # H hosts in network namespaces behind shaped links, removed at the end
+        from .emulated import EmulatedCluster
+
+        started = EmulatedCluster.from_options(cluster, log_dir=Path(run_dir()) / "emulated" if run_dir else None)
+        started.start()
+        try:
+            client = Client(started.address, timeout=timeout, direct_to_workers=direct)
+        except BaseException:
+            started.close()
+            raise
     elif cluster.address:
         address = str(cluster.address)
         try:
@@ -242,7 +253,10 @@ def dask_client(cluster, run_dir=None):
         client = Client(started, direct_to_workers=direct, security=security)
     interrupted = False
     try:
-        if cluster.deployer is not None:   # started for the run: wait for all its workers (SLURM jobs start one by one)
+        if cluster.kind == "emulated":
+            started.wait_for_workers(client)
+            log.info("cluster=emulated: %s", started.describe())
+        elif cluster.deployer is not None:   # started for the run: wait for all its workers (SLURM jobs start one by one)
             wait_for_started_workers(client, cluster, timeout)
         elif len(client.scheduler_info()["workers"]) == 0:
             client.wait_for_workers(1, timeout=timeout)
@@ -254,9 +268,11 @@ def dask_client(cluster, run_dir=None):
         raise
     finally:
         with quiet_teardown(restore=not interrupted):
-            client.close()
-            if started is not None:
-                started.close()
+            try:
+                client.close()
+            finally:
+                if started is not None:
+                    started.close()
 
 
 #: the loggers a cluster's teardown writes to: distributed's (workers and nannies closing, connections dropped),
