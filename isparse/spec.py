@@ -137,6 +137,13 @@ class RunSpec(Section):
     max_iter: int = param(20000, Interval(int, 1, None), "iterations at most")
     tol: float = param(1e-8, Interval(float, 0.0, None), "stop when ||x - x*||^2 <= tol * r_0; 0: run all of "
                                                          "max_iter")
+    eps: float = param(1e-6, Interval(float, 0.0, None, low_open=True),
+                       "epsilon of the run metrics time_to_eps_s, rounds_to_eps, uplink_bytes_to_eps and "
+                       "downlink_bytes_to_eps: the first logged iterate with eps_on <= eps x its value at t = 0 "
+                       "(only logged iterates count: tracking.log_every bounds the resolution; the run does not stop "
+                       "there: tol stops it)")
+    eps_on: str = param("subopt", OneOf("subopt", "dist_sq"),
+                        "the measure of eps: subopt (F - F* <= eps (F(x0) - F*)) or dist_sq (||x - x*||^2 <= eps r0)")
 
     rules = (_data_fits_run, _method_fits_run)
 

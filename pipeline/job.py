@@ -20,6 +20,7 @@ import numpy as np
 
 from isparse import build
 from isparse.engines import DivergenceError, InProcessPool
+from isparse.engines.to_eps import criterion_text, to_eps
 
 from .errors import user_message
 from .lifecycle import (MetricsLog, checkpoint_saver, end_line, load_resume, logged_until, run_name, start_run,
@@ -188,6 +189,7 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
         logger.log_params({"uplink_serialized_ratio": f"{traffic['uplink_serialized_ratio']:.6g}",
                            "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(reply)) per host reply, "
                                                         f"every {pool.measure_every} rounds"})
+    summary.update(_time_to_eps(job, result, logger, checkpoint))
     logger.log_metrics(summary, step=result.iterations)
     logger.log_dict({str(i): (int(b) if float(b).is_integer() else float(b)) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived, bound)
@@ -205,6 +207,24 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
         start = {"dist_sq": derived["r0"], "subopt": setup.problem.F(setup.x0) - derived["f_star"]}
         return objective(job.compare.objective, result, start)
     return summary
+
+
+def _time_to_eps(job, result, logger, checkpoint=None) -> dict:
+    """The run metrics to ``eps`` (:func:`isparse.engines.to_eps.to_eps` of the records) and the tag ``time_to_eps``:
+    where it was reached, or ``not reached ...`` (and no metric)."""
+    reached = to_eps(result.records, job.eps, job.eps_on)
+    what = (f"{criterion_text(job.eps, job.eps_on)} at a logged iterate (every tracking.log_every="
+            f"{job.tracking.log_every} iterations)")
+    if reached is None:
+        tag = f"not reached: no {what} in {result.iterations} iterations"
+    else:
+        tag = (f"reached at iteration {reached.rounds}: the first {what}; {reached.time_s:.6g} s of rounds from "
+               f"the first iteration (monitors, cluster start and reference solve left out)")
+    if checkpoint is not None:
+        tag += (f"; resumed from iteration {checkpoint.t}: the rounds before it timed by the interrupted run, those "
+                f"after by this one (the rounds replayed after the checkpoint count once)")
+    logger.set_tags({"time_to_eps": tag})
+    return reached.metrics() if reached is not None else {}
 
 
 def objective(measure: str, result, start: dict) -> float:

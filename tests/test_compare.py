@@ -116,6 +116,39 @@ def test_both_measures_by_default_each_relative_to_its_start_and_the_null_share(
     assert [r["error"] for r in comparison([method, base], measures=("subopt",))[0]] == ["subopt"]
 
 
+def test_time_to_eps_columns_are_the_runs_logged_metrics_with_per_seed_ratios():
+    """time_to_eps_s and the other run metrics to eps (logged at each run's eps on eps_on) beside the iteration
+    ratios: per-seed time ratios, medians over seeds, and "—" where a run did not reach eps (it logged none)."""
+    def timed(r, seconds, rounds, down):
+        r.eps, r.eps_on = 1e-6, "subopt"
+        r.at_eps = {} if seconds is None else {"time_to_eps_s": seconds, "rounds_to_eps": rounds,
+                                               "uplink_bytes_to_eps": 8.0 * rounds, "downlink_bytes_to_eps": down}
+        return r
+
+    records = [timed(rec("isega", "method", 10, 0, hit=40), 2.0, 40, 400.0),
+               timed(rec("isega", "method", 10, 1, hit=60), 9.0, 60, 600.0),
+               timed(rec("gd", "baseline", 10, 0, hit=20), 4.0, 20, 200.0),
+               timed(rec("gd", "baseline", 10, 1, hit=30), 3.0, 30, 300.0)]
+    (r,), _, _ = comparison(records, measures=("dist_sq",))
+    assert r["time_eps"] == "F - F* <= 1e-06 (F(x0) - F*)"
+    assert (r["time_ratio"], r["time_ratio_low"], r["time_ratio_high"]) == (1.75, 0.5, 3.0)   # 2/4, 9/3
+    assert (r["method_time_to_eps_s"], r["baseline_time_to_eps_s"]) == (5.5, 3.5)
+    assert (r["method_rounds_to_eps"], r["baseline_rounds_to_eps"]) == (50, 25)
+    assert (r["method_downlink_bytes_to_eps"], r["baseline_uplink_bytes_to_eps"]) == (500.0, 200.0)
+    assert r["time_reached"] == "2/2 / 2/2"
+    md = compare_markdown([r])
+    assert "time to ε, method (s)" in md.splitlines()[0]
+    assert md.splitlines()[2].endswith("| F - F* <= 1e-06 (F(x0) - F*) | 5.5 | 3.5 | 1.75 [0.5–3] | 50 / 25 | "
+                                       "500 / 250 | 2/2 / 2/2 |")
+    timed(records[1], None, None, None)      # seed 1 of the method did not reach eps: no time, no ratio
+    (r,), _, _ = comparison(records, measures=("dist_sq",))
+    assert r["method_time_to_eps_s"] is None and r["time_ratio"] is None and r["time_reached"] == "1/2 / 2/2"
+    assert "| F - F* <= 1e-06 (F(x0) - F*) | — | 3.5 | — |" in compare_markdown([r])
+    for x in records:                         # runs before the metrics existed: no columns
+        x.eps, x.at_eps = None, {}
+    assert "time to ε" not in compare_markdown(comparison(records, measures=("dist_sq",))[0])
+
+
 def test_runs_without_a_role_give_no_comparison():
     assert comparison([rec("isega", None, 10, 0, hit=30), rec("gd", None, 10, 0, hit=30)]) == ([], [], [])
 
@@ -215,6 +248,13 @@ def _check_table(client, parent, runs, expected_rows, pick=None):
         assert (float(r["ratio_low"]), float(r["ratio_high"])) == pytest.approx((low, high), rel=1e-9)
         assert float(r["uplink_ratio"]) == pytest.approx(up, rel=1e-9)
         assert r["measure"] == ("iterations to ε" if reach else "final error")
+        if pick is None:   # the run metrics to eps: the median of the method arm's logged time_to_eps_s, if all have one
+            mine = [run.data.metrics.get("time_to_eps_s") for run in runs
+                    if run.data.params["compare.arm"] == r["method"] and int(run.data.params["n"]) == int(r["n"])]
+            assert r["time_eps"] == "F - F* <= 1e-06 (F(x0) - F*)"
+            expected_time = statistics.median(mine) if None not in mine else None
+            assert (float(r["method_time_to_eps_s"]) if r["method_time_to_eps_s"] else None) == (
+                pytest.approx(expected_time, rel=1e-9) if expected_time is not None else None)
     readme = Path(client.download_artifacts(parent.info.run_id, "report/README.md")).read_text()
     assert "compare.md" in readme and "compare.csv" in readme
     rows = [r for r in rows if r["error"] == "dist_sq"]

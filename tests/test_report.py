@@ -94,7 +94,34 @@ def test_table_equals_numbers_recomputed_from_logged_metrics(quick_sweep):
     assert f"{float(row['iterations_ratio']):.2f}" in md
     # n = 4: the goal (set for n = 100) has no column, and every run reached eps: no column for where it stalls
     assert "goal" not in md and "n = 100" not in md and "not reached" not in md
-    assert md.splitlines()[0].count("|") == md.splitlines()[2].count("|") == 12
+    # the run metrics to eps (eps = 1e-6 on subopt, the default), each recomputed from the run's histories
+    assert md.splitlines()[0].count("|") == md.splitlines()[2].count("|") == 18
+    assert row["time_eps"] == "F - F* <= 1e-06 (F(x0) - F*)" and "| F - F* <= 1e-06 (F(x0) - F*) |" in md
+    timed = {}
+    for run in children:
+        timed.setdefault(int(run.data.params["tau_m"]), []).append(_time_to_eps(client, run))
+    for name, tau_m in (("sparse", math.ceil(m / 4)), ("full", m)):
+        for i, key in enumerate(("time_to_eps_s", "rounds_to_eps", "downlink_bytes_to_eps")):
+            assert float(row[f"{name}_{key}"]) == pytest.approx(statistics.median(t[i] for t in timed[tau_m]),
+                                                                 rel=1e-9), (name, key)
+    assert float(row["time_ratio"]) == pytest.approx(float(row["sparse_time_to_eps_s"])
+                                                     / float(row["full_time_to_eps_s"]), rel=1e-9)
+    assert f"{float(row['time_ratio']):.2f}" in md.splitlines()[2]
+
+
+def _time_to_eps(client, run):
+    """(time_to_eps_s, rounds_to_eps, downlink_bytes_to_eps) recomputed from the histories: the first logged step with
+    subopt <= 1e-6 x its value at t = 0; (wall_s - time_monitor_s) there minus at t = 0; the downlink there. Each
+    equal to the run's own metric."""
+    hist = {k: {m.step: m.value for m in client.get_metric_history(run.info.run_id, k)}
+            for k in ("subopt", "wall_s", "time_monitor_s", "downlink_bytes")}
+    sub = hist["subopt"]
+    k = min(s for s in sub if sub[s] <= 1e-6 * sub[0])
+    rounds = hist["wall_s"][k] - hist["time_monitor_s"][k] - (hist["wall_s"][0] - hist["time_monitor_s"][0])
+    got = (rounds, k, hist["downlink_bytes"][k])
+    assert (run.data.metrics["time_to_eps_s"], run.data.metrics["rounds_to_eps"],
+            run.data.metrics["downlink_bytes_to_eps"]) == pytest.approx(got, rel=1e-9)
+    return got
 
 
 def test_tau_curve_has_measured_median_and_prediction(quick_sweep):

@@ -71,5 +71,12 @@ def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, algorithm
         assert sorted(steps) == sorted({m.step for m in client.get_metric_history(full_run.info.run_id, key)}), key
     wall = sorted((m.step, m.value) for m in client.get_metric_history(resumed.info.run_id, "wall_s"))
     assert all(a[1] <= b[1] for a, b in zip(wall, wall[1:]))
+    # time to eps: the same iteration and bytes as the uninterrupted run (the time is its own), and the tag says how
+    # the resumed run timed it
+    to_eps = ("rounds_to_eps", "uplink_bytes_to_eps", "downlink_bytes_to_eps")
+    assert [resumed.data.metrics.get(k) for k in to_eps] == [full_run.data.metrics.get(k) for k in to_eps]
+    assert ("time_to_eps_s" in resumed.data.metrics) == ("time_to_eps_s" in full_run.data.metrics)
+    assert f"; resumed from iteration {k}: the rounds before it timed by the interrupted run" in \
+        resumed.data.tags["time_to_eps"]
     ck_steps = [m.step for m in client.get_metric_history(resumed.info.run_id, "checkpoint_iteration")]
     assert len(ck_steps) == len(set(ck_steps))

@@ -71,7 +71,12 @@ class RunResult:
     records : list of dict
         The logged metrics, one dict per logged iteration. Keys: ``step``; ``dist_sq`` (||x^t - x*||^2);
         ``subopt`` (F(x^t) - F*); ``bound`` (the theorem's bound on its quantity, NaN when none applies);
-        ``uplink_bytes`` and ``downlink_bytes`` (cumulative, bytes); ``wall_s``, ``time_master_s`` (seconds);
+        ``uplink_bytes`` and ``downlink_bytes`` (cumulative, bytes); ``wall_s`` (seconds since the loop started,
+        i.e. after the cluster start, the data and the reference solve; read as the record begins, so it holds
+        none of this record's monitors), ``time_monitor_s`` (seconds spent in the monitors of the earlier records:
+        the objective and the other logged quantities, the observer that logs them, Theorem 7's gradient average;
+        ``wall_s - time_monitor_s`` is the time of the rounds, :func:`isparse.engines.to_eps.to_eps`),
+        ``time_master_s`` (seconds);
         ``uplink_bytes_float64`` (bytes the same messages would take as float64 values); the engine's counters
         (``time_compute_s``, ``time_comm_s``, seconds; the Dask engine's ``worker_restarts`` and
         ``uplink_bytes_serialized``); ``dist_sq_null`` where the problem has a null space; ``lyapunov`` where
@@ -235,6 +240,7 @@ class MasterLoop:
         self.idle = np.arange(self.n)                     # the workers that get the next model
         self.master = method.master_init(self.x)
         self.master_s, self.t = 0.0, 0
+        self.monitor_s = 0.0                              # seconds in the monitors (records, Theorem 7's average)
         self._master_shared = False                       # a checkpoint holds the master state: do not write into it
         self.offsets = {}                                 # counters of the run before a resume
         self.grad_sq = [0.0, 0]                           # Theorem 7: the average of ||grad f(x^s)||^2 over every s
@@ -280,8 +286,10 @@ class MasterLoop:
     def track_gradient(self):
         """Add ||grad f(x^t)||^2 to the running average ``grad_norm_sq_avg`` when the bound is on it (Theorem 7)."""
         if self.bound is not None and self.bound.quantity == "grad_norm_sq_avg":
+            tick = time.perf_counter()
             self.grad_sq[0] += float(np.sum(self.problem.grad(self.current()) ** 2))
             self.grad_sq[1] += 1
+            self.monitor_s += time.perf_counter() - tick
 
     @property
     def uplink_bytes(self) -> float:
@@ -303,9 +311,11 @@ class MasterLoop:
         Returns
         -------
         dict
-            ``wall_s`` and ``time_master_s`` (seconds), ``uplink_bytes_float64`` (bytes) and the engine's counters.
+            ``wall_s``, ``time_monitor_s`` and ``time_master_s`` (seconds), ``uplink_bytes_float64`` (bytes) and
+            the engine's counters.
         """
-        out = {"wall_s": time.perf_counter() - self.start, "time_master_s": self.master_s,
+        out = {"wall_s": time.perf_counter() - self.start, "time_monitor_s": self.monitor_s,
+               "time_master_s": self.master_s,
                "uplink_bytes_float64": self.uplink64, **self.engine.counters()}
         return {k: v + self.offsets.get(k, 0) for k, v in out.items()}
 
@@ -319,11 +329,18 @@ class MasterLoop:
         memory : float or None
             The workers' Lyapunov memory term from the round, or None to ask the engine (when needed).
         """
+        tick, counters = time.perf_counter(), self.counters()   # the time before this record's monitors
+        try:
+            self._record(dist_sq, memory, counters)
+        finally:
+            self.monitor_s += time.perf_counter() - tick
+
+    def _record(self, dist_sq: float, memory: float | None, counters: dict) -> None:
         t, z = self.t, self.current()
         rec = {"step": t, "dist_sq": dist_sq, "subopt": self.problem.F(z) - self.ref.F_star,
                "bound": self.bound(t) if self.bound is not None else math.nan,
                "uplink_bytes": _bytes(self.uplink.sum()), "downlink_bytes": int(self.models_sent * self.d * VALUE_BYTES),
-               **self.counters()}
+               **counters}
         if self.null_basis is not None:
             rec["dist_sq_null"] = float(np.sum((self.null_basis.T @ (z - self.ref.x_star)) ** 2))
         if self.grad_sq[1]:

@@ -11,11 +11,13 @@ Writes, as artifacts of the sweep's parent run (under ``report/``) and as files 
    (``predicted_iterations``), one panel per n; ``iterations_vs_tau.csv`` with the log-log slopes.
 3. ``table99.md`` / ``table99.csv`` (when the sweep has tau = 1/n and tau = 1 for the same series):
    iterations and uplink bytes to eps at tau = 1/n relative to tau = 1, and the share of uplink
-   saved; where a configuration does not reach eps, the neighbourhood it stalls in.
+   saved; where a configuration does not reach eps, the neighbourhood it stalls in; and the run metrics to eps
+   (``time_to_eps_s``, its ratio, ``downlink_bytes_to_eps``: logged by each run at its own ``eps`` on ``eps_on``).
 4. ``compare.md`` / ``compare.csv`` (when runs carry ``compare.role``, i.e. a comparison experiment's arms,
    conf/arm/): per data set and n, each method arm against the baseline arm (``compare.role=baseline``): iterations
    and uplink bytes to eps as ratios method / baseline, or, where eps is not reached (constant-step methods), the
-   final error and the whole budget's uplink; median and range over seeds. Where a key is tuned
+   final error and the whole budget's uplink; median and range over seeds; beside them the run metrics to eps (time,
+   rounds, downlink and the time ratio, at each run's ``eps`` on ``eps_on``). Where a key is tuned
    (``compare.tune``, e.g. ``algorithm.rho``) each arm uses its best grid value, and ``compare_grid.md`` /
    ``compare_grid.csv`` show the grid.
 5. ``README.md``: what the report holds, how its series are formed, and what it could not build and why

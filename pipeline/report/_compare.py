@@ -9,7 +9,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from ._records import ALIASES, MEASURES, RunRecord
+from ._records import ALIASES, MEASURES, RunRecord, at_eps_median, eps_label
 from ._tables import _fmt
 
 
@@ -63,7 +63,11 @@ def comparison(records: list[RunRecord], failed: list[RunRecord] = (),
         ``rows``: one dict per method arm and error measure (keys: data, n, method, baseline, baseline_n, error
         (subopt or dist_sq), measure, eps, budget, method_null_share, baseline_null_share,
         method_value, baseline_value, ratio, ratio_low, ratio_high, method_uplink, baseline_uplink, uplink_ratio,
-        uplink_ratio_low, uplink_ratio_high, seeds, context, tuned, method_best, baseline_best).
+        uplink_ratio_low, uplink_ratio_high, seeds, context, tuned, method_best, baseline_best; and the run metrics
+        to eps, logged by each run at its own ``eps`` on ``eps_on`` (``isparse.engines.to_eps``), whatever the row's
+        measure: time_eps (that criterion), method_ / baseline_time_to_eps_s, _rounds_to_eps, _uplink_bytes_to_eps,
+        _downlink_bytes_to_eps (medians over seeds, None unless every run reached eps), time_ratio, time_ratio_low,
+        time_ratio_high (per seed, as the other ratios) and time_reached (runs that reached eps, method / baseline)).
         ``grid``: one dict per arm and grid value when a key is tuned (data, n, arm, role, context, key, value, runs,
         failed, reached, median_iterations, median_error, best). ``gaps``: why method arms have no row.
     """
@@ -139,6 +143,14 @@ def _row(measure, data, n, side, context, pick, runs, bkey, bpick, bruns, by_see
         up_ratios.append(uplink(r) / bu if bu and uplink(r) is not None else None)
     ratio = _median_range(ratios)
     up_ratio = _median_range(up_ratios)
+    time_ratios = []    # the run metric time_to_eps_s (eps on eps_on), per seed as above
+    b_time = at_eps_median(bruns, "time_to_eps_s")
+    for r in runs:
+        b = by_seed.get(r.seed)
+        bt = b.at_eps.get("time_to_eps_s") if b is not None else b_time
+        mt = r.at_eps.get("time_to_eps_s")
+        time_ratios.append(mt / bt if mt is not None and bt else None)
+    time_ratio = _median_range(time_ratios) if all(t is not None for t in time_ratios) else (None, None, None)
     null = measure == "dist_sq"
     return dict(data=data, n=n, method=side, baseline=bkey[1], baseline_n=bkey[2], error=measure,
                 measure="iterations to ε" if reach else "final error", eps=runs[0].tol,
@@ -151,7 +163,15 @@ def _row(measure, data, n, side, context, pick, runs, bkey, bpick, bruns, by_see
                 baseline_null_share=_median_range([r.null_share() for r in bruns])[0] if null else None,
                 seeds=len(runs), context=_context_label(context), tuned=runs[0].tune or "",
                 method_best=pick if runs[0].tune else "", baseline_best=bpick if runs[0].tune else "",
-                method_tau=f"{runs[0].tau_m}/{runs[0].m}", baseline_tau=f"{bruns[0].tau_m}/{bruns[0].m}")
+                method_tau=f"{runs[0].tau_m}/{runs[0].m}", baseline_tau=f"{bruns[0].tau_m}/{bruns[0].m}",
+                time_eps=eps_label(runs + bruns),
+                method_time_to_eps_s=at_eps_median(runs, "time_to_eps_s"),
+                baseline_time_to_eps_s=at_eps_median(bruns, "time_to_eps_s"),
+                time_ratio=time_ratio[0], time_ratio_low=time_ratio[1], time_ratio_high=time_ratio[2],
+                **{f"{side}_{key}": at_eps_median(rs, key) for side, rs in (("method", runs), ("baseline", bruns))
+                   for key in ("rounds_to_eps", "uplink_bytes_to_eps", "downlink_bytes_to_eps")},
+                time_reached=f"{sum('time_to_eps_s' in r.at_eps for r in runs)}/{len(runs)} / "
+                             f"{sum('time_to_eps_s' in r.at_eps for r in bruns)}/{len(bruns)}")
 
 
 def _num(v):
@@ -187,10 +207,15 @@ def compare_markdown(rows: list[dict]) -> str:
     tuned = any(r["tuned"] for r in rows)
     context = any(r["context"] for r in rows)
     null = any(r.get("method_null_share") is not None for r in rows)
+    timed = any(r.get("time_eps") for r in rows)
     head = ["data"] + (["keys"] if context else []) + [
         "method", "n", "τ", "baseline", "baseline n", "error", "measure", "method", "baseline",
         "ratio (median [min–max])", "uplink, method (B)", "uplink, baseline (B)", "uplink ratio (median [min–max])",
         "seeds"] + (["in null(A): method / baseline"] if null else [])
+    if timed:
+        head += ["ε of the times", "time to ε, method (s)", "time to ε, baseline (s)",
+                 "time ratio (median [min–max])", "rounds to ε: method / baseline",
+                 "downlink to ε: method / baseline (B)", "reached ε: method / baseline"]
     if tuned:
         head += ["tuned key", "method's best", "baseline's best"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -207,6 +232,14 @@ def compare_markdown(rows: list[dict]) -> str:
         if null:
             cells.append(_share(r.get("method_null_share")) + " / " + _share(r.get("baseline_null_share"))
                          if r.get("method_null_share") is not None else "")
+        if timed:
+            cells += [r.get("time_eps") or "—", _fmt(r.get("method_time_to_eps_s"), "{:.3g}"),
+                      _fmt(r.get("baseline_time_to_eps_s"), "{:.3g}"),
+                      _ratio_cell(r.get("time_ratio"), r.get("time_ratio_low"), r.get("time_ratio_high")),
+                      f"{_fmt(r.get('method_rounds_to_eps'))} / {_fmt(r.get('baseline_rounds_to_eps'))}",
+                      f"{_fmt(r.get('method_downlink_bytes_to_eps'))} / "
+                      f"{_fmt(r.get('baseline_downlink_bytes_to_eps'))}",
+                      r.get("time_reached", "")]
         if tuned:
             cells += [r["tuned"], str(r["method_best"]), str(r["baseline_best"])]
         lines.append("| " + " | ".join(cells) + " |")

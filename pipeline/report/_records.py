@@ -24,6 +24,9 @@ log = logging.getLogger(__package__)   # "pipeline.report": the logger's name be
 
 #: metrics read back for each run
 METRICS = ("dist_sq", "subopt", "dist_sq_null", "bound", "uplink_bytes", "uplink_bytes_float64", "lyapunov")
+#: the run metrics to eps (``eps`` on ``eps_on``: isparse.engines.to_eps), logged once at a run's end; absent where
+#: eps was not reached (the run's tag ``time_to_eps`` says "not reached") or the run predates them
+TO_EPS = ("time_to_eps_s", "rounds_to_eps", "uplink_bytes_to_eps", "downlink_bytes_to_eps")
 #: the error measures a comparison may use (report.measure): ||x - x*||^2 and F(x) - F*, each relative to its t = 0
 MEASURES = ("subopt", "dist_sq")
 
@@ -84,6 +87,17 @@ class RunRecord:
     arm: str | None = None         # compare.arm: the arm's name (conf/arm/<arm>.yaml)
     tune: str | None = None        # compare.tune: the key tuned on a grid (e.g. algorithm.rho), or None
     codec: str = "float64"         # the param codec: messages.codec's label (dither with its s)
+    eps: float | None = None       # the params eps and eps_on of the run metrics to eps (None: a run before them)
+    eps_on: str | None = None
+    at_eps: dict = field(default_factory=dict)   # the run metrics TO_EPS it logged (none where eps was not reached)
+
+    @property
+    def eps_label(self) -> str | None:
+        """The criterion of the run metrics to eps (e.g. ``F - F* <= 1e-06 (F(x0) - F*)``), None for a run that
+        predates them."""
+        from isparse.engines.to_eps import criterion_text
+
+        return criterion_text(self.eps, self.eps_on) if self.eps is not None and self.eps_on else None
 
     @property
     def group_label(self) -> str:
@@ -178,6 +192,20 @@ class RunRecord:
     def side(self) -> str:
         """The arm's name (``compare.arm``), or the method's label when the run names no arm."""
         return self.arm or f"{self.algorithm}{self.label_extra} n={self.n}"
+
+
+def at_eps_median(runs: list[RunRecord], key: str) -> float | None:
+    """The median over ``runs`` of a run metric to eps (``key`` of :data:`TO_EPS`), None unless every run logged it
+    (a run that did not reach eps logs none)."""
+    values = [r.at_eps.get(key) for r in runs]
+    return statistics.median(values) if values and all(v is not None for v in values) else None
+
+
+def eps_label(runs: list[RunRecord]) -> str | None:
+    """The criterion of the runs' metrics to eps when they share one (:attr:`RunRecord.eps_label`); ``mixed`` when
+    they differ; None when none logged one."""
+    labels = {r.eps_label for r in runs} - {None}
+    return None if not labels else labels.pop() if len(labels) == 1 else "mixed"
 
 
 def tail(steps, values, fraction: float = TAIL) -> list[float]:
@@ -279,7 +307,9 @@ def load_children(client: MlflowClient, parent, notes: list | None = None,
                         tau_m=int(p["tau_m"]), seed=int(p.get("seed", 0)), tol=float(p["tol"]), r0=float(p["r0"]),
                         label_extra=extra, predicted=float(pred) if pred not in (None, "", "None", "nan") else None,
                         bound_quantity=t.get("bound_quantity", "dist_sq"), config=config_params(p, top),
-                        role=role, arm=arm, tune=tune, codec=p.get("codec", "float64"))
+                        role=role, arm=arm, tune=tune, codec=p.get("codec", "float64"),
+                        eps=float(p["eps"]) if "eps" in p else None, eps_on=p.get("eps_on"),
+                        at_eps={k: run.data.metrics[k] for k in TO_EPS if k in run.data.metrics})
         if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
             log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
             if notes is not None:

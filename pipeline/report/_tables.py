@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from ._records import RunRecord
+from ._records import TO_EPS, RunRecord, at_eps_median, eps_label
 
 
 def tau_rows(records: list[RunRecord]) -> list[dict]:
@@ -95,6 +95,11 @@ def table99(records: list[RunRecord]) -> list[dict]:
     ``codec`` is the series' messages.codec; ``uplink_ratio_float64`` is the tau = 1/n uplink (its codec's bytes)
     over the tau = 1 run's uplink counted as float64 values (``uplink_bytes_float64`` at its eps): the share of
     the dense float64 uplink, beside ``uplink_ratio``, the tau-only share (both the same for float64).
+
+    ``sparse_<m>`` / ``full_<m>`` for each run metric to eps ``<m>`` (time_to_eps_s, rounds_to_eps,
+    uplink_bytes_to_eps, downlink_bytes_to_eps: logged by each run at its own ``eps`` on ``eps_on``, medians over
+    seeds, None unless every run reached it), ``time_eps`` (that criterion) and ``time_ratio`` (τ = 1/n's time over
+    τ = 1's).
     """
     groups = defaultdict(list)
     for r in records:
@@ -113,9 +118,14 @@ def table99(records: list[RunRecord]) -> list[dict]:
             row[f"{name}_iterations"] = statistics.median(h[0] for h in ok) if len(ok) == len(rs) else None
             row[f"{name}_uplink"] = statistics.median(h[1] for h in ok) if len(ok) == len(rs) else None
             row[f"{name}_final"] = statistics.median(r.final_relative() for r in rs)
+            for key in TO_EPS:   # the run metrics to eps (its own eps on eps_on), None unless every run reached it
+                row[f"{name}_{key}"] = at_eps_median(rs, key)
         dense = [r.to_eps(uplink="uplink_bytes_float64")[1] for r in full]
         row["full_uplink_float64"] = statistics.median(dense) if all(u is not None for u in dense) else None
         row["last_step"] = max(r.history.get("dist_sq", ([0], []))[0][-1] for r in runs)
+        row["time_eps"] = eps_label(sparse + full)
+        times = (row["sparse_time_to_eps_s"], row["full_time_to_eps_s"])
+        row["time_ratio"] = times[0] / times[1] if None not in times and times[1] > 0 else None
         if row["sparse_iterations"] is not None and row["full_iterations"] is not None:
             row["iterations_ratio"] = row["sparse_iterations"] / row["full_iterations"]
             row["uplink_ratio"] = row["sparse_uplink"] / row["full_uplink"]
@@ -168,7 +178,8 @@ GOAL_N, GOAL_RATIO, GOAL_SAVED = 100, 2.0, 0.97
 def table_markdown(rows: list[dict]) -> str:
     """The 99% table as Markdown.
 
-    The goal column (the project's goal: iterations ratio <= 2 and uplink saved >= 97%, set for n = 100)
+    The columns of the run metrics to eps (time, its ratio, downlink) appear when a row's runs logged them. The goal
+    column (the project's goal: iterations ratio <= 2 and uplink saved >= 97%, set for n = 100)
     appears only when a row has n >= 100, filled in those rows only; the column saying where eps is not
     reached only when a row does not reach it; the codec and the share of the dense float64 uplink only when a
     row's codec is not float64.
@@ -176,11 +187,15 @@ def table_markdown(rows: list[dict]) -> str:
     goal = any(r["n"] >= GOAL_N for r in rows)
     coded = any(r.get("codec", "float64") != "float64" for r in rows)
     stalled = any(r["iterations_ratio"] is None for r in rows)
+    timed = any(r.get("time_eps") for r in rows)
     head = ["data", "method", "n", "τ", "iterations to ε, τ=1/n", "iterations, τ=1", "iterations ratio",
             "uplink to ε, τ=1/n (B)", "uplink, τ=1 (B)", "uplink ratio", "uplink saved"]
     if coded:
         head[2:2] = ["codec"]
         head += ["uplink ÷ dense float64", "saved vs dense float64"]
+    if timed:
+        head += ["ε of the times", "time to ε, τ=1/n (s)", "time to ε, τ=1 (s)", "time ratio",
+                 "downlink to ε, τ=1/n (B)", "downlink to ε, τ=1 (B)"]
     if goal:
         head.append(f"goal at n = {GOAL_N} (≤{GOAL_RATIO:g}×, ≥{100 * GOAL_SAVED:g}%)")
     if stalled:
@@ -205,6 +220,10 @@ def table_markdown(rows: list[dict]) -> str:
             verdict = ("met" if r["iterations_ratio"] <= GOAL_RATIO and r["uplink_saved"] >= GOAL_SAVED
                        else "not met")
             where = ""
+        if timed:
+            cells += [r.get("time_eps") or "—", _fmt(r.get("sparse_time_to_eps_s"), "{:.3g}"),
+                      _fmt(r.get("full_time_to_eps_s"), "{:.3g}"), _fmt(r.get("time_ratio"), "{:.2f}"),
+                      _fmt(r.get("sparse_downlink_bytes_to_eps")), _fmt(r.get("full_downlink_bytes_to_eps"))]
         if goal:
             cells.append(verdict if r["n"] >= GOAL_N else "")
         if stalled:
