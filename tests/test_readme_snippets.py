@@ -81,6 +81,7 @@ def test_the_slow_test_command_the_readme_names_is_what_ci_runs():
     assert slow and any(line.strip().endswith(slow.group(1)) for line in CI.splitlines())
 
 
+@pytest.mark.slow          # the default run of the default suite: tests/test_pipeline.py
 def test_the_first_command_s_run(tmp_path):
     """The first command's last part, ``isparse-run`` on its embedded default, exits 0 and logs one finished run."""
     run = [c for c in SETUP.text.split("&&") if "isparse-run" in c]
