@@ -97,7 +97,7 @@ def versions(names=("isparse", "numpy", "scipy", "scikit-learn", "dask", "distri
 
 
 def library_identity() -> dict:
-    """Which ``isparse`` this process imports (it may be a frozen copy, see the README of this directory) and whether
+    """Which ``isparse`` this process imports (it may be a frozen copy, see docs/benchmarking.md) and whether
     its files are those of git HEAD: git blob hashes of every file of the imported package against ``git ls-tree``."""
     import hashlib
     from pathlib import Path

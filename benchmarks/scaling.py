@@ -11,7 +11,7 @@ from .common import load, table
 
 LAM = 1e-2                   # a9a's recommended lambda in conf/data is 1e-3; 1e-2 keeps 8 sweeps within minutes
 TOL = 1e-6                   # stop when ||x - x*||^2 <= TOL * ||x0 - x*||^2
-STEP_MULTIPLIER = 4          # the paper's ISEGA plots (README: step.multiplier)
+STEP_MULTIPLIER = 4          # the paper's ISEGA plots (docs/running.md: step.multiplier)
 MAX_ITER = 200_000
 CACHE = "outputs/bench_cache"
 

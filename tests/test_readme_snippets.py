@@ -160,7 +160,7 @@ def test_the_citation_is_a_bibtex_entry():
 
 @pytest.mark.slow
 def test_the_benchmark_command_runs_in_its_quick_form(tmp_path):
-    """``python -m benchmarks`` as the README gives it, narrowed to one quick item (the full run is ~15 minutes)."""
+    """``python -m benchmarks`` as the README gives it, narrowed to one quick item (the full run is ~45 minutes)."""
     install, command = (c.strip() for c in _commands(BENCH)[0].split("&&"))
     assert install == ".venv/bin/pip install -e '.[test,bench]'"
     argv = _argv(command, tmp_path) + ["--quick", "--only", "9", "--out", str(tmp_path / "benchmarks.md")]

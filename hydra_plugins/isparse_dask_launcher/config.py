@@ -18,7 +18,7 @@ class DaskLauncherConf:
     host: the interface the LocalCluster's scheduler, workers and dashboard bind to.
     timeout: seconds to wait for the scheduler at ``address`` (or the LocalCluster) to answer.
     malloc_trim_threshold: glibc's ``MALLOC_TRIM_THRESHOLD_`` (bytes) of the LocalCluster's worker processes, as
-        ``cluster.malloc_trim_threshold`` of conf/cluster/local.yaml (null: Dask's 65536).
+        ``cluster.malloc_trim_threshold`` of ``pipeline/cluster/options.py`` (null: Dask's 65536).
     malloc_mmap_threshold: glibc's ``MALLOC_MMAP_THRESHOLD_`` (bytes) of those processes (null: glibc's 128 KiB, fixed
         once a trim threshold is set). With a trim threshold and no mmap threshold, a job's iterations ran 1.5-2x
         slower than in a plain process, with 2.2-2.5 million page faults per 6,000 ISEGA iterations on phishing
