@@ -14,13 +14,17 @@ from pathlib import Path
 
 from . import report as doc
 
-ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
+#: the items of a plain run (10 and 11 are standalone sections with their own commands: see report.STANDALONE)
+ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "12")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     p.add_argument("--quick", action="store_true", help="fewer repetitions and iterations (development)")
-    p.add_argument("--only", default=",".join(ITEMS), help="comma-separated items to run (1..9; 6 is the d = 10^6 problem, 7 the parallel sweeps, 8 isparse-plan on shaped links, 9 the fixed costs of a run)")
+    p.add_argument("--only", default=",".join(ITEMS), help="comma-separated items to run (1..9, 12; 6 is the d = 10^6 problem, 7 the parallel sweeps, 8 isparse-plan on shaped links, 9 the fixed costs of a run, 12 the crossover map: time to eps of GD, ISEGA, DIANA and dask-ml's L-BFGS on emulated hosts, needs root)")
+    p.add_argument("--map-grid", choices=("default", "full"), default="default",
+                   help="item 12's grid: default (what fits 2 cores in about 20 minutes) or full (the issue's grid: hours)")
+    p.add_argument("--map-cap", type=float, default=None, help="item 12: seconds per run before it counts as not at eps")
     p.add_argument("--out", default="docs/benchmarks.md")
     p.add_argument("--no-netns", action="store_true", help="skip the bandwidth-limited runs (they need root)")
     p.add_argument("--merge", metavar="JSON", help="keep the other items of an earlier run's outputs/benchmarks.json")
@@ -128,8 +132,21 @@ def _item9(args):
     return fixed_costs.measure(quick=args.quick)
 
 
+def _item12(args):
+    from pathlib import Path
+
+    from . import crossover
+
+    if args.no_netns:
+        return {"skipped": "--no-netns"}
+    grid = crossover.QUICK if args.quick else crossover.FULL if args.map_grid == "full" else crossover.DEFAULT
+    if args.map_cap:
+        grid = crossover.grid_from(grid, cap=args.map_cap)
+    return crossover.measure(grid=grid, figure=str(Path(args.out).parent / crossover.FIGURE))
+
+
 RUNNERS = {"1": _item1, "2": _item2, "3": _item3, "4": _item4, "5": _item5, "6": _item6, "7": _item7, "8": _item8,
-           "9": _item9}
+           "9": _item9, "12": _item12}
 
 if __name__ == "__main__":
     sys.exit(main())

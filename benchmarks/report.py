@@ -80,7 +80,13 @@ def render(ctx: dict, results: dict, errors: dict, previous: str = "") -> str:
     for item, tb in errors.items():
         goals.append(_goal_line(f"Item {item}", "**failed in this run** (traceback at the end)"))
     kept_goals, kept_sections = standalone_parts(previous)
-    out += goals + kept_goals + [""] + sections + ([""] if kept_sections and sections else []) + kept_sections
+    late_goals, late_sections = [], []   # items numbered after the standalone ones: placed after them
+    for item, section in (("12", _item12),):
+        if item in results:
+            g, s = section(results[item])
+            late_goals.append(g), late_sections.append(s)
+    out += goals + kept_goals + late_goals + [""] + sections + ([""] if kept_sections and sections else []) \
+        + kept_sections + ([""] if late_sections and (kept_sections or sections) else []) + late_sections
     if errors:
         out += ["## Failures", ""]
         for item, tb in errors.items():
@@ -505,3 +511,24 @@ def _item9(res):
     body = ["## 9. Fixed costs of a run", "", fixed_costs.__doc__.split("\n", 2)[2].strip(), "",
             *fixed_costs.report(res), ""]
     return goal, "\n".join(body)
+
+
+def _item12(res):
+    from . import crossover
+
+    title = "12. The crossover map: time to ε measured end to end on emulated hosts"
+    if res.get("skipped"):
+        return _goal_line(title, f"skipped ({res['skipped']})"), f"## {title}\n\nSkipped in this run: {res['skipped']}.\n"
+    cells = res.get("cells", [])
+    if cells:
+        wins = {}
+        for c in cells:
+            wins[c["winner"] or "none within the cap"] = wins.get(c["winner"] or "none within the cap", 0) + 1
+        text = (f"measured (no goal on who wins): {len(cells)} cells; fastest to ε: "
+                + ", ".join(f"{k} in {v}" for k, v in sorted(wins.items(), key=lambda kv: -kv[1]))
+                + "; ISEGA τ = 1/n ÷ GD: " + ", ".join(f"{c['d_label']} {c['link']} H={c['H']} "
+                                                        f"{crossover.fmt_ratio(c['is_gd'])}" for c in cells))
+    else:
+        text = "not run: " + "; ".join(res.get("notes", [])) if res.get("notes") else "no cells"
+    body = [f"## {title}", "", crossover.__doc__.split("\n", 2)[2].strip(), "", *crossover.report(res), ""]
+    return _goal_line(title, text), "\n".join(body)

@@ -1,0 +1,498 @@
+"""Item 12: the crossover map, time to ε measured end to end on emulated machines (issue 32, items 4 and 5).
+
+Per cell (data set, H hosts, link), on one ``cluster=emulated`` cluster of H hosts (``pipeline.cluster.emulated``:
+H Dask worker processes, 1 thread each, each in its own network namespace behind a veth pair with a tc tbf of the
+link's rate in each direction; the scheduler and the master in the root namespace) with n = 2H logical workers
+(two per host), each method runs once from x⁰ = 0 until F − F* ≤ ε (F(x⁰) − F*), ε = 1e-6, or its time cap:
+
+- **GD**: ``algorithm=gd`` (every block, γ = 1/L with L = max_i L_i, the theorem's rule);
+- **ISEGA τ = 1/n**: ``algorithm=isega tau=auto step.rule=paper`` (the paper's 4× stepsize), values as float64;
+- **ISEGA τ = 1/n natural7**: the same with ``messages.codec=natural7`` (8 bits a value);
+- **DIANA**: ``algorithm=diana`` (Rand-K, τ = 1/n, its own stepsize);
+- **dask-ml L-BFGS**: ``dask_ml.linear_model.LogisticRegression(solver="lbfgs")`` (dask-glm's L-BFGS: scipy's
+  L-BFGS-B on the client, every evaluation of the loss and gradient a Dask computation over the chunks) with the
+  same objective (C = 1/(λN), no intercept, no normalization) and one chunk of rows per host, placed on that host
+  (pydata ``sparse.COO`` chunks: dask-glm computes on them without densifying).
+
+Our methods run on ``isparse.engines.dask.DaskPool`` (the shards are placed before the link is shaped; no recovery
+snapshots, ``snapshot_every=0``, since the peer has none either); their time to ε is ``time_to_eps_s`` of the run's
+records (``isparse.engines.to_eps``: the rounds' wall time from the first iteration to the first logged iterate at
+ε, the objective's evaluation excluded), their up and down bytes those of the records (the values that cross the
+links; with ``messages.aggregate=host`` where the library has that key, one message per host). dask-ml's time is
+the wall time from the start of ``fit`` to the end of the first evaluation at ε (its loss, computed by dask-glm
+as part of every evaluation, is what is checked: nothing is added to its rounds), its rounds the evaluations.
+For every method the bytes that crossed each host's link during the run (IP level: headers, Dask's messages and
+heartbeats included) are read from the hosts' interface counters inside each worker's namespace (psutil's
+``net_io_counters``, the counter Dask's own system monitor reports as ``host_net_io``), summed over the hosts.
+A run that does not reach ε within its cap is reported as ``> cap s`` with where it stood.
+F* comes from the library's reference solve (Newton-CG to a gradient residual near machine precision; not timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .common import load_average, table
+
+EPS = 1e-6
+#: the links of the issue: (up, down) rates of every host
+LINKS = {"1gbit": ("1gbit", "1gbit"), "100mbit": ("100mbit", "100mbit"), "10mbit": ("10mbit", "10mbit"),
+         "10:1 asym": ("10mbit", "100mbit")}
+#: the methods, in the table's order: (label, algorithm, extra config keys)
+METHODS = (("GD", "gd", {}),
+           ("ISEGA τ=1/n", "isega", {"tau": "auto", "step.rule": "paper"}),
+           ("ISEGA τ=1/n natural7", "isega", {"tau": "auto", "step.rule": "paper", "messages.codec": "natural7"}),
+           ("DIANA", "diana", {"tau": "auto"}),
+           ("dask-ml L-BFGS", None, {}))
+LBFGS = "dask-ml L-BFGS"
+#: the synthetic data: rows, feature draws per row, power law's exponent, lambda; named sets use their own N
+N_ROWS, NNZ, ALPHA, LAM_SYN, LAM_NAMED = 20_000, 40, 1.0, 1e-2, 1e-3
+WORKERS_PER_HOST = 2
+LOG_EVERY = 5
+SUBNET = "10.79.0.0/16"
+#: the figure, relative to the doc's directory
+FIGURE = "_static/crossover.png"
+CACHE = "outputs/bench_cache"
+
+
+@dataclass
+class Grid:
+    """Which cells run: hosts ``H``, synthetic dimensions ``d``, ``links`` (keys of :data:`LINKS`), the named sets
+    ``named`` with their link, the per-run time ``cap`` (s), and the rows of the synthetic data."""
+
+    H: tuple = (4,)
+    d: tuple = (10_000, 100_000)
+    links: tuple = ("100mbit", "10mbit", "10:1 asym")
+    named: tuple = (("a9a", "100mbit"),)
+    cap: float = 40.0
+    rows: int = N_ROWS
+    left_out: list = field(default_factory=list)
+
+
+#: the issue's whole grid
+FULL = Grid(H=(4, 8, 16), d=(10_000, 100_000, 1_000_000), links=tuple(LINKS),
+            named=(("a9a", "100mbit"), ("w8a", "100mbit")), cap=120.0)
+#: what fits 2 cores and about 20 minutes (the default)
+DEFAULT = Grid(left_out=[
+    "H = 8 and 16: 2H logical workers in H Dask processes plus the scheduler and the master share 2 cores, so "
+    "more hosts measure the CPU queue rather than the links",
+    "d = 10⁶: a run per method at 10 Mbit exceeds any cap that fits the time (x down alone is 8 MB = 6.4 s per "
+    "round); the reference solve and generation fit (item 6)",
+    "the 1 Gbit links: on 2 cores a round at d ≤ 10⁵ is bound by compute and Dask's fixed cost there, not bytes",
+    "w8a at 100 Mbit (a9a stands for the small-d named sets)"])
+#: one tiny cell, for a test (under about 3 minutes)
+QUICK = Grid(H=(2,), d=(3_000,), links=("100mbit",), named=(), cap=30.0, rows=4_000,
+             left_out=["--quick: one tiny cell (H = 2, d = 3000, 4000 rows, 100 Mbit) instead of the map"])
+
+
+# -- the data --------------------------------------------------------------------------------------------------------
+def dataset(name_or_d, rows: int = N_ROWS):
+    """(Dataset, lambda): the power-law synthetic set of dimension d (an int) or a named LIBSVM set."""
+    if isinstance(name_or_d, str):
+        from .common import load
+
+        return load(name_or_d), LAM_NAMED
+    from .powerlaw import power_law_logistic
+
+    return power_law_logistic(N=rows, d=int(name_or_d), nnz_per_row=NNZ, alpha=ALPHA, seed=0), LAM_SYN
+
+
+def has_aggregate() -> bool:
+    """Whether the library has the ``messages.aggregate`` key (one message per host)."""
+    from isparse import RunSpec
+    from isparse.errors import ConfigError
+
+    try:
+        RunSpec.from_dict({"algorithm": "isega", "messages.aggregate": "host"}).check()
+    except (ConfigError, KeyError, TypeError, ValueError):
+        return False
+    return True
+
+
+def setups(data, lam: float, n: int, reference=None) -> dict:
+    """{label: RunSetup} of our methods on ``data`` (one reference solve shared), ``messages.aggregate=host``
+    where the key exists."""
+    from isparse import RunSpec, build
+
+    common = {"workers.n": n, "problem.lam": lam, "blocks.size": max(1, data.d // 1000), "seed": 0}
+    if has_aggregate():
+        common["messages.aggregate"] = "host"
+    out = {}
+    for label, algorithm, keys in METHODS:
+        if algorithm is None:
+            continue
+        spec = RunSpec.from_dict({"algorithm": algorithm, **common, **keys})
+        out[label] = build(spec, data=data, reference=reference, cache_dir=CACHE if reference is None else None)
+        reference = out[label].reference
+    return out
+
+
+# -- counters ----------------------------------------------------------------------------------------------------------
+def _nic_bytes():
+    """(bytes sent, bytes received) of this process's network namespace's interfaces other than lo."""
+    import psutil
+
+    sent = recv = 0
+    for nic, c in psutil.net_io_counters(pernic=True).items():
+        if nic != "lo":
+            sent, recv = sent + c.bytes_sent, recv + c.bytes_recv
+    return sent, recv
+
+
+def link_bytes(client) -> tuple[int, int]:
+    """(up, down) bytes so far summed over the hosts: what their workers' namespaces sent and received."""
+    got = client.run(_nic_bytes)
+    return sum(v[0] for v in got.values()), sum(v[1] for v in got.values())
+
+
+# -- one run -----------------------------------------------------------------------------------------------------------
+def run_ours(client, cluster, setup, link, cap: float) -> dict:
+    """One run of ``setup`` on a DaskPool of ``client``, the links shaped as ``link`` (up, down) for the run."""
+    from isparse.engines.dask import DaskPool
+    from isparse.engines.to_eps import to_eps
+
+    pool = DaskPool(client, *setup.pool_args(), snapshot_every=0)
+    cluster.shape(up=link[0], down=link[1])
+    try:
+        up0, down0 = link_bytes(client)
+        started = time.perf_counter()
+
+        def hook(loop):
+            recs = loop.result.records
+            if loop.t > 0 and recs[-1]["step"] == loop.t and recs[-1]["subopt"] <= EPS * recs[0]["subopt"]:
+                return False
+            return time.perf_counter() - started < cap
+
+        res = setup.run(pool, max_iter=10**9, tol=0.0, log_every=LOG_EVERY, on_iteration=hook)
+        up1, down1 = link_bytes(client)
+    finally:
+        cluster.shape(up=None, down=None)
+        pool.close()
+    recs = res.records
+    hit = to_eps(recs, EPS)
+    last = recs[-1]
+    out = {"reached": hit is not None, "wall_s": float(last["wall_s"]), "iterations": int(last["step"]),
+           "final_rel": float(last["subopt"] / recs[0]["subopt"]), "link_up": up1 - up0, "link_down": down1 - down0,
+           "up_total": float(last["uplink_bytes"]), "down_total": float(last["downlink_bytes"])}
+    if hit is not None:
+        out.update(time=hit.time_s, rounds=hit.rounds, up=float(hit.uplink_bytes), down=float(hit.downlink_bytes))
+    return out
+
+
+class _Stop(Exception):
+    pass
+
+
+def chunked(client, data):
+    """X (sparse.COO chunks) and y ({0, 1}) as dask arrays of one contiguous chunk of rows per host, each chunk
+    placed on its host's worker."""
+    import dask.array as da
+    import sparse
+
+    workers = sorted(client.scheduler_info()["workers"])
+    cuts = np.linspace(0, data.N, len(workers) + 1).astype(int)
+    xs, ys, futures = [], [], []
+    meta = sparse.COO.from_numpy(np.zeros((0, 0)))
+    for k, w in enumerate(workers):
+        lo, hi = int(cuts[k]), int(cuts[k + 1])
+        fx = client.scatter(sparse.COO.from_scipy_sparse(data.A[lo:hi]), workers=[w], direct=True)
+        fy = client.scatter((data.b[lo:hi] > 0).astype(float), workers=[w], direct=True)
+        futures += [fx, fy]
+        xs.append(da.from_delayed(fx, shape=(hi - lo, data.d), dtype=float, meta=meta))
+        ys.append(da.from_delayed(fy, shape=(hi - lo,), dtype=float, meta=np.zeros(0)))
+    return da.concatenate(xs), da.concatenate(ys), futures
+
+
+def run_lbfgs(client, cluster, data, lam: float, F_star: float, link, cap: float) -> dict:
+    """dask-ml's LogisticRegression(solver="lbfgs") fit on the hosts' chunks, the links shaped as ``link``: the time
+    and evaluations to ε from its own loss values, the link bytes from the hosts' counters."""
+    import dask_glm.algorithms as alg
+    from dask_ml.linear_model import LogisticRegression
+
+    X, y, futures = chunked(client, data)
+    F0 = float(np.log(2.0)) - F_star            # F(0) = log 2 for the logistic loss
+    evals = []
+    original = alg.compute
+    state = {}
+
+    def counting_compute(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if len(args) == 2:          # compute(loss_fn, gradient_fn) inside lbfgs' compute_loss_grad
+            now = time.perf_counter()
+            evals.append((now - state["t0"], float(np.asarray(out[0])) / data.N - F_star))
+            if evals[-1][1] <= EPS * F0:
+                raise _Stop("at eps")
+            if now - state["t0"] > cap:
+                raise _Stop("cap")
+        return out
+
+    # one evaluation before the clock, links unshaped: pydata sparse compiles its kernels (numba) in each worker
+    # process on first use, seconds that a warm user process would not pay again
+    from dask_glm.families import Logistic
+    from dask_glm.utils import scatter_array
+
+    beta = scatter_array(np.zeros(data.d), client)
+    original(Logistic.pointwise_loss(beta, X, y), Logistic.pointwise_gradient(beta, X, y))
+    model = LogisticRegression(solver="lbfgs", C=1.0 / (lam * data.N), fit_intercept=False, max_iter=100_000,
+                               tol=1e-14, solver_kwargs={"normalize": False})
+    cluster.shape(up=link[0], down=link[1])
+    alg.compute = counting_compute
+    stopped = "scipy's L-BFGS-B stopped (its factr / pgtol tests)"
+    try:
+        up0, down0 = link_bytes(client)
+        state["t0"] = time.perf_counter()
+        try:
+            model.fit(X, y)
+        except _Stop as why:
+            stopped = str(why)
+        total = time.perf_counter() - state["t0"]
+        up1, down1 = link_bytes(client)
+    finally:
+        alg.compute = original
+        cluster.shape(up=None, down=None)
+        client.cancel(futures)
+    sub = np.array([v for _, v in evals])
+    ok = np.nonzero(sub <= EPS * F0)[0]
+    out = {"reached": bool(ok.size), "wall_s": total, "iterations": len(evals), "stopped": stopped,
+           "final_rel": float(sub[-1] / F0) if sub.size else float("nan"),
+           "link_up": up1 - up0, "link_down": down1 - down0}
+    if ok.size:
+        k = int(ok[0])
+        out.update(time=evals[k][0], rounds=k + 1)
+    return out
+
+
+# -- the map -----------------------------------------------------------------------------------------------------------
+def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = "docs/_static/crossover.png") -> dict:
+    """Run the cells of ``grid`` (default :data:`DEFAULT`, :data:`QUICK` with ``quick``); the figure is written to
+    ``figure`` (None: none). Returns the cells, the grid and what was left out."""
+    from distributed import Client
+
+    from pipeline.cluster.emulated import EmulatedCluster, available
+
+    grid = grid or (QUICK if quick else DEFAULT)
+    reason = available()
+    res = {"grid": {k: v for k, v in asdict(grid).items()}, "eps": EPS, "cells": [], "notes": [],
+           "aggregate": "host" if has_aggregate() else "worker (this library has no messages.aggregate)",
+           "workers_per_host": WORKERS_PER_HOST, "load_before": load_average()}
+    if reason:
+        res["notes"].append(f"not run: cluster=emulated needs root, ip and tc ({reason})")
+        return res
+    todo = [(d, link) for d in grid.d for link in grid.links] + [(name, link) for name, link in grid.named]
+    for H in grid.H:
+        n = WORKERS_PER_HOST * H
+        with EmulatedCluster(H, up=None, down=None, subnet=SUBNET, timeout=120.0) as cluster:
+            if cluster.removed_stale:
+                res["notes"].append(f"removed what a killed earlier run left: {', '.join(cluster.removed_stale)}")
+            client = Client(cluster.address, direct_to_workers=True, timeout=120)
+            try:
+                cluster.wait_for_workers(client)
+                for source in dict.fromkeys(s for s, _ in todo):
+                    t0 = time.perf_counter()
+                    data, lam = dataset(source, grid.rows)
+                    built = setups(data, lam, n)
+                    F_star = next(iter(built.values())).reference.F_star
+                    setup_s = time.perf_counter() - t0
+                    print(f"[item12] {data.name}: data and reference solve {setup_s:.1f} s", flush=True)
+                    for s, link_name in todo:
+                        if s != source:
+                            continue
+                        link = LINKS[link_name]
+                        cell = {"H": H, "n": n, "data": data.name, "d": data.d, "N": data.N, "lam": lam,
+                                "link": link_name, "up": link[0], "down": link[1], "load_before": load_average(),
+                                "runs": {}, "setup_s": setup_s,
+                                "d_label": source if isinstance(source, str) else f"{int(source):.0e}"}
+                        for label, _, _ in METHODS:
+                            t0 = time.perf_counter()
+                            try:
+                                if label == LBFGS:
+                                    r = run_lbfgs(client, cluster, data, lam, F_star, link, grid.cap)
+                                else:
+                                    r = run_ours(client, cluster, built[label], link, grid.cap)
+                            except Exception as e:   # one method failing must not lose the cell: said in the table
+                                r = {"reached": False, "error": f"{type(e).__name__}: {str(e)[:200]}"}
+                            r["elapsed_s"] = time.perf_counter() - t0
+                            cell["runs"][label] = r
+                            print(f"[item12] H={H} {data.name} {link_name} {label}: "
+                                  + (f"{r['time']:.2f} s, {r['rounds']} rounds" if r["reached"] else
+                                     f"not at eps ({r.get('error') or r.get('stopped', '')})")
+                                  + f" ({r['elapsed_s']:.0f} s)", flush=True)
+                        cell["load_after"] = load_average()
+                        cell.update(summarize(cell, grid.cap))
+                        res["cells"].append(cell)
+                    del built, data
+            finally:
+                client.close()
+    res["load_after"] = load_average()
+    if figure and res["cells"]:
+        res["figure"] = plot(res, figure)
+    return res
+
+
+def summarize(cell: dict, cap: float) -> dict:
+    """The winner (the argmin of the measured times to ε) and the ratios IS ÷ GD and IS ÷ L-BFGS (IS: ISEGA τ = 1/n
+    float64); a ratio against a run that did not reach ε is a bound (``<``), against the cap."""
+    runs = cell["runs"]
+    times = {k: r["time"] for k, r in runs.items() if r.get("reached")}
+    winner = min(times, key=times.get) if times else None
+
+    def ratio(a, b):
+        ra, rb = runs.get(a, {}), runs.get(b, {})
+        if ra.get("reached") and rb.get("reached"):
+            return {"value": ra["time"] / rb["time"], "kind": "="}
+        if ra.get("reached") and "error" not in rb:
+            return {"value": ra["time"] / max(cap, rb.get("wall_s", cap)), "kind": "<"}
+        if rb.get("reached") and "error" not in ra:
+            return {"value": max(cap, ra.get("wall_s", cap)) / rb["time"], "kind": ">"}
+        return {"value": float("nan"), "kind": "?"}
+
+    return {"winner": winner, "is_gd": ratio("ISEGA τ=1/n", "GD"), "is_lbfgs": ratio("ISEGA τ=1/n", LBFGS)}
+
+
+def fmt_ratio(r: dict) -> str:
+    if r["kind"] == "?" or r["value"] != r["value"]:
+        return "–"
+    return ("" if r["kind"] == "=" else r["kind"] + " ") + f"{r['value']:.3g}"
+
+
+def fmt_time(r: dict, cap: float) -> str:
+    if "error" in r:
+        return "failed: " + r["error"]
+    if r.get("reached"):
+        return f"{r['time']:.3g}"
+    return f"> {cap:g} s" if r.get("stopped", "cap") == "cap" else f"not reached ({r.get('stopped')})"
+
+
+def _bytes(v) -> str:
+    return "–" if v is None or v != v else f"{v:.3g}"
+
+
+# -- the figure --------------------------------------------------------------------------------------------------------
+def plot(res: dict, path: str) -> str:
+    """Per H, a grid of (data set, link) cells coloured by the winner and annotated with IS ÷ GD; written to
+    ``path`` (PNG). Returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    labels = [m[0] for m in METHODS] + ["none within the cap"]
+    colours = dict(zip(labels, ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#55a868", "#dddddd"]))
+    Hs = sorted({c["H"] for c in res["cells"]})
+    fig, axes = plt.subplots(1, len(Hs), figsize=(4.2 * len(Hs) + 1.5, 3.6), squeeze=False)
+    for ax, H in zip(axes[0], Hs):
+        cells = [c for c in res["cells"] if c["H"] == H]
+        rows = list(dict.fromkeys(c["d_label"] for c in cells))
+        cols = list(dict.fromkeys(c["link"] for c in cells))
+        ax.set_xlim(-0.5, len(cols) - 0.5), ax.set_ylim(len(rows) - 0.5, -0.5)
+        for c in cells:
+            i, j = rows.index(c["d_label"]), cols.index(c["link"])
+            ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=colours[c["winner"] or labels[-1]], ec="white"))
+            ax.text(j, i, f"IS÷GD\n{fmt_ratio(c['is_gd'])}", ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(cols)), cols), ax.set_yticks(range(len(rows)), rows)
+        ax.set_xlabel("link (up/down; 10:1 asym: 10 up, 100 down Mbit)"), ax.set_ylabel("d (data set)")
+        ax.set_title(f"H = {H} hosts, n = {WORKERS_PER_HOST * H}")
+    fig.legend(handles=[Patch(color=colours[k], label=k) for k in labels], loc="center right", fontsize=8,
+               title="fastest to ε", title_fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1 - 1.4 / fig.get_figwidth(), 1))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+# -- the report --------------------------------------------------------------------------------------------------------
+def report(res: dict, figure_link: str = FIGURE) -> list[str]:
+    """The section's lines after its heading: what was run, the per-cell summary, the per-run table, the figure."""
+    g = res["grid"]
+    cap = g["cap"]
+    out = [f"Grid of this run: H ∈ {{{', '.join(map(str, g['H']))}}} hosts (n = {res['workers_per_host']}H logical "
+           f"workers), synthetic d ∈ {{{', '.join(f'{int(d):.0e}' for d in g['d'])}}} ({g['rows']} rows) on links "
+           f"{', '.join(g['links'])}" + "".join(f"; {name} at {link}" for name, link in g["named"])
+           + f"; a cap of {cap:g} s per run; ε = {res['eps']:g}; our messages aggregated per {res['aggregate']}. "
+           f"Load average (1, 5, 15 min) before the map {res['load_before']}, after {res.get('load_after', '?')}.", ""]
+    if g.get("left_out"):
+        out += ["Left out of this run, and why:", ""] + [f"- {x}" for x in g["left_out"]] + [""]
+    out += [f"- {x}" for x in res.get("notes", [])] + ([""] if res.get("notes") else [])
+    if not res["cells"]:
+        return out
+    summary = []
+    for c in res["cells"]:
+        summary.append([c["H"], c["d_label"], c["N"], c["link"], *(fmt_time(c["runs"][m[0]], cap) for m in METHODS),
+                        c["winner"] or "none within the cap", fmt_ratio(c["is_gd"]), fmt_ratio(c["is_lbfgs"]),
+                        f"{c['load_before']} → {c['load_after']}"])
+    out += ["Time to ε (s), measured end to end, one run per method and cell (`> cap`: not at ε when the cap ended "
+            "the run; a ratio with `<` or `>` is a bound from the cap):", "",
+            table(["H", "d", "N", "link", *(m[0] for m in METHODS), "winner", "IS ÷ GD", "IS ÷ L-BFGS",
+                   "load (1 min) before → after"], summary), ""]
+    rows = []
+    for c in res["cells"]:
+        for label, _, _ in METHODS:
+            r = c["runs"][label]
+            rows.append([c["H"], c["d_label"], c["link"], label, fmt_time(r, cap), r.get("rounds", "–"),
+                         _bytes(r.get("up")), _bytes(r.get("down")), _bytes(r.get("link_up")),
+                         _bytes(r.get("link_down")), r.get("iterations", "–"),
+                         f"{r['final_rel']:.1e}" if r.get("final_rel") is not None else "–",
+                         f"{r['wall_s']:.3g}" if "wall_s" in r else "–"])
+    out += ["Per run: rounds to ε (L-BFGS: evaluations of the loss and gradient), the values' up and down bytes to "
+            "ε from the run's records (summed over the hosts; not counted for dask-ml), the bytes that crossed the "
+            "hosts' links during the whole run (IP level, from the interface counters in the workers' namespaces), "
+            "the rounds run, where the run stopped ((F − F*) / (F⁰ − F*)) and its wall time (s):", "",
+            table(["H", "d", "link", "method", "time to ε (s)", "rounds to ε", "up B to ε", "down B to ε",
+                   "link up B (run)", "link down B (run)", "rounds run", "final rel. subopt", "run wall (s)"], rows),
+            ""]
+    if res.get("figure"):
+        out += [f"![The winner per cell and IS ÷ GD]({figure_link})", ""]
+    return out
+
+
+def main(argv=None) -> int:
+    """``python -m benchmarks.crossover [--quick] [--H 4,8] [--d 1e4,1e5] [--links 100mbit,10mbit] [--named a9a@100mbit]
+    [--cap 40] [--json out.json] [--figure path]``: run a grid of the map and print its tables."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.crossover", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--full", action="store_true", help="the issue's whole grid (hours on 2 cores)")
+    p.add_argument("--H"), p.add_argument("--d"), p.add_argument("--links"), p.add_argument("--named")
+    p.add_argument("--cap", type=float)
+    p.add_argument("--json", default="outputs/crossover.json")
+    p.add_argument("--figure", default="outputs/crossover.png")
+    a = p.parse_args(argv)
+    grid = grid_from(FULL if a.full else QUICK if a.quick else DEFAULT, a.H, a.d, a.links, a.named, a.cap)
+    res = measure(grid=grid, figure=a.figure)
+    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.json).write_text(json.dumps(res, indent=1, default=str))
+    print("\n".join(report(res, a.figure)))
+    return 0
+
+
+def grid_from(base: Grid, H=None, d=None, links=None, named=None, cap=None) -> Grid:
+    """``base`` with the fields given as comma-separated text replaced (a changed grid lists nothing as left out)."""
+    kw = asdict(base)
+    if H:
+        kw["H"] = tuple(int(x) for x in H.split(","))
+    if d:
+        kw["d"] = tuple(int(float(x)) for x in d.split(",") if x)
+    if links:
+        kw["links"] = tuple(x.strip() for x in links.split(","))
+        bad = [x for x in kw["links"] if x not in LINKS]
+        if bad:
+            raise SystemExit(f"--links: one of {', '.join(LINKS)}; got {bad[0]!r}")
+    if named is not None:
+        kw["named"] = tuple(tuple(x.split("@")) for x in named.split(",") if x)
+    if cap:
+        kw["cap"] = float(cap)
+    if any(v for v in (H, d, links, named)):
+        kw["left_out"] = ["(a grid given on the command line)"]
+    return Grid(**kw)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Item 12 (the crossover map): the power-law generator, the cells' summary, and the quick map on emulated hosts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from benchmarks import crossover
+from benchmarks.powerlaw import feature_frequencies, power_law_logistic, power_law_slope
+
+
+# -- the generator (fast) ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("alpha", [0.8, 1.0, 1.5])
+def test_feature_frequencies_follow_the_power_law(alpha):
+    data = power_law_logistic(N=20_000, d=10_000, alpha=alpha, seed=1)
+    slope = power_law_slope(feature_frequencies(data.A), 10, 1000)
+    assert slope == pytest.approx(-alpha, abs=0.08)
+
+
+def test_frequency_of_a_feature_matches_its_probability():
+    # feature k is in a row with probability 1 - (1 - p_k)^k_draws, p_k = (k+1)^-alpha / sum_j (j+1)^-alpha
+    N, d, k, alpha = 40_000, 5_000, 30, 1.0
+    data = power_law_logistic(N=N, d=d, nnz_per_row=k, alpha=alpha, seed=3)
+    p = np.arange(1, d + 1, dtype=float) ** -alpha
+    p /= p.sum()
+    expected = 1 - (1 - p) ** k
+    freq = feature_frequencies(data.A)
+    for j in (0, 1, 5, 50, 200):
+        sd = math.sqrt(expected[j] * (1 - expected[j]) / N)
+        assert abs(freq[j] - expected[j]) < 5 * sd + 1e-12, (j, freq[j], expected[j])
+
+
+def test_generator_is_deterministic_for_a_seed():
+    a = power_law_logistic(N=3000, d=4000, seed=7)
+    b = power_law_logistic(N=3000, d=4000, seed=7)
+    c = power_law_logistic(N=3000, d=4000, seed=8)
+    assert (a.A != b.A).nnz == 0 and np.array_equal(a.b, b.b)
+    assert (a.A != c.A).nnz > 0 or not np.array_equal(a.b, c.b)
+
+
+def test_generator_rows_and_labels():
+    data = power_law_logistic(N=5000, d=20_000, nnz_per_row=40, seed=0)
+    A = data.A
+    assert sp.isspmatrix_csr(A) and A.shape == (5000, 20_000)
+    per_row = np.diff(A.indptr)
+    assert per_row.max() <= 40 and per_row.min() >= 1
+    assert np.allclose(np.sqrt(A.multiply(A).sum(axis=1)).A.ravel(), 1.0)
+    assert set(np.unique(data.b)) == {-1.0, 1.0}
+    assert 0.3 < (data.b > 0).mean() < 0.7
+
+
+def test_generator_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="nnz_per_row"):
+        power_law_logistic(N=10, d=5, nnz_per_row=6)
+
+
+def test_generated_data_go_through_the_library():
+    data = power_law_logistic(N=2000, d=3000, seed=0)
+    built = crossover.setups(data, 1e-2, 4)
+    assert set(built) == {m[0] for m in crossover.METHODS if m[1] is not None}
+    ref = built["GD"].reference
+    assert all(s.reference is ref for s in built.values())
+    assert built["GD"].problem.d == 3000 and built["GD"].method.tau == 1.0
+    assert built["ISEGA τ=1/n"].method.tau == pytest.approx(1 / 4)
+    assert built["ISEGA τ=1/n natural7"].method.codec.label == "natural7"
+    # F* of the library is that of dask-glm's objective scaled by 1/N: F(0) = log 2 there and here
+    assert built["GD"].problem.F(np.zeros(3000)) == pytest.approx(math.log(2.0), rel=1e-12)
+    assert ref.F_star < math.log(2.0)
+
+
+# -- the summary (fast) ----------------------------------------------------------------------------------------------
+def test_summary_winner_and_ratios():
+    runs = {"GD": {"reached": True, "time": 4.0, "wall_s": 4.5},
+            "ISEGA τ=1/n": {"reached": True, "time": 2.0, "wall_s": 2.2},
+            "ISEGA τ=1/n natural7": {"reached": True, "time": 3.0, "wall_s": 3.1},
+            "DIANA": {"reached": False, "wall_s": 40.2, "stopped": "cap"},
+            crossover.LBFGS: {"reached": False, "wall_s": 41.0, "stopped": "cap"}}
+    out = crossover.summarize({"runs": runs}, cap=40.0)
+    assert out["winner"] == "ISEGA τ=1/n"
+    assert out["is_gd"] == {"value": 0.5, "kind": "="}
+    assert out["is_lbfgs"]["kind"] == "<" and out["is_lbfgs"]["value"] == pytest.approx(2.0 / 41.0)
+    assert crossover.fmt_ratio(out["is_lbfgs"]) == "< 0.0488"
+    assert crossover.fmt_time(runs["DIANA"], 40.0) == "> 40 s"
+    none = crossover.summarize({"runs": {k: {"reached": False, "wall_s": 41.0} for k in runs}}, cap=40.0)
+    assert none["winner"] is None and math.isnan(none["is_gd"]["value"])
+
+
+def test_item_registered():
+    from benchmarks.__main__ import ITEMS, RUNNERS
+
+    assert "12" in ITEMS and "12" in RUNNERS
+
+
+# -- the quick map on emulated hosts (slow, root) ----------------------------------------------------------------------
+@pytest.mark.slow
+def test_quick_map(tmp_path):
+    from pipeline.cluster.emulated import available
+
+    reason = available()
+    if reason:
+        pytest.skip(f"cluster=emulated needs root and the ip and tc commands: {reason}")
+    fig = tmp_path / "crossover.png"
+    res = crossover.measure(quick=True, figure=str(fig))
+    assert len(res["cells"]) == 1
+    cell = res["cells"][0]
+    runs = cell["runs"]
+    assert set(runs) == {m[0] for m in crossover.METHODS}
+    for label, r in runs.items():
+        assert "error" not in r, (label, r)
+        if r["reached"]:
+            assert 0 < r["time"] <= r["wall_s"], (label, r)
+            assert r["final_rel"] <= crossover.EPS
+    ours = [m[0] for m in crossover.METHODS if m[1] is not None]
+    for label in ours:   # the tiny cell: every one of our methods reaches eps well within the cap
+        assert runs[label]["reached"], (label, runs[label])
+        assert runs[label]["link_up"] >= runs[label]["up_total"] > 0   # IP bytes carry at least the values
+    times = {k: r["time"] for k, r in runs.items() if r["reached"]}
+    assert cell["winner"] == min(times, key=times.get)
+    assert cell["is_gd"]["value"] == pytest.approx(runs["ISEGA τ=1/n"]["time"] / runs["GD"]["time"])
+    assert runs["ISEGA τ=1/n"]["up"] < runs["GD"]["up"]
+    assert runs["ISEGA τ=1/n natural7"]["link_up"] < runs["ISEGA τ=1/n"]["link_up"]
+    assert runs[crossover.LBFGS]["link_up"] > 0 and runs[crossover.LBFGS]["iterations"] >= 1
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from benchmarks import report
+
+    goal, section = report._item12(res)
+    assert "| GD |" in section and cell["winner"] in section
