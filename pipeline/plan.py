@@ -23,6 +23,13 @@ work). Then:
 3. prints each row's predicted iterations, seconds per round, time and uplink bytes to eps, the rows the theory
    gives no count for (with the reason), and the recommendation: the row with the least predicted time.
 
+With ``plan.link.up`` and ``plan.link.down`` (tc rates, e.g. ``plan.link.up=10mbit plan.link.down=100mbit``) the rows'
+rounds are not the fitted line of this cluster but the link model's (:func:`isparse.plan.predict_time`): latency
+(the probes' floor, or ``plan.link.latency``) + the slowest host's uplink bytes / its up rate + x (d x 8 B) / the
+down rate + the probes' worker compute scaled to ceil(n / H) workers per host, times the bound's iterations scaled
+by one in-process run of the configured tau (``plan.link.calibrate``); H is ``cluster.n_workers`` or the cluster's
+worker count. Each row then carries the terms under ``link``, and the JSON a top-level ``link`` (:class:`_LinkModel`).
+
 ``plan.json=true`` (or ``--json``, the same) prints one JSON object instead: ``rows`` (a list of objects with keys
 tau, blocks_size, predicted_iterations, predicted_round_s, predicted_time_s, predicted_uplink_bytes, ...),
 ``recommended`` (one of them), ``skipped``, ``round_cost`` (the fit and its probes) and ``notes``. It is also written
