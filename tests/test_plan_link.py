@@ -162,7 +162,7 @@ def test_plan_cli_with_a_link(tmp_path):
     plan = json.loads(proc.stdout)
     link = plan["link"]
     assert (link["up_bps"], link["down_bps"], link["hosts"], link["workers_per_host"]) == (1e7, 1e8, 2, 2)
-    assert link["latency_s"] > 3.5e-3 and link["calibration"]["converged"]
+    assert link["latency_s"] >= 3.5e-3 and link["calibration"]["converged"]
     assert {r["tau_m"] for r in plan["rows"]} == {31, 123}
     for r in plan["rows"]:
         t = r["link"]
