@@ -730,9 +730,10 @@ def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float,
     up_bps, down_bps : float or sequence of float
         Link rates in bits per second (one or one per host).
     latency_s : float
-        The round's floor, seconds (measured: a round at tiny messages minus its compute).
+        The round's floor, seconds (measured: a round at tiny messages minus its compute; e.g.
+        ``measure_round_terms(setup).latency_s``).
     compute_s : float
-        The busiest host's worker compute per round, seconds.
+        The busiest host's worker compute per round, seconds (e.g. ``measure_round_terms(setup).compute_s(n, hosts)``).
     iterations : float, optional
         Rounds to eps (a measured count, or any model's); overrides ``tol`` and ``reference``.
     tol : float, optional
@@ -766,3 +767,62 @@ def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float,
                         hosts=hosts, up_bps=up_bps, down_bps=down_bps, iterations=iterations, latency_s=latency_s,
                         compute_s=compute_s, aggregate=aggregate, send_ids=bool(method.sends_ids),
                         codec=method.codec)
+
+
+@dataclass(frozen=True)
+class RoundTerms:
+    """The floor and the compute of a round, measured in this process (:func:`measure_round_terms`).
+
+    Attributes
+    ----------
+    latency_s : float
+        Seconds per round beyond the workers' compute (master step, bookkeeping; no monitors) + the round trip
+        added (``round_trip_s``): the ``latency_s`` of :func:`predict_time`.
+    compute_per_worker_s : float
+        Seconds per round of one logical worker's step (the in-process compute of all n workers / n).
+    rounds : int
+        Rounds timed.
+    """
+
+    latency_s: float
+    compute_per_worker_s: float
+    rounds: int
+
+    def compute_s(self, n: int, hosts: int) -> float:
+        """The busiest host's compute per round: ``compute_per_worker_s`` x ceil(n / hosts) (the ``compute_s`` of
+        :func:`predict_time`)."""
+        return self.compute_per_worker_s * max(workers_per_host(n, hosts))
+
+
+def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip_s: float = ROUND_TRIP_S) -> RoundTerms:
+    """Measure a configuration's round floor and per-worker compute with a short in-process run.
+
+    The run: ``log_every`` warm-up rounds, then ``rounds`` (rounded up to a multiple of ``log_every``) timed, tol = 0,
+    on a fresh :class:`~isparse.engines.InProcessPool`. From its records (``isparse.engines.loop.RunResult``): the
+    seconds of the timed rounds without the monitors (``wall_s - time_monitor_s``) minus the workers' compute
+    (``time_compute_s``) is the floor, to which ``round_trip_s`` (a network round trip this process does not make)
+    is added; the compute divided by n is one worker's.
+
+    Parameters
+    ----------
+    setup : RunSetup
+        :func:`isparse.build`'s result.
+    rounds : int
+        Rounds timed (>= 1).
+    log_every : int
+        Rounds between records (>= 1), also the warm-up.
+    round_trip_s : float
+        Added to the floor (default :data:`ROUND_TRIP_S`, a bare Dask actor round trip; 0 for the in-process floor).
+
+    Returns
+    -------
+    RoundTerms
+    """
+    le = max(int(log_every), 1)
+    timed = le * math.ceil(max(int(rounds), 1) / le)
+    recs = {r["step"]: r for r in setup.run(max_iter=le + timed, tol=0.0, log_every=le).records}
+    a, b = recs[le], recs[le + timed]
+    compute = (b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed
+    rounds_s = ((b["wall_s"] - b.get("time_monitor_s", 0.0)) - (a["wall_s"] - a.get("time_monitor_s", 0.0))) / timed
+    return RoundTerms(latency_s=max(rounds_s - compute, 0.0) + float(round_trip_s),
+                      compute_per_worker_s=compute / int(setup.method.n), rounds=timed)

@@ -212,3 +212,18 @@ def test_plan_bad_link_values_named(tmp_path, overrides, key, text):
         check_command(overrides, config_name="plan")
         plan_job(compose_plan(overrides))
     assert err.value.key == key and str(err.value) == text
+
+
+def test_measure_round_terms_in_process():
+    """A short in-process run of a small problem: the floor is at least the round trip added, one worker's compute
+    is positive, and the busiest host's compute is it x ceil(n / H) (n = 4: x 4 on one host, x 2 on 2 or 3)."""
+    from isparse.plan import ROUND_TRIP_S, measure_round_terms
+    from specs import make
+
+    setup = make("isega", n=4, tau="auto")
+    terms = measure_round_terms(setup, rounds=10, log_every=5)
+    assert terms.rounds == 10 and terms.latency_s >= ROUND_TRIP_S and terms.compute_per_worker_s > 0
+    assert terms.compute_s(4, 1) == pytest.approx(4 * terms.compute_per_worker_s)
+    assert terms.compute_s(4, 3) == pytest.approx(2 * terms.compute_per_worker_s)
+    bare = measure_round_terms(setup, rounds=10, log_every=5, round_trip_s=0.0)
+    assert 0 <= bare.latency_s < ROUND_TRIP_S
