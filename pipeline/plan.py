@@ -88,7 +88,8 @@ class _Builder:
 
     def __call__(self, tau, block_size, codec=None):
         messages = self.job.messages if codec is None else MessagesSpec.from_dict(
-            {"send_ids": self.job.messages.send_ids, "module": self.job.messages.module, **codec.keys()}, "messages")
+            {"send_ids": self.job.messages.send_ids, "aggregate": self.job.messages.aggregate,
+             "module": self.job.messages.module, **codec.keys()}, "messages")
         spec = dataclasses.replace(self.job, tau=tau, blocks=BlocksSpec(size=int(block_size)), messages=messages)
         setup = build(spec, data=self.data, reference=self.reference, cache_dir=self.job.cache_dir)
         self.reference = setup.reference
@@ -121,7 +122,7 @@ def _pools(job):
                 source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
             pools.append(DaskPool(client, *setup.pool_args(), snapshot_every=job.cluster.snapshot_every,
                                   worker_timeout=job.cluster.worker_timeout, measure_every=job.cluster.measure_every,
-                                  source=source))
+                                  source=source, aggregate=job.messages.aggregate == "host"))
             return pools[-1]
         try:
             yield make, where, max(workers, 1)
@@ -171,7 +172,7 @@ class _LinkModel:
     def __init__(self, job, n: int):
         opts = job.plan.link
         self.job, self.n, self.opts = job, int(n), opts
-        self.aggregate = "host" if str(getattr(job.messages, "aggregate", "worker")) == "host" else "worker"
+        self.aggregate = "host" if job.messages.aggregate == "host" else "worker"
         self.hosts = int(job.cluster.expected_workers())
         self.up_bps = self._rates("plan.link.up", opts.up)
         self.down_bps = self._rates("plan.link.down", opts.down)
