@@ -364,18 +364,8 @@ class DaskPool:
         return batch, memory
 
     def downlink_copies(self, workers) -> int:
-        """Copies of x that cross a link when x goes to ``workers``: one per host holding any of them with
-        ``aggregate``, else one per worker.
-
-        Parameters
-        ----------
-        workers : ndarray of int
-            The workers that get the model.
-
-        Returns
-        -------
-        int
-        """
+        """Copies of x that cross a link when x goes to ``workers`` (``Engine.downlink_copies``): one per host holding
+        any of them with ``aggregate``, else one per worker."""
         if not self.aggregate:
             return int(np.asarray(workers).size)
         wanted = set(np.asarray(workers).tolist())

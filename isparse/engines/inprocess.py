@@ -85,18 +85,8 @@ class InProcessPool:
         return batch, memory
 
     def downlink_copies(self, workers) -> int:
-        """Copies of x that cross a link when x goes to ``workers``: one per emulated host that holds any of them
-        (``hosts``), else one per worker.
-
-        Parameters
-        ----------
-        workers : ndarray of int
-            The workers that get the model.
-
-        Returns
-        -------
-        int
-        """
+        """Copies of x that cross a link when x goes to ``workers`` (``Engine.downlink_copies``): one per emulated
+        host holding any of them (``hosts``), else one per worker."""
         if self.groups is None:
             return int(np.asarray(workers).size)
         return sum(bool(np.isin(g, workers).any()) for g in self.groups)

@@ -152,17 +152,7 @@ class AsynchronousView:
         return float("nan")
 
     def downlink_copies(self, workers):
-        """One copy of x per worker that gets it (an asynchronous run sends each worker its own model).
-
-        Parameters
-        ----------
-        workers : ndarray of int
-            The workers that get the model.
-
-        Returns
-        -------
-        int
-        """
+        """One copy of x per worker that gets it (``Engine.downlink_copies``; each gets its own model)."""
         return int(np.asarray(workers).size)
 
     def snapshot(self):
