@@ -23,6 +23,13 @@ work). Then:
 3. prints each row's predicted iterations, seconds per round, time and uplink bytes to eps, the rows the theory
    gives no count for (with the reason), and the recommendation: the row with the least predicted time.
 
+With ``plan.link.up`` and ``plan.link.down`` (tc rates, e.g. ``plan.link.up=10mbit plan.link.down=100mbit``) the rows'
+rounds are not the fitted line of this cluster but the link model's (:func:`isparse.plan.predict_time`): latency
+(the probes' floor, or ``plan.link.latency``) + the slowest host's uplink bytes / its up rate + x (d x 8 B) / the
+down rate + the probes' worker compute scaled to ceil(n / H) workers per host, times the bound's iterations scaled
+by one in-process run of the configured tau (``plan.link.calibrate``); H is ``cluster.n_workers`` or the cluster's
+worker count. Each row then carries the terms under ``link``, and the JSON a top-level ``link`` (:class:`_LinkModel`).
+
 ``plan.json=true`` (or ``--json``, the same) prints one JSON object instead: ``rows`` (a list of objects with keys
 tau, blocks_size, predicted_iterations, predicted_round_s, predicted_time_s, predicted_uplink_bytes, ...),
 ``recommended`` (one of them), ``skipped``, ``round_cost`` (the fit and its probes) and ``notes``. It is also written
@@ -51,8 +58,9 @@ from omegaconf import DictConfig
 from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
-from isparse.plan import (CodecChoice, Probe, SkippedRow, codec_label, codec_offset, fit_round_cost, plan_row, recommend,
-                          resolve_block_sizes, resolve_codecs, resolve_tau_grid)
+from isparse.plan import (ROUND_TRIP_S, CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
+                          fit_round_cost, plan_row, predict_time, recommend, resolve_block_sizes, resolve_codecs,
+                          resolve_tau_grid, workers_per_host)
 from isparse.spec import BlocksSpec, MessagesSpec
 
 from .errors import console, exits_on_user_error, print_error
@@ -80,7 +88,8 @@ class _Builder:
 
     def __call__(self, tau, block_size, codec=None):
         messages = self.job.messages if codec is None else MessagesSpec.from_dict(
-            {"send_ids": self.job.messages.send_ids, "module": self.job.messages.module, **codec.keys()}, "messages")
+            {"send_ids": self.job.messages.send_ids, "aggregate": self.job.messages.aggregate,
+             "module": self.job.messages.module, **codec.keys()}, "messages")
         spec = dataclasses.replace(self.job, tau=tau, blocks=BlocksSpec(size=int(block_size)), messages=messages)
         setup = build(spec, data=self.data, reference=self.reference, cache_dir=self.job.cache_dir)
         self.reference = setup.reference
@@ -92,7 +101,7 @@ def _pools(job):
     """A factory of pools on the configured engine, ``make(setup)``; on Dask one client for all, every pool closed at
     the end (not between probes: see the note on ``hash=False`` in ``DaskPool._make_host``)."""
     if job.engine == "inprocess":
-        yield (lambda setup: InProcessPool(*setup.pool_args())), "inprocess (this process)"
+        yield (lambda setup: InProcessPool(*setup.pool_args())), "inprocess (this process)", 1
         return
     from isparse.engines.dask import DaskPool
 
@@ -113,10 +122,10 @@ def _pools(job):
                 source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
             pools.append(DaskPool(client, *setup.pool_args(), snapshot_every=job.cluster.snapshot_every,
                                   worker_timeout=job.cluster.worker_timeout, measure_every=job.cluster.measure_every,
-                                  source=source))
+                                  source=source, aggregate=job.messages.aggregate == "host"))
             return pools[-1]
         try:
-            yield make, where
+            yield make, where, max(workers, 1)
         finally:
             for pool in pools:
                 pool.close()
@@ -149,6 +158,107 @@ def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
     return sorted(picks)
 
 
+class _LinkModel:
+    """``plan.link.*``: the rows' rounds predicted for H hosts behind links of the given rates
+    (:func:`isparse.plan.predict_time`) instead of the fitted line of this cluster's rounds.
+
+    The terms it measures here: the round's floor (the line's probes, each round minus its worker compute, fitted
+    against the uplink bytes; its intercept; with engine=inprocess plus :data:`isparse.plan.ROUND_TRIP_S`, a Dask
+    actor round trip this process does not make), unless ``plan.link.latency`` gives it; the worker compute per
+    logical worker at each probed tau (a probe's compute / the workers its slowest host carried), interpolated
+    linearly in tau and times ceil(n / H); and, with ``plan.link.calibrate``, the factor between the bound's
+    iterations and one in-process run of the configured tau to tol."""
+
+    def __init__(self, job, n: int):
+        opts = job.plan.link
+        self.job, self.n, self.opts = job, int(n), opts
+        self.aggregate = "host" if job.messages.aggregate == "host" else "worker"
+        self.hosts = int(job.cluster.expected_workers())
+        self.up_bps = self._rates("plan.link.up", opts.up)
+        self.down_bps = self._rates("plan.link.down", opts.down)
+        self.latency_s = self.latency_source = None
+        self.scale, self.calibration = 1.0, None
+        self.taus, self.per_worker = [], []
+
+    def _rates(self, key, value):
+        from .cluster.emulated import rate_bits
+
+        if not isinstance(value, list):
+            return rate_bits(key, value)
+        if len(value) != self.hosts:
+            raise ConfigError(key, f"The '{key}' parameter must be one rate or a list of H = {self.hosts} rates (one "
+                                   f"per host, H the cluster's workers); got {len(value)}.")
+        return [rate_bits(key, v) for v in value]
+
+    def fit(self, probes, probe_hosts: int, configured, tol: float) -> None:
+        """The floor and the compute from the line's ``probes`` (run on ``probe_hosts`` hosts), and the calibration
+        run of the ``configured`` setup."""
+        if self.job.engine == "dask" and probe_hosts != self.hosts:   # the cluster's own count (cluster=address)
+            self.hosts = int(probe_hosts)
+            self.up_bps = self._rates("plan.link.up", self.opts.up)
+            self.down_bps = self._rates("plan.link.down", self.opts.down)
+        k_probe = math.ceil(self.n / max(int(probe_hosts), 1))
+        if self.opts.latency is not None:
+            self.latency_s, self.latency_source = float(self.opts.latency), "plan.link.latency"
+        else:
+            floor = fit_round_cost([dataclasses.replace(p, round_s=max(p.round_s - p.compute_s, 1e-9)) for p in probes])
+            self.latency_s = max(floor.latency_s, 0.0)
+            self.latency_source = "measured: the probes' rounds minus their compute, at zero uplink bytes"
+            if self.job.engine == "inprocess":
+                self.latency_s += ROUND_TRIP_S
+                self.latency_source += f", + {1e3 * ROUND_TRIP_S:g} ms (a Dask actor round trip: engine=inprocess)"
+        by_tau = {}
+        for p in probes:
+            by_tau.setdefault(p.tau, []).append(p.compute_s / k_probe)
+        self.taus = sorted(by_tau)
+        self.per_worker = [float(np.mean(by_tau[t])) for t in self.taus]
+        if self.opts.calibrate:
+            self._calibrate(configured, tol)
+
+    def _calibrate(self, setup, tol: float) -> None:
+        bound = bound_iterations(setup, tol)
+        result = setup.run(max_iter=self.job.max_iter, tol=tol, log_every=self.job.tracking.log_every)
+        info = {"tau": float(setup.method.tau), "codec": codec_label(setup.method.codec), "bound_iterations": bound,
+                "measured_rounds": int(result.iterations), "converged": bool(result.converged)}
+        if result.converged and math.isfinite(bound) and bound > 0 and result.iterations > 0:
+            self.scale = result.iterations / bound
+        info["scale"] = self.scale
+        self.calibration = info
+
+    def row(self, row, setup, offset_s: float):
+        """``row`` with its round and time from the link model (and the terms in ``row.link``)."""
+        loads = workers_per_host(self.n, self.hosts)
+        compute = float(np.interp(row.tau, self.taus, self.per_worker)) * max(loads) + offset_s
+        method = setup.method
+        t = predict_time(d=int(setup.problem.d), m=int(method.blocks.m), tau_m=int(method.tau_m), n=self.n,
+                         hosts=self.hosts, up_bps=self.up_bps, down_bps=self.down_bps,
+                         iterations=row.predicted_iterations * self.scale, latency_s=self.latency_s,
+                         compute_s=max(compute, 0.0), aggregate=self.aggregate, send_ids=bool(method.sends_ids),
+                         codec=method.codec)
+        return dataclasses.replace(row, predicted_round_s=t.round_s, predicted_time_s=t.total_s, link=t.as_dict())
+
+    def as_dict(self) -> dict:
+        return {"up": self.opts.up, "down": self.opts.down, "up_bps": self.up_bps, "down_bps": self.down_bps,
+                "hosts": self.hosts, "workers_per_host": max(workers_per_host(self.n, self.hosts)),
+                "aggregate": self.aggregate, "latency_s": self.latency_s, "latency_source": self.latency_source,
+                "compute_per_worker": [{"tau": t, "compute_s": c} for t, c in zip(self.taus, self.per_worker)],
+                "calibration": self.calibration}
+
+    def note(self) -> str:
+        cal = ("the bound's iterations x {:.3g} (one in-process run of tau = {:.4g} to tol: {} rounds, its bound "
+               "{:.4g})".format(self.scale, self.calibration["tau"], self.calibration["measured_rounds"],
+                                self.calibration["bound_iterations"])
+               if self.calibration and self.calibration["converged"] else
+               "the bound's iterations as is (2-3x conservative)" + (
+                   ": the calibration run did not reach tol within max_iter" if self.calibration else ""))
+        return (f"link model (plan.link.up={self.opts.up}, plan.link.down={self.opts.down}, H = {self.hosts} hosts, "
+                f"messages.aggregate={self.aggregate}): predicted_round_s = latency_s + up_s + down_s + compute_s "
+                f"per row (row['link']): latency_s {self.latency_source}; up_s = the busiest host's uplink bytes x 8 / "
+                f"its rate; down_s = d x 8 B x 8 / the down rate (x dense to every host); compute_s = the probes' "
+                f"worker compute per logical worker, interpolated in tau, x ceil(n / H), plus the codec's offset; "
+                f"iterations = {cal}; predicted_time_s = iterations x predicted_round_s.")
+
+
 def plan_job(cfg) -> dict:
     """The plan of the composed config ``cfg`` (see the module docstring); returns the JSON object that is printed."""
     job = load_job(cfg, PlanConfig)
@@ -159,7 +269,8 @@ def plan_job(cfg) -> dict:
     d, n, tol = builder.d, job.workers.n, job.tol
     sizes = resolve_block_sizes(opts.block_sizes, d, job.blocks.size)   # before the reference solve
     grids = {b: (math.ceil(d / b), resolve_tau_grid(opts.taus, math.ceil(d / b), n)) for b in sizes}
-    builder(job.tau, job.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
+    configured = builder(job.tau, job.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
+    link = _LinkModel(job, n) if opts.link.up is not None else None   # bad rates fail before any probe
     probe_b = job.blocks.size if job.blocks.size in grids else sizes[0]
     m0, grid0 = grids[probe_b]
 
@@ -179,7 +290,7 @@ def plan_job(cfg) -> dict:
     # probe at the tau of the line nearest 1/n, and its offset from the line (its encoding and decoding) is added
     line = own if own in codecs else codecs[0]
     probes, codec_probes = [], {}
-    with _pools(job) as (make, where):
+    with _pools(job) as (make, where, probe_hosts):
         chosen = [(line, k) for k in _probe_taus(grid0, m0, n) if (line, probe_b, k) in setups]
         sparse = [k for _, k in chosen if k < m0]
         if sparse:
@@ -202,6 +313,8 @@ def plan_job(cfg) -> dict:
                                        + "; ".join(s.reason for s in skipped[:2]))
     cost = fit_round_cost(probes)
     offsets = {c: codec_offset(cost, p) for c, p in codec_probes.items()}
+    if link is not None:
+        link.fit(probes, probe_hosts, configured, tol)
     rows = []
     for (c, b, k), setup in setups.items():
         if c != line and c not in offsets:
@@ -210,12 +323,14 @@ def plan_job(cfg) -> dict:
                                       "grid has no tau < 1 at blocks.size to probe it at)"))
             continue
         row = plan_row(setup, tol, cost, b, offsets.get(c, 0.0))
+        if link is not None and not isinstance(row, SkippedRow):
+            row = link.row(row, setup, offsets.get(c, 0.0))
         (rows if not isinstance(row, SkippedRow) else skipped).append(row)
     order = {codec_label(c): i for i, c in enumerate(codecs)}
     rows.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
     skipped.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
     best = recommend(rows)
-    notes = [NOTE_RATIO,
+    notes = [NOTE_RATIO if link is None or link.scale == 1.0 else NOTE_RATIO.split(" The recommendation")[0],
              "predicted_round_s = latency_s + uplink bytes per round x seconds_per_byte for tau < 1, fitted to the "
              "probes of tau < 1, and the tau = 1 probe's round for tau = 1 (no block is drawn there) (real "
              "rounds of this engine and cluster: worker steps, messages, master step, the run's monitoring every "
@@ -223,13 +338,18 @@ def plan_job(cfg) -> dict:
              "(8 B for float64; + dither's 4 B norm per message; + ids x 4 B with messages.send_ids), the "
              "expectation over the blocks drawn; with an unbiased codec the iterations are the bound's with its "
              "omega."]
+    if link is not None:   # the line's note does not describe the rows' rounds: the link model's does
+        notes[1] = ("round_cost is the fit of the probes' rounds on this engine (the floor and the compute of the "
+                    "link model come from its probes); the rows' predicted_round_s are the link model's (last note).")
     if codec_probes:
         notes.append(f"the line was measured with messages.codec={codec_label(line)}; each other codec's rounds are "
                      "the line at its bytes plus codec_offset_s, what its one probe (at the tau of the grid nearest "
                      "1/n) measured beyond the line: encoding on the workers, decoding on the master.")
     if cost.note:
         notes.append(cost.note)
-    return {"algorithm": job.algorithm.name, "data": job.data.name, "n": n, "d": d, "tol": tol,
+    if link is not None:
+        notes.append(link.note())
+    return {"link": link.as_dict() if link is not None else None,"algorithm": job.algorithm.name, "data": job.data.name, "n": n, "d": d, "tol": tol,
             "engine": where, "codecs": [codec_label(c) for c in codecs],
             "codec_probes": {codec_label(c): dataclasses.asdict(p) for c, p in codec_probes.items()},
             "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
@@ -261,19 +381,46 @@ def render(plan: dict) -> str:
     for c, p in plan.get("codec_probes", {}).items():
         lines.append(f"  probe {c} at tau = {p['tau']:.4g}: {_fmt_bytes(p['uplink_bytes'])} per round, "
                      f"{1e3 * p['round_s']:.3f} ms per round, {p['rounds']} rounds")
-    head = f"{'codec':>10} {'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>12} {'round (ms)':>11} {'time to eps (s)':>16} {'uplink to eps':>14}"
-    lines += ["", head]
     rec = plan["recommended"]
+    link = plan.get("link")
+    if link is None:
+        head = f"{'codec':>10} {'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>12} {'round (ms)':>11} {'time to eps (s)':>16} {'uplink to eps':>14}"
+    else:
+        cal = link["calibration"]
+        lines.append(f"link: up {link['up']}, down {link['down']} per host, H = {link['hosts']} hosts "
+                     f"({link['workers_per_host']} logical workers on the busiest), messages.aggregate="
+                     f"{link['aggregate']}; latency {1e3 * link['latency_s']:.3f} ms per round "
+                     f"({link['latency_source']})"
+                     + ("" if not cal else f"; iterations = the bound's x {cal['scale']:.3g} (calibration run: "
+                        f"{cal['measured_rounds']} rounds at tau = {cal['tau']:.4g})"))
+        head = (f"{'codec':>10} {'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>11} {'latency':>8} {'up':>8} "
+                f"{'down':>8} {'compute':>8} {'round':>8} {'time to eps (s)':>16} {'up B/host':>10}")
+        lines.append("(latency, up, down, compute, round: ms per round; iterations: the bound's x the calibration factor, 1 without)")
+    lines += ["", head]
     for r in plan["rows"]:
         same = rec and all(r[k] == rec[k] for k in ("tau", "blocks_size", "codec"))
         mark = "  <- recommended" if same else ""
-        lines.append(f"{r['codec']:>10} {r['tau']:>10.4g} {r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} "
-                     f"{r['predicted_iterations']:>12,.0f} {1e3 * r['predicted_round_s']:>11.3f} "
-                     f"{r['predicted_time_s']:>16.3f} {_fmt_bytes(r['predicted_uplink_bytes']):>14}{mark}")
+        if link is None:
+            lines.append(f"{r['codec']:>10} {r['tau']:>10.4g} {r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} "
+                         f"{r['predicted_iterations']:>12,.0f} {1e3 * r['predicted_round_s']:>11.3f} "
+                         f"{r['predicted_time_s']:>16.3f} {_fmt_bytes(r['predicted_uplink_bytes']):>14}{mark}")
+        else:
+            t = r["link"]
+            lines.append(f"{r['codec']:>10} {r['tau']:>10.4g} {r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} "
+                         f"{t['iterations']:>11,.0f} {1e3 * t['latency_s']:>8.3f} {1e3 * t['up_s']:>8.3f} "
+                         f"{1e3 * t['down_s']:>8.3f} {1e3 * t['compute_s']:>8.3f} {1e3 * t['round_s']:>8.3f} "
+                         f"{t['total_s']:>16.3f} {_fmt_bytes(t['up_bytes_per_host']):>10}{mark}")
     for s in plan["skipped"]:
         lines.append(f"{s['codec']:>10} {s['tau']:>10.4g} {s['tau_m']:>4}/{s['m']:<3} {s['blocks_size']:>3}   skipped: {s['reason']}")
     lines.append("")
-    if rec:
+    if rec and link is not None:
+        t = rec["link"]
+        lines.append(f"recommended for the link: tau = {rec['tau']:.4g} (isparse-run tau={rec['tau_m']}/m), "
+                     f"blocks.size = {rec['blocks_size']}, messages.codec={rec['codec']}: {t['iterations']:,.0f} "
+                     f"rounds x {1e3 * t['round_s']:.3f} ms = {t['total_s']:.3f} s to eps predicted "
+                     f"({_fmt_bytes(t['up_bytes_per_host'])} up and {_fmt_bytes(t['down_bytes_per_host'])} down per "
+                     f"host per round; theorem: {rec['bound_theorem']})")
+    elif rec:
         lines.append(f"recommended: tau = {rec['tau']:.4g} (tau*m = {rec['tau_m']} of m = {rec['m']}: "
                      f"isparse-run tau={rec['tau_m']}/m), "
                      f"blocks.size = {rec['blocks_size']}, messages.codec={rec['codec']}: {rec['predicted_iterations']:,.0f} iterations (theory), "

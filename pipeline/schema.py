@@ -24,7 +24,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 from isparse.compression.tau import Tau
 from isparse.compression import CODECS
@@ -34,7 +34,7 @@ from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, pa
 from isparse.paths import PathValue, anchor_paths
 from isparse.spec import MessagesSpec, RunSpec
 
-from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions
+from .cluster.options import KINDS, ClusterOptions, LocalClusterOptions, Rates
 from ._typed import job_overrides, keep_typed_text
 
 
@@ -169,6 +169,34 @@ class _CodecGrid:
         return items
 
 
+def _link_both_or_none(link, key) -> None:
+    """plan.link.up and plan.link.down: both rates (the link model) or both null (the cluster measured)."""
+    for name, other in (("up", "down"), ("down", "up")):
+        if getattr(link, name) is None and getattr(link, other) is not None:
+            full = f"{key or 'plan.link'}.{name}"
+            raise ConfigError(full, f"The '{full}' parameter must be {Rates().rate_text} when "
+                                    f"{key or 'plan.link'}.{other} is set (the link model needs both directions); "
+                                    f"got None.")
+
+
+@dataclass
+class PlanLinkSpec(Section):
+    """The link isparse-plan predicts for (``isparse.plan.predict_time``): both rates null = the configured cluster's
+    rounds as measured (no link model)."""
+
+    up: Any = param(None, Rates(), "each host's uplink (host -> master): a tc rate (10mbit, 1gbit), a list of one per "
+                                   "host (the slowest host's link counts), or null: no link model, the rounds are "
+                                   "measured on the configured cluster")
+    down: Any = param(None, Rates(), "each host's downlink (master -> host: x, d x 8 B per round), as up")
+    latency: Optional[float] = param(None, Nullable(Interval(float, 0.0, None)),
+                                     "the round's floor in seconds (round trip, master step); null: measured by the "
+                                     "probes (a round at the smallest messages minus its compute; with "
+                                     "engine=inprocess plus 3.5 ms, a Dask actor round trip)")
+    calibrate: bool = param(True, Boolean(), "scale the bound's iterations by one in-process run of the configured "
+                                             "tau to tol (its rounds / its bound's); false: the bound's counts as is")
+    rules: ClassVar[tuple] = (_link_both_or_none,)
+
+
 @dataclass
 class PlanSpec(Section):
     """isparse-plan's grid and probes (pipeline/plan.py)."""
@@ -185,6 +213,8 @@ class PlanSpec(Section):
     rounds: int = param(20, Interval(int, 2, None), "rounds timed per probe (after a warm-up of tracking.log_every)")
     repeats: int = param(3, Interval(int, 1, None), "runs per probe, interleaved; the median seconds per round is kept")
     json: bool = param(False, Boolean(), "print one JSON object instead of the table (--json)")
+    link: PlanLinkSpec = section(PlanLinkSpec, "the link to predict for (plan.link.up, plan.link.down: tc rates; "
+                                               "null: the configured cluster as measured)")
 
 
 @dataclass

@@ -185,8 +185,9 @@ def test_an_emulated_link_carries_its_rate_in_each_direction():
 @pytest.mark.slow
 @needs_root
 def test_a_run_gives_the_inprocess_iterates_logs_the_links_and_removes_everything(tmp_path):
-    """isparse-run on 2 emulated hosts (10 Mbit/s up, 100 Mbit/s down) reaches the same final distance as the
-    in-process engine, logs the links in MLflow, and leaves the machine's namespaces, links and ip_forward as they
+    """isparse-run on 2 emulated hosts (10 Mbit/s up, 100 Mbit/s down), each sending one sum of its workers'
+    messages (messages.aggregate=host), reaches the same final distance as the in-process engine to 1e-12, counts
+    x once per host on the downlink and the unions on the uplink, logs the links in MLflow, and leaves the machine's namespaces, links and ip_forward as they
     were."""
     import numpy as np
     from mlflow import MlflowClient
@@ -194,7 +195,8 @@ def test_a_run_gives_the_inprocess_iterates_logs_the_links_and_removes_everythin
     before = machine_state()
     args = ["max_iter=200", f"paths.outputs={tmp_path}", "progress=false"]
     emulated = subprocess.run([CLI, *args, "cluster=emulated", "cluster.n_workers=2", "cluster.link.up=10mbit",
-                               "cluster.link.down=100mbit", "engine=dask"], capture_output=True, text=True,
+                               "cluster.link.down=100mbit", "engine=dask", "messages.aggregate=host"],
+                              capture_output=True, text=True,
                               timeout=300, cwd=tmp_path, env=_env())
     assert emulated.returncode == 0, emulated.stderr[-3000:]
     assert "cluster=emulated: 2 hosts, up 10mbit, down 100mbit, 10.77.0.0/16" in emulated.stdout + emulated.stderr
@@ -214,6 +216,9 @@ def test_a_run_gives_the_inprocess_iterates_logs_the_links_and_removes_everythin
     p = dask.data.params
     assert (p["cluster.kind"], p["cluster.n_workers"], p["cluster.link.up"], p["cluster.link.down"]) == \
         ("emulated", "2", "10mbit", "100mbit")
+    n = int(p["workers.n"])
+    assert dask.data.metrics["downlink_bytes"] == local.data.metrics["downlink_bytes"] * 2 / n   # x once per host
+    assert dask.data.metrics["uplink_bytes"] < local.data.metrics["uplink_bytes"]           # unions of the masks
     assert dask.data.tags["cluster"] == "emulated"
     assert dask.data.tags["cluster_emulated"] == "2 hosts, up 10mbit, down 100mbit, 10.77.0.0/16"
 

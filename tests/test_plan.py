@@ -168,7 +168,7 @@ def test_plan_empty_tau_grid_named_before_any_work(tmp_path):
 
 @pytest.mark.parametrize("overrides, key, text", [
     (["plan.nosuch=1"], "plan.nosuch", "The 'plan.nosuch' parameter is not a key of plan (it would be ignored); known: "
-                                       "taus, block_sizes, codecs, rounds, repeats, json."),
+                                       "taus, block_sizes, codecs, rounds, repeats, json, link."),
     (["plan.rounds=1"], "plan.rounds", "The 'plan.rounds' parameter must be in [2, inf); got 1."),
     (["plan.repeats=0"], "plan.repeats", "The 'plan.repeats' parameter must be in [1, inf); got 0."),
     (["plan.json=yes"], "plan.json", "The 'plan.json' parameter must be true or false; got 'yes'."),

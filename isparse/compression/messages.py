@@ -194,3 +194,123 @@ class Messages:
 
 def _from_wire(workers, t, counts, payload, blocks, codec):
     return Messages(workers, t, counts, None, blocks, codec=codec, payload=payload)
+
+
+class HostSums:
+    """The uplink of hosts that each send one sum of their workers' messages (``messages.aggregate=host``).
+
+    A host holding k logical workers adds their (decoded) messages coordinate by coordinate and sends the sum's
+    values on the union of their coordinates, as float64 values only: the master recomputes each worker's block
+    ids from (seed, i, t) and so the union, and the block ids never travel. This is what a deployed system sends
+    where the master step needs only the sum (every method whose ``traits.master_sums`` is True): one d-vector per
+    host for the full-communication baselines, the union of the masks for independent sparsification.
+
+    Attributes
+    ----------
+    groups : list of ndarray of int32
+        The logical workers of each host, ascending, hosts ordered by their first worker.
+    sums : list of ndarray of float64
+        Each host's sum on the union of its workers' coordinates (ascending coordinates), same order.
+    t : int
+        The iteration.
+    workers : ndarray of int32, shape (k,)
+        Every worker of the batch, ascending.
+
+    References
+    ----------
+    docs/algorithms.md §6 (the message format and its bytes).
+    """
+
+    __slots__ = ("groups", "sums", "t", "workers")
+    codec = FLOAT64
+    blocks = None
+
+    def __init__(self, groups, sums, t):
+        order = np.argsort([int(g[0]) for g in groups], kind="stable")
+        self.groups = [np.asarray(groups[j], dtype=np.int32) for j in order]
+        self.sums = [np.asarray(sums[j], dtype=np.float64) for j in order]
+        self.t = int(t)
+        self.workers = np.concatenate(self.groups) if self.groups else np.zeros(0, np.int32)
+
+    def __reduce__(self):
+        return (HostSums, (self.groups, self.sums, self.t))
+
+    @property
+    def k(self) -> int:
+        """The number of logical workers in the batch."""
+        return int(self.workers.size)
+
+    def bytes_per_worker(self, m: int) -> np.ndarray:
+        """Each host's bytes (8 B per value of its sum) shared equally by its workers.
+
+        Parameters
+        ----------
+        m : int
+            Number of blocks (not used: no block ids travel).
+
+        Returns
+        -------
+        ndarray of float64, shape (k,)
+            Bytes per worker, in the order of ``workers``; their sum is what crossed the hosts' links.
+        """
+        return np.concatenate([np.full(g.size, s.size * VALUE_BYTES / g.size) for g, s in zip(self.groups, self.sums)])
+
+    def float64_bytes(self, m: int) -> float:
+        """The batch's bytes (float64 values already).
+
+        Parameters
+        ----------
+        m : int
+            Number of blocks.
+
+        Returns
+        -------
+        float
+        """
+        return float(sum(s.size for s in self.sums) * VALUE_BYTES)
+
+    @staticmethod
+    def concat(batches: list) -> "HostSums":
+        """One batch of several hosts' sums of one iteration.
+
+        Parameters
+        ----------
+        batches : list of HostSums
+
+        Returns
+        -------
+        HostSums
+
+        Raises
+        ------
+        ValueError
+            The batches belong to different iterations.
+        """
+        ts = {b.t for b in batches}
+        if len(ts) != 1:
+            raise ValueError(f"messages of different iterations cannot be merged: {sorted(ts)}")
+        return HostSums([g for b in batches for g in b.groups], [s for b in batches for s in b.sums], ts.pop())
+
+
+def merge(batches: list):
+    """One batch of the hosts' replies of a round: :meth:`Messages.concat`, or :meth:`HostSums.concat` when the hosts
+    sent sums.
+
+    Parameters
+    ----------
+    batches : list of Messages or HostSums
+
+    Returns
+    -------
+    Messages or HostSums
+
+    Raises
+    ------
+    ValueError
+        Some hosts sent sums and others per-worker messages, or the batches belong to different iterations.
+    """
+    if not any(isinstance(b, HostSums) for b in batches):
+        return Messages.concat(batches)
+    if not all(isinstance(b, HostSums) for b in batches):
+        raise ValueError("a round's replies mix host sums and per-worker messages")
+    return HostSums.concat(batches)

@@ -20,7 +20,7 @@ from typing import ClassVar, Optional
 import numpy as np
 
 from ..errors import ConfigError, DeclarationError, check_choice, import_user_module
-from ..params import (Boolean, Constraint, Nullable, Section, Text, check_options_declaration, param,
+from ..params import (Boolean, Constraint, Nullable, OneOf, Section, Text, check_options_declaration, param,
                       unknown_key)
 from .compressors import KINDS, Compressor
 
@@ -107,6 +107,13 @@ class MessagesSpec(Section):
     send_ids: bool = param(False, Boolean(), "false: values only, the master recomputes the block ids from "
                                              "(seed, i, t); true: the ids travel too (4 B each). EF21's Top-K ids "
                                              "always travel")
+    aggregate: str = param("worker", OneOf("worker", "host"),
+                           "worker: every logical worker's message crosses the link; host: a Dask worker (a machine) "
+                           "holding several logical workers sends one float64 sum of their messages, on the union "
+                           "of their coordinates (no ids: the master recomputes the union from the seeds), where the "
+                           "master step needs only the sum and the values are float64, and x goes down once per "
+                           "machine; uplink_bytes and downlink_bytes then count what crosses each machine's link. The "
+                           "in-process engine's workers are each their own machine (docs/algorithms.md §6)")
     codec: str = param("float64", CodecName(),
                        "how each value travels: float64 (8 B, exact), float32 (4 B) or bfloat16 (2 B; both "
                        "deterministic rounding, biased: no bound), natural (9 bits, unbiased, omega = 1/8; an 8-bit "

@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-from ..compression.messages import Messages
-from .host import WorkerHost
+from ..compression.messages import merge
+from .host import WorkerHost, split_workers
 from .protocol import AsynchronousView
 
 #: Exceptions of an actor call that mean "the Dask worker is gone or does not answer".
@@ -64,8 +64,8 @@ def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
         address -> ascending logical worker ids; only as many addresses as there are workers.
     """
     ids = np.arange(n) if np.isscalar(n) else np.asarray(n, dtype=int)
-    addresses = sorted(addresses)[: max(1, min(len(ids), len(addresses)))]
-    return {a: [int(i) for i in part] for a, part in zip(addresses, np.array_split(ids, len(addresses)))}
+    parts = split_workers(ids, len(addresses))
+    return {a: [int(i) for i in part] for a, part in zip(sorted(addresses), parts)}
 
 
 class DaskHost(WorkerHost):
@@ -161,6 +161,12 @@ class DaskPool:
     source : isparse.data.on_worker.ShardSource, optional
         ``data.load=on_worker``: each Dask worker reads its shards from the (shared) data file instead of
         receiving them; also used to recreate lost workers.
+    aggregate : bool, default False
+        Each host sends one sum of its workers' messages where the method allows it (``messages.aggregate=host``:
+        :meth:`~isparse.methods.contract.Box.sums_on_host`), one float64 vector on the union of their coordinates;
+        x is counted once per host on the downlink (:meth:`downlink_copies`). The iterates equal the in-process
+        engine's with ``hosts`` = the number of Dask workers, bit for bit, also after a recovery (a lost host's
+        workers are recreated together, as one host, on a remaining Dask worker).
     on_recovery : callable(dict), optional
         Called after each recovery with the event (``round``, ``lost``, ``workers``, ``moved_to``,
         ``replayed_rounds``, ``seconds``).
@@ -184,7 +190,7 @@ class DaskPool:
     name = "dask"
 
     def __init__(self, client, method, shards, x0, *, snapshot_every: int = 50, worker_timeout: float = 60.0,
-                 measure_every: int = 50, on_recovery=None, source=None):
+                 measure_every: int = 50, on_recovery=None, source=None, aggregate: bool = False):
         addresses = list(client.scheduler_info()["workers"])
         if not addresses:   # the client's view may lag (seen once under load): ask the scheduler to wait for one
             try:
@@ -195,7 +201,7 @@ class DaskPool:
         if not addresses:
             raise RuntimeError(f"the Dask cluster has no workers (waited {float(worker_timeout):g} s for one)")
         self.client, self.method, self.shards, self.x0 = client, method, shards, np.asarray(x0)
-        self.source = source
+        self.source, self.aggregate = source, bool(aggregate)
         self.snapshot_every, self.worker_timeout, self.on_recovery = int(snapshot_every), float(worker_timeout), on_recovery
         self.measure_every = max(1, int(measure_every))
         self._hosts = [self._make_host(addr, ids) for addr, ids in place_workers(len(shards), addresses).items()]
@@ -221,7 +227,7 @@ class DaskPool:
             # scatter of the same key (suspected in two 60 s actor timeouts of isparse-plan under load; not reproduced)
             data = shards = self.client.scatter(self.method.host_shards(self.shards, ids), workers=[addr], direct=True,
                                                 hash=False)
-        fut = self.client.submit(DaskHost, self.method, ids, shards, self.x0, workers=[addr], actor=True,
+        fut = self.client.submit(DaskHost, self.method, ids, shards, self.x0, self.aggregate, workers=[addr], actor=True,
                                  allow_other_workers=False, pure=False)
         return _Host(addr, ids, None, [*data, fut])
 
@@ -281,7 +287,11 @@ class DaskPool:
         if not alive:
             raise RuntimeError(f"every Dask worker was lost ({reason}); cannot recover")
         ids = sorted(i for h in lost_hosts for i in h.ids)
-        fresh = [self._make_host(addr, part) for addr, part in place_workers(ids, alive).items()]
+        if self.aggregate:   # each lost host's workers stay one group (one sum): the same iterates, bit for bit
+            alive = sorted(alive)
+            fresh = [self._make_host(alive[j % len(alive)], h.ids) for j, h in enumerate(lost_hosts)]
+        else:
+            fresh = [self._make_host(addr, part) for addr, part in place_workers(ids, alive).items()]
         for h in fresh:
             h.actor = h.futures[-1].result(timeout=self.worker_timeout)
         since = list(self._since)
@@ -337,7 +347,7 @@ class DaskPool:
         compute = max(c for _, c, _, _ in out.values())
         self.timing["compute_s"] += compute
         self.timing["comm_s"] += max(0.0, wall - compute)
-        batch = Messages.concat([b for b, _, _, _ in out.values()])
+        batch = merge([b for b, _, _, _ in out.values()])
         analytic = int(batch.bytes_per_worker(self.method.blocks.m).sum())
         self.analytic_bytes += analytic
         if measure:
@@ -352,6 +362,14 @@ class DaskPool:
         self.rounds += 1
         memory = None if monitor is None else float(sum(v for _, _, _, v in out.values()))
         return batch, memory
+
+    def downlink_copies(self, workers) -> int:
+        """Copies of x that cross a link when x goes to ``workers`` (``Engine.downlink_copies``): one per host holding
+        any of them with ``aggregate``, else one per worker."""
+        if not self.aggregate:
+            return int(np.asarray(workers).size)
+        wanted = set(np.asarray(workers).tolist())
+        return sum(1 for h in self._hosts if wanted.intersection(h.ids))
 
     def memory(self, x_star):
         """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink).

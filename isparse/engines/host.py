@@ -89,6 +89,26 @@ def regroup(snapshots, ids) -> HostSnapshot:
     return HostSnapshot(ids, state, np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64))
 
 
+def split_workers(ids, hosts: int) -> list:
+    """The logical workers ``ids`` split evenly and contiguously over ``hosts`` machines (at most one per worker).
+
+    Parameters
+    ----------
+    ids : array of int, shape (n,)
+        Logical worker indices, ascending.
+    hosts : int
+        Number of machines, >= 1.
+
+    Returns
+    -------
+    list of ndarray of int
+        The workers of each machine, in order; ``numpy.array_split`` of ``ids`` into min(hosts, n) parts (the Dask
+        engine's placement over its sorted worker addresses, :func:`isparse.engines.dask.place_workers`).
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    return [part for part in np.array_split(ids, max(1, min(int(hosts), ids.size)))]
+
+
 class WorkerHost:
     """Logical workers ``ids``: their stacked data, batched state and step counters.
 
@@ -102,10 +122,13 @@ class WorkerHost:
         What ``method.host_shards`` gives this host (sent once, kept here).
     x0 : ndarray of shape (d,)
         Starting point, for the method's worker state.
+    aggregate : bool, default False
+        Send one sum of the hosted workers' messages instead of each message, where the method allows it
+        (``messages.aggregate=host``; :meth:`~isparse.methods.contract.Box.sums_on_host`).
     """
 
-    def __init__(self, method, ids, shards, x0):
-        self.method = method
+    def __init__(self, method, ids, shards, x0, aggregate: bool = False):
+        self.method, self.aggregate = method, bool(aggregate)
         self.ids = np.asarray(ids, dtype=np.int64)
         self.shards = list(shards)
         self.data = method.host_data(self.shards, self.ids)
@@ -124,6 +147,12 @@ class WorkerHost:
         self.t += 1
         return batch
 
+    def _reply(self, batch):
+        """What crosses the host's link for ``batch``: one sum (``aggregate``, where allowed) or the messages."""
+        if self.aggregate and self.method.sums_on_host(batch):
+            return self.method.host_sums(batch, [batch.workers])
+        return batch
+
     def round(self, x: np.ndarray, monitor: np.ndarray | None = None, measure: bool = False) -> tuple:
         """One worker step of every hosted worker on the broadcast x.
 
@@ -138,10 +167,10 @@ class WorkerHost:
 
         Returns
         -------
-        batch : Messages
-            The hosted workers' messages, ordered by worker.
+        batch : Messages or HostSums
+            The hosted workers' messages, ordered by worker, or their sum (``aggregate``).
         compute : float
-            Seconds the step took.
+            Seconds the step took (and the sum).
         size : int or None
             The serialized bytes with ``measure``, else None.
         memory : float or None
@@ -153,7 +182,7 @@ class WorkerHost:
             The hosted workers are not all at the same iteration.
         """
         start = time.perf_counter()
-        batch = self._step(x)
+        batch = self._reply(self._step(x))
         compute = time.perf_counter() - start
         size = None
         if measure:

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from ..compression.messages import Messages
-from .host import WorkerHost
+from .host import WorkerHost, split_workers
 from .protocol import AsynchronousView
 
 
@@ -27,6 +27,11 @@ class InProcessPool:
         The workers' parts of the problem (``problem.shards``).
     x0 : ndarray of shape (d,)
         Starting point, for the method's worker state.
+    hosts : int, optional
+        Emulate H machines that each send one sum of their workers' messages (``messages.aggregate=host``): the
+        workers split into H contiguous groups as the Dask engine places them on H Dask workers
+        (:func:`isparse.engines.host.split_workers`), so the iterates equal a Dask run's on H workers bit for bit.
+        None (the default): every logical worker is its own machine and sends its own message.
 
     Attributes
     ----------
@@ -47,10 +52,11 @@ class InProcessPool:
 
     name = "inprocess"
 
-    def __init__(self, method, shards, x0):
+    def __init__(self, method, shards, x0, hosts: int | None = None):
         self.method = method
         ids = list(range(len(shards)))
         self.host = WorkerHost(method, ids, method.host_shards(shards, ids), x0)
+        self.groups = None if hosts is None else split_workers(ids, int(hosts))
         self.placement = {i: "inprocess" for i in ids}
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}   # cumulative seconds; nothing is communicated
 
@@ -66,15 +72,24 @@ class InProcessPool:
 
         Returns
         -------
-        batch : Messages
-            All n workers' messages, ordered by worker index.
+        batch : Messages or HostSums
+            All n workers' messages, ordered by worker index (or the emulated hosts' sums, ``hosts``).
         memory : float or None
             The memory term, or None when ``monitor`` is None.
         """
         start = time.perf_counter()
         batch, _, _, memory = self.host.round(x, monitor)
+        if self.groups is not None and self.method.sums_on_host(batch):
+            batch = self.method.host_sums(batch, self.groups)
         self.timing["compute_s"] += time.perf_counter() - start
         return batch, memory
+
+    def downlink_copies(self, workers) -> int:
+        """Copies of x that cross a link when x goes to ``workers`` (``Engine.downlink_copies``): one per emulated
+        host holding any of them (``hosts``), else one per worker."""
+        if self.groups is None:
+            return int(np.asarray(workers).size)
+        return sum(bool(np.isin(g, workers).any()) for g in self.groups)
 
     def memory(self, x_star):
         """The workers' Lyapunov memory term now (``WorkerHost.memory``).

@@ -386,7 +386,7 @@ class MasterLoop:
         self.offsets = dict(ck.counters or {})
         self.result.records = list(ck.records)
         self.uplink[:] = ck.uplink_per_worker
-        self.models_sent = self.n * ck.t
+        self.models_sent = self.engine.downlink_copies(np.arange(self.n)) * ck.t
         self.engine.restore(ck.workers)
         return float(np.sum((self.current() - self.ref.x_star) ** 2))
 
@@ -405,7 +405,7 @@ class MasterLoop:
         """
         log_next = self.logged(self.t + 1)
         self.received[self.idle] = self.version
-        self.models_sent += self.idle.size
+        self.models_sent += self.engine.downlink_copies(self.idle)
         batch, memory = self.engine.exchange(self.x, self.ref.x_star if log_next and self.wants_memory() else None)
         x_prev = self.x
         tick = time.perf_counter()

@@ -51,6 +51,21 @@ class Engine(Protocol):
             The memory term, or None when ``monitor`` is None.
         """
 
+    def downlink_copies(self, workers: np.ndarray) -> int:
+        """Copies of x that cross a link when x goes to ``workers`` (``downlink_bytes`` = copies x d x 8 B).
+
+        Parameters
+        ----------
+        workers : ndarray of int
+            The workers that get the model.
+
+        Returns
+        -------
+        int
+            One per machine holding any of them when machines sum their workers' messages (``messages.aggregate=host``),
+            else one per worker.
+        """
+
     def memory(self, x_star: np.ndarray) -> float:
         """The workers' Lyapunov memory term now (a separate call; the loop uses it only off the logging schedule).
 
@@ -135,6 +150,10 @@ class AsynchronousView:
             NaN.
         """
         return float("nan")
+
+    def downlink_copies(self, workers):
+        """One copy of x per worker that gets it (``Engine.downlink_copies``; each gets its own model)."""
+        return int(np.asarray(workers).size)
 
     def snapshot(self):
         """Not supported: asynchronous runs take no checkpoints.

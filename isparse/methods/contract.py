@@ -37,7 +37,7 @@ import numpy as np
 from ..compression.blocks import BlockPartition
 from ..compression.codecs import FLOAT64, Codec
 from ..compression.compressors import IndependentBlocks, chain
-from ..compression.messages import BLOCK_ID_DTYPE, Messages
+from ..compression.messages import BLOCK_ID_DTYPE, HostSums, Messages
 from ..compression.sampling import Sampler
 from ..regularizers import Zero
 from .options import AlgorithmOptions
@@ -60,6 +60,10 @@ class Traits:
         Messages are applied one at a time, on arrival (Algorithm 8).
     derivable_ids : bool
         The master can recompute the block ids from (seed, i, t) (False for Top-K): then only values are sent.
+    master_sums : bool
+        The master step uses the round's messages only through their sum (:meth:`Box.aggregate`): a host may send
+        one sum of its workers' messages (``messages.aggregate=host``; False for ISAGA with shared data, whose master
+        keeps per-worker values).
     state_text : str
         What its states hold, for the error when they do not fit in memory (``Method.state_bytes``).
     """
@@ -69,6 +73,7 @@ class Traits:
     prox: bool = False
     asynchronous: bool = False
     derivable_ids: bool = True
+    master_sums: bool = True
     state_text: str = "no state"
 
 
@@ -418,7 +423,83 @@ class Box(abc.ABC):
         -------
         ndarray, shape (d,)
         """
+        if isinstance(batch, HostSums):   # each host's sum on the union of its workers' coordinates, host by host
+            coords = [self.union_of(g, batch.t) for g in batch.groups]
+            return np.bincount(np.concatenate(coords), weights=np.concatenate(batch.sums), minlength=self.blocks.d)
         return np.bincount(self.coords_of(batch), weights=batch.values, minlength=self.blocks.d)
+
+    # -- host aggregation (messages.aggregate=host) ----------------------------------------------------------
+    def sums_on_host(self, batch) -> bool:
+        """Whether a host may send one sum for ``batch``: the master needs only the sum (``traits.master_sums``),
+        the run is synchronous, no block ids travel and the values are float64 (a sum of coded values is not a coded
+        value: a host with a lossy codec sends its workers' coded messages).
+
+        Parameters
+        ----------
+        batch : Messages
+            A host's messages of one round.
+
+        Returns
+        -------
+        bool
+        """
+        return (self.traits.master_sums and not self.traits.asynchronous and isinstance(batch, Messages)
+                and batch.blocks is None and batch.codec.exact)
+
+    def union_of(self, workers: np.ndarray, t: int) -> np.ndarray:
+        """The union of the workers' coordinates in round t, ascending, recomputed from (seed, i, t).
+
+        Parameters
+        ----------
+        workers : ndarray of int, shape (k,)
+            Logical worker indices.
+        t : int
+            The round.
+
+        Returns
+        -------
+        ndarray of int, shape (u,)
+            Coordinates; u = d when a worker sends every block.
+        """
+        return self._union(self.coords_batch(self.sample(np.asarray(workers), int(t)))[0])
+
+    def _union(self, coords: np.ndarray) -> np.ndarray:
+        if coords.size >= self.blocks.d:
+            mark = np.zeros(self.blocks.d, dtype=bool)
+            mark[coords] = True
+            return np.flatnonzero(mark)
+        return np.unique(coords)
+
+    def host_sums(self, batch: Messages, groups: list) -> HostSums:
+        """The sums the hosts ``groups`` send for their workers' messages of one round (``messages.aggregate=host``).
+
+        Each sum adds the workers' values coordinate by coordinate in worker order (the order of :meth:`aggregate`'s
+        scatter-add), so a host of one worker sends its message's values unchanged.
+
+        Parameters
+        ----------
+        batch : Messages
+            The messages of the workers of every group, ordered by worker (decoded float64 values).
+        groups : list of ndarray of int
+            Consecutive runs of ``batch.workers``: the workers of each host.
+
+        Returns
+        -------
+        HostSums
+            The values of each host's sum on the union of its workers' coordinates, ascending.
+        """
+        c = self.coords_of(batch)
+        ends = np.cumsum(batch.counts.astype(np.int64))
+        sums, start, w = [], 0, 0
+        for g in groups:
+            w += len(g)
+            stop = int(ends[w - 1]) if w else 0
+            cg, vg = c[start:stop], batch.values[start:stop]
+            union = self._union(cg)
+            full = np.bincount(cg, weights=vg, minlength=self.blocks.d)
+            sums.append(full[union])
+            start = stop
+        return HostSums(list(groups), sums, batch.t)
 
     def averaged_step(self, x, batch, gamma=None):
         """x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5 and 6.

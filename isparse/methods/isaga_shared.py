@@ -141,7 +141,7 @@ class ISAGAShared(Method):
     """
 
     name = "isaga_shared"
-    traits = Traits(needs=("example_grads_at",),
+    traits = Traits(needs=("example_grads_at",), master_sums=False,
                     state_text="the master's SAGA table and its targets grad psi_j(x*), 2 x N x d")
     theory = Theorem2(theorem2_stepsize, paper_stepsize=saga_paper_stepsize, smoothness="L_example",
                       codec_why="the master's table stores the decoded gradients, so the codec's noise on "

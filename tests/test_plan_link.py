@@ -1,0 +1,229 @@
+"""The planner's time model for a link (issue 32 item 6): ``isparse.plan.predict_time`` on numbers computed by hand,
+its monotonicity in the rates, host aggregation's byte counts (tau = 1: exactly m values; tau < 1: the union's
+expectation against a Monte-Carlo of the project's own sampler), and ``isparse-plan ... plan.link.up=...
+plan.link.down=... --json`` run for real (a subprocess, engine=inprocess, a1a) with its bad values refused."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from isparse import ConfigError
+from isparse.compression.codecs import Dither
+from isparse.compression.sampling import BLOCKS, Sampler
+from isparse.plan import (expected_union_blocks, host_uplink_bytes, predict_setup_time, predict_time,
+                          scaled_iterations, workers_per_host)
+
+from test_plan import cli, compose_plan
+
+TERMS = {"latency_s", "up_s", "down_s", "compute_s", "round_s", "iterations", "total_s", "up_bytes_per_host",
+         "down_bytes_per_host"}
+
+#: the small case of the hand computations: d = 10 in m = 5 blocks of 2, each worker sends tau m = 2 blocks
+#: (tau = 0.4, 4 values), n = 3 workers on H = 2 hosts (2 + 1)
+SMALL = dict(d=10, m=5, tau_m=2, n=3, hosts=2)
+
+
+def test_workers_per_host_as_the_dask_engine_splits():
+    assert workers_per_host(3, 2) == [2, 1]
+    assert workers_per_host(8, 3) == [3, 3, 2]
+    assert workers_per_host(2, 4) == [1, 1, 0, 0]
+    with pytest.raises(ValueError):
+        workers_per_host(0, 2)
+
+
+def test_predict_time_by_hand_per_worker_messages():
+    """Host 1 carries 2 workers: 2 messages x 4 values x 8 B = 64 B, at 10 kbit/s 0.0512 s; x: 10 x 8 B = 80 B down,
+    at 100 kbit/s 0.0064 s; round 0.01 + 0.0512 + 0.0064 + 0.003 = 0.0706 s; 50 rounds 3.53 s."""
+    t = predict_time(**SMALL, up_bps=1e4, down_bps=1e5, iterations=50, latency_s=0.01, compute_s=0.003)
+    assert t.up_bytes_per_host == pytest.approx(64.0)
+    assert t.uplink_bytes_per_round == pytest.approx(96.0)      # + host 2's one message of 32 B
+    assert t.down_bytes_per_host == pytest.approx(80.0)
+    assert t.up_s == pytest.approx(0.0512) and t.down_s == pytest.approx(0.0064)
+    assert t.round_s == pytest.approx(0.0706) and t.total_s == pytest.approx(3.53)
+    assert t.workers_per_host == 2 and t.aggregate == "worker"
+
+
+def test_predict_time_by_hand_host_aggregation():
+    """Aggregated, host 1 sends one message on the union of its 2 masks: each block is in it with probability
+    1 - 0.6^2 = 0.64, so 3.2 blocks = 6.4 values = 51.2 B on average (at 10 kbit/s 0.04096 s); host 2's single
+    worker sends its 4 values, 32 B."""
+    t = predict_time(**SMALL, up_bps=1e4, down_bps=1e5, iterations=50, latency_s=0.01, compute_s=0.003,
+                     aggregate="host")
+    assert t.up_bytes_per_host == pytest.approx(51.2)
+    assert t.uplink_bytes_per_round == pytest.approx(83.2)
+    assert t.up_s == pytest.approx(0.04096)
+    assert t.total_s == pytest.approx(50 * (0.01 + 0.04096 + 0.0064 + 0.003))
+
+
+def test_predict_time_slowest_host_link_counts():
+    """One rate per host: host 2 sends half host 1's bytes (32 B) but on a 1 kbit/s link, 0.256 s > host 1's 0.0512 s."""
+    t = predict_time(**SMALL, up_bps=[1e4, 1e3], down_bps=[1e5, 1e5], iterations=1, latency_s=0.0, compute_s=0.0)
+    assert t.up_s == pytest.approx(0.256)
+    with pytest.raises(ValueError):
+        predict_time(**SMALL, up_bps=[1e4], down_bps=1e5, iterations=1, latency_s=0.0, compute_s=0.0)
+    with pytest.raises(ValueError):
+        predict_time(**SMALL, up_bps=0.0, down_bps=1e5, iterations=1, latency_s=0.0, compute_s=0.0)
+
+
+def test_codec_bits_by_hand():
+    """dither with s = 7: 32 bits of norm per message + 4 bits per value. Per worker: 2 messages x (32 + 16) bits =
+    12 B; aggregated: one message of 6.4 values on average, 32 + 25.6 bits = 7.2 B."""
+    codec = Dither(7)
+    assert host_uplink_bytes(10, 5, 2, 2, "worker", codec=codec) == pytest.approx(12.0)
+    assert host_uplink_bytes(10, 5, 2, 2, "host", codec=codec) == pytest.approx(7.2)
+    assert host_uplink_bytes(10, 5, 2, 2, "host", send_ids=True) == pytest.approx(51.2 + 3.2 * 4)   # + 3.2 ids x 4 B
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 16])
+def test_tau_one_aggregated_host_sends_m_values(k):
+    """tau = 1 (no draw, no ids): an aggregating host sends exactly its one sum of d = m values (blocks of 1),
+    whatever its k workers; per worker it sends k of them."""
+    m = 37
+    assert host_uplink_bytes(m, m, m, k, "host", send_ids=True) == m * 8.0
+    assert host_uplink_bytes(m, m, m, k, "worker", send_ids=True) == k * m * 8.0
+    t = predict_time(d=m, m=m, tau_m=m, n=4 * k, hosts=4, up_bps=8e3, down_bps=8e3, iterations=1, latency_s=0,
+                     compute_s=0, aggregate="host")
+    assert t.up_bytes_per_host == m * 8.0 and t.up_s == pytest.approx(m * 8 * 8 / 8e3)
+
+
+@pytest.mark.parametrize("m, tau_m, k", [(40, 4, 3), (123, 31, 4), (10, 1, 8), (50, 49, 2)])
+def test_union_expectation_against_the_sampler(m, tau_m, k):
+    """The mean union size of k workers' masks drawn by isparse.compression.sampling (independent tau m-nice samplings,
+    the ids of the workers of one host) over 3000 iterations is within 3 standard errors of m (1 - (1 - tau)^k)."""
+    sampler = Sampler(12345)
+    sizes = np.array([np.unique(sampler.subsets(BLOCKS, np.arange(3, 3 + k), t, m, tau_m)).size
+                      for t in range(3000)], dtype=float)
+    expected = expected_union_blocks(m, tau_m, k)
+    se = sizes.std(ddof=1) / math.sqrt(sizes.size)
+    assert abs(sizes.mean() - expected) <= 3 * se + 1e-12, (sizes.mean(), expected, se)
+    assert expected == pytest.approx(m * (1 - (1 - tau_m / m) ** k))
+
+
+def test_halving_the_up_rate_never_decreases_the_time():
+    """Over a grid of sizes, tau, hosts, aggregation and codecs (random rates per host): halving every uplink rate
+    (or host's alone) never gives a shorter predicted time, and the uplink term exactly doubles."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        m = int(rng.integers(1, 200))
+        d = m * int(rng.integers(1, 4))
+        tau_m = int(rng.integers(1, m + 1))
+        n, hosts = int(rng.integers(1, 20)), int(rng.integers(1, 8))
+        up = rng.uniform(1e5, 1e9, hosts)
+        common = dict(d=d, m=m, tau_m=tau_m, n=n, hosts=hosts, down_bps=float(rng.uniform(1e5, 1e9)),
+                      iterations=float(rng.uniform(1, 1e4)), latency_s=float(rng.uniform(0, 0.01)),
+                      compute_s=float(rng.uniform(0, 0.01)), aggregate=str(rng.choice(["worker", "host"])),
+                      codec=[None, Dither(7)][int(rng.integers(0, 2))])
+        base = predict_time(up_bps=up, **common)
+        halved = predict_time(up_bps=up / 2, **common)
+        assert halved.total_s >= base.total_s
+        assert halved.up_s == pytest.approx(2 * base.up_s)
+        one = up.copy()
+        one[int(rng.integers(0, hosts))] /= 2
+        assert predict_time(up_bps=one, **common).total_s >= base.total_s
+
+
+def test_scaled_iterations():
+    assert scaled_iterations(300.0, 600.0, 200) == pytest.approx(100.0)
+    with pytest.raises(ValueError):
+        scaled_iterations(300.0, math.inf, 200)
+
+
+@pytest.mark.needs_data
+def test_predict_setup_time_reads_the_configuration():
+    """Of a built a1a run (d = 123, blocks of 1, n = 4, tau = 31/123) on 2 hosts at 1 Mbit/s up, 10 Mbit/s down:
+    each host sends 2 x 31 x 8 B = 496 B (3.968 ms) and gets 984 B (0.7872 ms); given 100 iterations, 1 ms of
+    latency and 0.5 ms of compute, 100 x 6.2552 ms."""
+    from conftest import DATA_DIR
+    from isparse import load_dataset
+    from specs import make
+
+    setup = make("isega", data=load_dataset("a1a", data_dir=str(DATA_DIR)), n=4, tau="31/m", lam=0.3, block_size=1)
+    t = predict_setup_time(setup, hosts=2, up_bps=1e6, down_bps=1e7, latency_s=1e-3, compute_s=5e-4, iterations=100)
+    assert t.up_bytes_per_host == pytest.approx(496.0) and t.down_bytes_per_host == pytest.approx(984.0)
+    assert t.total_s == pytest.approx(100 * (1e-3 + 3.968e-3 + 0.7872e-3 + 5e-4))
+    bound = predict_setup_time(setup, hosts=2, up_bps=1e6, down_bps=1e7, latency_s=1e-3, compute_s=5e-4, tol=1e-4)
+    half = predict_setup_time(setup, hosts=2, up_bps=1e6, down_bps=1e7, latency_s=1e-3, compute_s=5e-4, tol=1e-4,
+                              reference=(2.0, 1.0))
+    assert 0 < half.iterations == pytest.approx(bound.iterations / 2)
+
+
+@pytest.mark.needs_data
+def test_plan_cli_with_a_link(tmp_path):
+    """isparse-plan with plan.link.* and --json (a subprocess, engine=inprocess, a1a d = 123, n = 4 on
+    cluster.n_workers = 2 hosts): every row holds the terms; its uplink term is the hand count of its bytes at
+    10 Mbit/s (2 workers x tau m values x 8 B), its downlink x (123 x 8 B) at 100 Mbit/s; the round is the sum of
+    the terms, the total the calibrated iterations x the round, the recommendation the argmin of the totals."""
+    proc = cli(tmp_path, "isparse-plan", "--json", "data=a1a", "problem.lam=0.3", "workers.n=4", "tol=1e-4",
+               "engine=inprocess", "cluster.n_workers=2", "progress=false", "plan.taus=[1/n,1]", "plan.rounds=4",
+               "plan.repeats=1", "plan.link.up=10mbit", "plan.link.down=100mbit", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = json.loads(proc.stdout)
+    link = plan["link"]
+    assert (link["up_bps"], link["down_bps"], link["hosts"], link["workers_per_host"]) == (1e7, 1e8, 2, 2)
+    assert link["latency_s"] >= 3.5e-3 and link["calibration"]["converged"]
+    assert {r["tau_m"] for r in plan["rows"]} == {31, 123}
+    for r in plan["rows"]:
+        t = r["link"]
+        assert TERMS <= set(t)
+        assert t["up_bytes_per_host"] == pytest.approx(2 * r["tau_m"] * 8.0)
+        assert t["up_s"] == pytest.approx(2 * r["tau_m"] * 8 * 8 / 1e7)
+        assert t["down_s"] == pytest.approx(123 * 8 * 8 / 1e8)
+        assert t["round_s"] == pytest.approx(t["latency_s"] + t["up_s"] + t["down_s"] + t["compute_s"])
+        assert t["iterations"] == pytest.approx(r["predicted_iterations"] * link["calibration"]["scale"])
+        assert r["predicted_time_s"] == pytest.approx(t["iterations"] * t["round_s"])
+    assert plan["recommended"]["predicted_time_s"] == min(r["predicted_time_s"] for r in plan["rows"])
+
+
+def test_plan_cli_bad_link_rate(tmp_path):
+    """A bad rate is one line on stderr naming plan.link.up and the allowed form, exit status 2, before any work."""
+    proc = cli(tmp_path, "isparse-plan", "engine=inprocess", "plan.link.up=10mbps", "plan.link.down=100mbit",
+               timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines == ["isparse-plan: error: The 'plan.link.up' parameter must be a tc rate: a positive number "
+                     "followed by kbit, mbit or gbit (e.g. 10mbit, 2.5mbit, 1gbit); got '10mbps'."]
+    assert not (tmp_path / "cache").exists()
+
+
+RATE = "a tc rate: a positive number followed by kbit, mbit or gbit (e.g. 10mbit, 2.5mbit, 1gbit)"
+
+
+@pytest.mark.parametrize("overrides, key, text", [
+    (["plan.link.up=0mbit", "plan.link.down=1gbit"], "plan.link.up",
+     f"The 'plan.link.up' parameter must be {RATE}; got '0mbit'."),
+    (["plan.link.up=10mbit"], "plan.link.down",
+     f"The 'plan.link.down' parameter must be {RATE} when plan.link.up is set (the link model needs both "
+     f"directions); got None."),
+    (["plan.link.up=[10mbit,1mbit,1mbit]", "plan.link.down=1gbit", "cluster.n_workers=2"], "plan.link.up",
+     "The 'plan.link.up' parameter must be one rate or a list of H = 2 rates (one per host, H the cluster's "
+     "workers); got 3."),
+    (["plan.link.up=1gbit", "plan.link.down=1gbit", "plan.link.latency=-1"], "plan.link.latency",
+     "The 'plan.link.latency' parameter must be null or in [0, inf); got -1."),
+])
+def test_plan_bad_link_values_named(tmp_path, overrides, key, text):
+    """Each bad plan.link.* value names its key and the allowed form (in process: the checks of the CLI above)."""
+    from composing import check_command
+    from pipeline.plan import plan_job
+
+    overrides = [f"paths.outputs={tmp_path}", "engine=inprocess", *overrides]
+    with pytest.raises(ConfigError) as err:
+        check_command(overrides, config_name="plan")
+        plan_job(compose_plan(overrides))
+    assert err.value.key == key and str(err.value) == text
+
+
+def test_measure_round_terms_in_process():
+    """A short in-process run of a small problem: the floor is at least the round trip added, one worker's compute
+    is positive, and the busiest host's compute is it x ceil(n / H) (n = 4: x 4 on one host, x 2 on 2 or 3)."""
+    from isparse.plan import ROUND_TRIP_S, measure_round_terms
+    from specs import make
+
+    setup = make("isega", n=4, tau="auto")
+    terms = measure_round_terms(setup, rounds=10, log_every=5)
+    assert terms.rounds == 10 and terms.latency_s >= ROUND_TRIP_S and terms.compute_per_worker_s > 0
+    assert terms.compute_s(4, 1) == pytest.approx(4 * terms.compute_per_worker_s)
+    assert terms.compute_s(4, 3) == pytest.approx(2 * terms.compute_per_worker_s)
+    bare = measure_round_terms(setup, rounds=10, log_every=5, round_trip_s=0.0)
+    assert 0 <= bare.latency_s < ROUND_TRIP_S
