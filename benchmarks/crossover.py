@@ -18,7 +18,11 @@ Our methods run on ``isparse.engines.dask.DaskPool`` (the shards are placed befo
 snapshots, ``snapshot_every=0``, since the peer has none either); their time to ε is ``time_to_eps_s`` of the run's
 records (``isparse.engines.to_eps``: the rounds' wall time from the first iteration to the first logged iterate at
 ε, the objective's evaluation excluded), their up and down bytes those of the records (the values that cross the
-links; with ``messages.aggregate=host`` where the library has that key, one message per host). dask-ml's time is
+links). They run with ``messages.aggregate=host`` (where the library has that key: the page says which ran):
+a host sends one float64 sum of its two workers' messages, on the union of their coordinates (GD: one d-vector;
+ISEGA and DIANA in float64: the union of two masks), except with natural7 (a sum of coded values is not a coded
+value: each worker's coded message goes up), and x goes down once per host; the records' bytes then count what
+crosses each host's link, as a deployed system (dask-glm, Spark, a parameter server) would send. dask-ml's time is
 the wall time from the start of ``fit`` to the end of the first evaluation at ε (its loss, computed by dask-glm
 as part of every evaluation, is what is checked: nothing is added to its rounds), its rounds the evaluations.
 For every method the bytes that crossed each host's link during the run (IP level: headers, Dask's messages and
@@ -183,7 +187,8 @@ def run_ours(client, cluster, setup, link, cap: float) -> dict:
     from isparse.engines.dask import DaskPool
     from isparse.engines.to_eps import to_eps
 
-    pool = DaskPool(client, *setup.pool_args(), snapshot_every=0)
+    host = getattr(setup.spec.messages, "aggregate", "worker") == "host"
+    pool = DaskPool(client, *setup.pool_args(), snapshot_every=0, **({"aggregate": True} if host else {}))
     cluster.shape(up=link[0], down=link[1])
     try:
         up0, down0 = link_bytes(client)
