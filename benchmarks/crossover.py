@@ -17,7 +17,8 @@ link's rate in each direction; the scheduler and the master in the root namespac
 Our methods run on ``isparse.engines.dask.DaskPool`` (the shards are placed before the link is shaped; no recovery
 snapshots, ``snapshot_every=0``, since the peer has none either); their time to ε is ``time_to_eps_s`` of the run's
 records (``isparse.engines.to_eps``: the rounds' wall time from the first iteration to the first logged iterate at
-ε, the objective's evaluation excluded), their up and down bytes those of the records (the values that cross the
+ε, the objective's evaluation excluded; run without the theorem's bound, so that no record fetches the workers'
+Lyapunov memory, which would send x* to every host), their up and down bytes those of the records (the values that cross the
 links). They run with ``messages.aggregate=host`` (where the library has that key: the page says which ran):
 a host sends one float64 sum of its two workers' messages, on the union of their coordinates (GD: one d-vector;
 ISEGA and DIANA in float64: the union of two masks), except with natural7 (a sum of coded values is not a coded
@@ -184,6 +185,7 @@ def link_bytes(client) -> tuple[int, int]:
 # -- one run -----------------------------------------------------------------------------------------------------------
 def run_ours(client, cluster, setup, link, cap: float) -> dict:
     """One run of ``setup`` on a DaskPool of ``client``, the links shaped as ``link`` (up, down) for the run."""
+    from isparse import engines
     from isparse.engines.dask import DaskPool
     from isparse.engines.to_eps import to_eps
 
@@ -200,7 +202,10 @@ def run_ours(client, cluster, setup, link, cap: float) -> dict:
                 return False
             return time.perf_counter() - started < cap
 
-        res = setup.run(pool, max_iter=10**9, tol=0.0, log_every=LOG_EVERY, on_iteration=hook)
+        # no bound: with one, every record of ISEGA would fetch the workers' Lyapunov memory, sending x* to every
+        # host (d values a host and record on the shaped links, which a deployed run does not send)
+        res = engines.run(setup.method, pool, setup.problem, setup.reference, None, x0=setup.x0, max_iter=10**9,
+                          tol=0.0, log_every=LOG_EVERY, on_iteration=hook)
         up1, down1 = link_bytes(client)
     finally:
         cluster.shape(up=None, down=None)
