@@ -134,3 +134,14 @@ def test_quick_map(tmp_path):
 
     goal, section = report._item12(res)
     assert "| GD |" in section and cell["winner"] in section
+
+
+def test_grid_from_the_command_line():
+    g = crossover.grid_from(crossover.DEFAULT, H="4,8", d="1e4,1e5", links="10mbit,10:1 asym", named="w8a@100mbit",
+                            cap=90)
+    assert g.H == (4, 8) and g.d == (10_000, 100_000) and g.links == ("10mbit", "10:1 asym")
+    assert g.named == (("w8a", "100mbit"),) and g.cap == 90.0 and g.skip == ()
+    assert crossover.grid_from(crossover.DEFAULT, cap=90).skip == crossover.DEFAULT.skip
+    with pytest.raises(SystemExit, match="--links"):
+        crossover.grid_from(crossover.DEFAULT, links="56kbit")
+    assert crossover.d_label(100_000) == "1e5" and crossover.d_label(3000) == "3000"
