@@ -134,26 +134,12 @@ def d_label(d: int) -> str:
     return f"1e{e}" if 10 ** e == d and e >= 4 else str(d)
 
 
-def has_aggregate() -> bool:
-    """Whether the library has the ``messages.aggregate`` key (one message per host)."""
-    from isparse import RunSpec
-    from isparse.errors import ConfigError
-
-    try:
-        RunSpec.from_dict({"algorithm": "isega", "messages.aggregate": "host"}).check()
-    except (ConfigError, KeyError, TypeError, ValueError):
-        return False
-    return True
-
-
 def setups(data, lam: float, n: int, reference=None) -> dict:
-    """{label: RunSetup} of our methods on ``data`` (one reference solve shared), ``messages.aggregate=host``
-    where the key exists."""
+    """{label: RunSetup} of our methods on ``data`` (one reference solve shared), ``messages.aggregate=host``."""
     from isparse import RunSpec, build
 
     common = {"workers.n": n, "problem.lam": lam, "blocks.size": max(1, data.d // 1000), "seed": 0}
-    if has_aggregate():
-        common["messages.aggregate"] = "host"
+    common["messages.aggregate"] = "host"
     out = {}
     for label, algorithm, keys in METHODS:
         if algorithm is None:
@@ -317,7 +303,7 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
     grid = grid or (QUICK if quick else DEFAULT)
     reason = available()
     res = {"grid": {k: v for k, v in asdict(grid).items()}, "eps": EPS, "cells": [], "notes": [],
-           "aggregate": "host" if has_aggregate() else "worker (this library has no messages.aggregate)",
+           "aggregate": "host",
            "workers_per_host": WORKERS_PER_HOST, "load_before": load_average()}
     if reason:
         res["notes"].append(f"not run: cluster=emulated needs root, ip and tc ({reason})")
@@ -365,6 +351,7 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
                                   + f" ({r['elapsed_s']:.0f} s)", flush=True)
                         cell["load_after"] = load_average()
                         cell.update(summarize(cell, grid.cap))
+                        cell["planner"] = planner_check(built, cell)
                         res["cells"].append(cell)
                     del built, data
             finally:
@@ -373,6 +360,61 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
     if figure and res["cells"]:
         res["figure"] = plot(res, figure)
     return res
+
+
+#: the planner's check of the issue: predicted time within this factor of the measured, the recommendation's measured
+#: time within this factor of the fastest measured
+PREDICTION_BAND, RECOMMENDATION_BAND = 0.25, 0.10
+
+
+def planner_check(built: dict, cell: dict) -> dict:
+    """What ``isparse-plan``'s link model (:func:`isparse.plan.predict_setup_time`) predicts for each of our methods
+    of ``cell``, without the emulator, against the measured times.
+
+    The model's inputs: the links' rates; the round's floor and each worker's compute from a short in-process run
+    (:func:`isparse.plan.measure_round_terms`: the floor + a bare Dask round trip); the iterations of the planner's
+    calibration run (``plan.link.calibrate``: an in-process run of the configuration to ε), which are the rounds
+    to ε of the cell's run (the Dask engine's iterates are the in-process engine's). So what is checked is the
+    model of a round's time. A method whose run did not reach ε is not covered. Returned: per method the
+    predicted and measured seconds and their ratio; the recommended method (the argmin of the predicted time over
+    the covered ones) and whether its measured time is within :data:`RECOMMENDATION_BAND` of the fastest measured
+    covered one."""
+    from isparse.plan import measure_round_terms, predict_setup_time
+    from pipeline.cluster.emulated import rate_bits
+
+    runs, out = cell["runs"], {"methods": {}}
+    up, down = rate_bits("cluster.link.up", cell["up"]), rate_bits("cluster.link.down", cell["down"])
+    for label, setup in built.items():
+        r = runs.get(label, {})
+        if not r.get("reached"):
+            out["methods"][label] = {"covered": False, "why": "not at ε"}
+            continue
+        terms = measure_round_terms(setup)
+        t = predict_setup_time(setup, hosts=cell["H"], up_bps=up, down_bps=down, latency_s=terms.latency_s,
+                               compute_s=terms.compute_s(cell["n"], cell["H"]), iterations=float(r["rounds"]),
+                               aggregate="host")
+        ratio = t.total_s / r["time"]
+        out["methods"][label] = {"covered": True, "predicted_s": t.total_s, "iterations": t.iterations,
+                                 "round_s": t.round_s, "up_s": t.up_s, "down_s": t.down_s, "latency_s": t.latency_s,
+                                 "compute_s": t.compute_s, "measured_s": r["time"], "ratio": ratio,
+                                 "within": abs(ratio - 1) <= PREDICTION_BAND}
+    covered = {k: v for k, v in out["methods"].items() if v["covered"]}
+    if not covered:
+        out["why"] = "no method of ours reached ε"
+        return out
+    rec = min(covered, key=lambda k: covered[k]["predicted_s"])
+    best = min(v["measured_s"] for v in covered.values())
+    out.update(recommended=rec, recommended_vs_fastest=covered[rec]["measured_s"] / best,
+               recommendation_ok=covered[rec]["measured_s"] <= (1 + RECOMMENDATION_BAND) * best)
+    return out
+
+
+def planner_summary(cells: list) -> dict:
+    """Over the cells: predictions within the band / predictions compared, recommendations within 10 % / cells."""
+    ratios = [m for c in cells for m in c.get("planner", {}).get("methods", {}).values() if "ratio" in m]
+    recs = [c["planner"]["recommendation_ok"] for c in cells if "recommendation_ok" in c.get("planner", {})]
+    return {"within": sum(m["within"] for m in ratios), "compared": len(ratios),
+            "recommendations_ok": sum(recs), "cells": len(recs)}
 
 
 def summarize(cell: dict, cap: float) -> dict:
@@ -488,6 +530,30 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
             table(["H", "d", "link", "method", "time to ε (s)", "rounds to ε", "up B to ε", "down B to ε",
                    "link up B (run)", "link down B (run)", "rounds run", "final rel. subopt", "run wall (s)"], rows),
             ""]
+    ps = planner_summary(res["cells"])
+    prow = []
+    for c in res["cells"]:
+        pl = c.get("planner", {})
+        for label, m in pl.get("methods", {}).items():
+            prow.append([c["H"], c["d_label"], c["link"], label,
+                         f"{m['predicted_s']:.3g}" if m.get("covered") else m.get("why", "–"),
+                         f"{m['measured_s']:.3g}" if m.get("measured_s") else "not at ε",
+                         f"{m['ratio']:.2f}" if "ratio" in m else "–",
+                         (f"{1e3 * m['round_s']:.1f} = {1e3 * m['latency_s']:.1f} + {1e3 * m['up_s']:.1f} + "
+                          f"{1e3 * m['down_s']:.1f} + {1e3 * m['compute_s']:.1f}") if m.get("covered") else "–",
+                         f"{m['iterations']:.0f}" if m.get("covered") else "–",
+                         (f"{pl.get('recommended')} ({pl['recommended_vs_fastest']:.2f}× the fastest)"
+                          if "recommended_vs_fastest" in pl else pl.get("why", "–"))])
+    if prow:
+        out += [f"The planner's link model (`isparse-plan ... plan.link.up=... plan.link.down=...`, "
+                f"`isparse.plan.predict_setup_time`) against these measurements: predicted time within ±"
+                f"{PREDICTION_BAND:.0%} of the measured in **{ps['within']} of {ps['compared']}** (method, cell) "
+                f"pairs; its recommended method within {RECOMMENDATION_BAND:.0%} of the fastest measured (of the "
+                f"methods it covers) in **{ps['recommendations_ok']} of {ps['cells']}** cells. The round "
+                "(ms) = floor + up + down + compute; the iterations are those of the planner's calibration run (an "
+                "in-process run of the configuration to ε: the cell's rounds), so this checks the model of a round:", "",
+                table(["H", "d", "link", "method", "predicted (s)", "measured (s)", "pred ÷ meas",
+                       "round (ms) = floor + up + down + compute", "iterations", "recommended"], prow), ""]
     if res.get("figure"):
         out += [f"![The winner per cell and IS ÷ GD]({figure_link})", ""]
     return out
