@@ -37,8 +37,9 @@ row with probability ∝ (k + 1)^-1, about 35 distinct features a row, unit-norm
 model with noise), λ = 1e-2 (chosen so that the runs fit their caps on 2 cores), blocks of d/1000 coordinates
 (m = 1000); a9a with λ = 1e-3 and blocks of 1. What to keep in mind when reading the numbers:
 
-- each tbf lets a burst of its bucket (64 kB at these rates, ``pipeline.cluster.emulated``) through at line speed
-  after an idle gap, so a message of a few tens of kB crosses a 10 Mbit link faster than its size ÷ rate;
+- each tbf lets a burst of its bucket (1 ms of traffic, at least 8 kB, ``pipeline.cluster.emulated``) through at
+  line speed after an idle gap: 8 kB is 6.5 ms at 10 Mbit, a small share of a round that moves x (80 kB at d = 10⁴);
+  before 2026-12-03 the bucket was 64 kB, which let most of such a message cross at line speed;
 - dask-glm's gradient is ``X.T.dot(p - y)``: for sparse chunks dask's ``tensordot`` concatenates the chunks along
   the contracted axis, so every evaluation moves the other hosts' (transposed) chunks of X to one host: most of
   dask-ml's link bytes are X, not β (seen in the workers' transfer logs);

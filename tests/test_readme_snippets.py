@@ -160,7 +160,7 @@ def test_the_citation_is_a_bibtex_entry():
 
 @pytest.mark.slow
 def test_the_benchmark_command_runs_in_its_quick_form(tmp_path):
-    """``python -m benchmarks`` as the README gives it, narrowed to one quick item (the full run is ~45 minutes)."""
+    """``python -m benchmarks`` as the README gives it, narrowed to one quick item (the full run is ~56 minutes)."""
     install, command = (c.strip() for c in _commands(BENCH)[0].split("&&"))
     assert install == ".venv/bin/pip install -e '.[test,bench]'"
     argv = _argv(command, tmp_path) + ["--quick", "--only", "9", "--out", str(tmp_path / "benchmarks.md")]
@@ -168,3 +168,15 @@ def test_the_benchmark_command_runs_in_its_quick_form(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "fixed costs" in (tmp_path / "benchmarks.md").read_text().lower()
+
+
+def test_the_second_benchmark_command_names_the_map_and_keeps_the_other_items():
+    """The README's second benchmark line runs item 12 (the crossover map) alone and merges the last full run."""
+    from benchmarks.__main__ import ITEMS, RUNNERS
+
+    command = _commands(BENCH)[1]
+    words = shlex.split(command)
+    assert words[:3] == [".venv/bin/python", "-m", "benchmarks"]
+    only = words[words.index("--only") + 1].split(",")
+    assert only == ["12"] and set(only) <= set(ITEMS) and all(i in RUNNERS for i in only)
+    assert words[words.index("--merge") + 1] == "outputs/benchmarks.json"
