@@ -37,7 +37,7 @@ row with probability ∝ (k + 1)^-1, about 35 distinct features a row, unit-norm
 model with noise), λ = 1e-2 (chosen so that the runs fit their caps on 2 cores), blocks of d/1000 coordinates
 (m = 1000); a9a with λ = 1e-3 and blocks of 1. What to keep in mind when reading the numbers:
 
-- each tbf lets a burst of its bucket (1 ms of traffic, at least 8 kB, ``pipeline.cluster.emulated``) through at
+- each tbf lets a burst of its bucket (5 ms of traffic, at least 8 kB, ``pipeline.cluster.emulated``; 1 ms in the map of 2026-12-03) through at
   line speed after an idle gap: 8 kB is 6.5 ms at 10 Mbit, a small share of a round that moves x (80 kB at d = 10⁴);
   before 2026-12-03 the bucket was 64 kB, which let most of such a message cross at line speed;
 - dask-glm's gradient is ``X.T.dot(p - y)``: for sparse chunks dask's ``tensordot`` concatenates the chunks along
@@ -226,17 +226,32 @@ def chunked(client, data):
     meta = sparse.COO.from_numpy(np.zeros((0, 0)))
     for k, w in enumerate(workers):
         lo, hi = int(cuts[k]), int(cuts[k + 1])
-        fx = client.scatter(sparse.COO.from_scipy_sparse(data.A[lo:hi]), workers=[w], direct=True)
-        fy = client.scatter((data.b[lo:hi] > 0).astype(float), workers=[w], direct=True)
+        # hash=False: keys of this fit's own (content-hashed keys are shared with anything equal on the client)
+        fx = client.scatter(sparse.COO.from_scipy_sparse(data.A[lo:hi]), workers=[w], direct=True, hash=False)
+        fy = client.scatter((data.b[lo:hi] > 0).astype(float), workers=[w], direct=True, hash=False)
         futures += [fx, fy]
         xs.append(da.from_delayed(fx, shape=(hi - lo, data.d), dtype=float, meta=meta))
         ys.append(da.from_delayed(fy, shape=(hi - lo,), dtype=float, meta=np.zeros(0)))
     return da.concatenate(xs), da.concatenate(ys), futures
 
 
-def run_lbfgs(client, cluster, data, lam: float, F_star: float, link, cap: float) -> dict:
+def run_lbfgs(client, cluster, data, lam: float, F_star: float, link, cap: float, attempts: int = 2) -> dict:
     """dask-ml's LogisticRegression(solver="lbfgs") fit on the hosts' chunks, the links shaped as ``link``: the time
-    and evaluations to ε from its own loss values, the link bytes from the hosts' counters."""
+    and evaluations to ε from its own loss values, the link bytes from the hosts' counters. A fit whose chunks
+    Dask reports lost ("lost dependencies", seen once in CI on a loaded machine) is made again from fresh chunks,
+    at most ``attempts`` times in all; the result says how many it took."""
+    from distributed.client import FutureCancelledError
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return {**_lbfgs_once(client, cluster, data, lam, F_star, link, cap), "attempts": attempt}
+        except FutureCancelledError:
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: float) -> dict:
     import dask_glm.algorithms as alg
     from dask_ml.linear_model import LogisticRegression
 
