@@ -134,14 +134,7 @@ def uplink_bytes_per_round(n: int, d: int, m: int, tau_m: int, send_ids: bool, c
     block is sent and no id travels (``isparse.compression.messages.Messages.bytes_per_worker``).
     """
     ids = tau_m if (send_ids and tau_m < m) else 0
-    mean = tau_m * d / m
-    if codec is None:
-        value_bytes = mean * VALUE_BYTES
-    else:
-        lo = math.floor(mean)
-        bits = codec.bits(np.array([lo, lo + 1], np.int64)).astype(np.float64)
-        value_bytes = (bits[0] + (mean - lo) * (bits[1] - bits[0])) / 8.0
-    return float(n * (value_bytes + ids * BLOCK_ID_BYTES))
+    return float(n * _message_bytes(tau_m * d / m, ids, codec))
 
 
 @dataclass(frozen=True)
