@@ -2,6 +2,7 @@
 network namespace behind a veth pair shaped with tc tbf. The config checks need nothing; the rest makes real
 namespaces (root, ip and tc: skipped with the reason otherwise) and is slow."""
 
+import contextlib
 import os
 import re
 import shutil
@@ -99,17 +100,25 @@ def _start(tmp_path, *overrides) -> subprocess.Popen:
 
 
 def _wait_iterating(tmp_path, proc, timeout=120.0):
-    """Until the run has logged a few metrics (it is iterating on the emulated cluster)."""
+    """Until the run has logged a few metrics (it is iterating on the emulated cluster). The store is read with
+    sqlite3, read-only, until then: an MlflowClient opened while the run creates the store would run MLflow's
+    migrations concurrently with the run's own (alembic's "expected to match one row ... 0 found")."""
+    import sqlite3
+
     from mlflow import MlflowClient
 
-    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    db = tmp_path / "mlflow.db"
     deadline = time.time() + timeout
     while time.time() < deadline:
         assert proc.poll() is None, proc.stdout.read()[-3000:]
-        exp = client.get_experiment_by_name("isparse") if (tmp_path / "mlflow.db").exists() else None
-        runs = client.search_runs([exp.experiment_id]) if exp else []
-        if runs and len(client.get_metric_history(runs[0].info.run_id, "dist_sq")) >= 3:
-            return client, runs[0].info.run_id
+        found = []
+        if db.exists():
+            with contextlib.suppress(sqlite3.Error), contextlib.closing(
+                    sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as con:
+                found = con.execute("SELECT run_uuid FROM metrics WHERE key = 'dist_sq' GROUP BY run_uuid "
+                                    "HAVING count(*) >= 3").fetchall()
+        if found:
+            return MlflowClient(f"sqlite:///{db}"), found[0][0]
         time.sleep(0.5)
     raise AssertionError("the run did not start iterating")
 

@@ -20,8 +20,9 @@ namespaces and links, the pids it started, ip_forward before it): :meth:`Emulate
 on every exit path, and the next start on the machine removes what a killed owner left (:func:`cleanup_stale`, one
 log line). Only the processes it started are stopped, by their handles (and, for a killed owner, by the pids of its
 record whose start times still match, and the processes inside its namespaces). The started processes receive
-SIGTERM when the process that started them dies (``PR_SET_PDEATHSIG``) and run in their own sessions (a terminal's
-Ctrl-C reaches the client only, which closes the cluster).
+SIGKILL when the process that started them dies (``PR_SET_PDEATHSIG``): nobody is left to read their results, and a
+worker's graceful close on SIGTERM, mid-round with its scheduler gone, outlived a 30 s wait once in CI. They run in
+their own sessions (a terminal's Ctrl-C reaches the client only, which closes the cluster).
 
 ``benchmarks/netns.py`` is a thin user of this module (2 hosts, one symmetric rate).
 """
@@ -231,7 +232,7 @@ def _signals_deferred():
 
 
 def _pdeathsig():
-    """``preexec_fn`` of the started processes: in the child, before its exec, SIGTERM when the thread that started
+    """``preexec_fn`` of the started processes: in the child, before its exec, SIGKILL when the thread that started
     it dies (``prctl(PR_SET_PDEATHSIG)``); libc is looked up here, in the parent (no dlopen after the fork)."""
     import ctypes
 
@@ -241,7 +242,7 @@ def _pdeathsig():
         return None
 
     def die_with_parent():
-        prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+        prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
 
     return die_with_parent
 
