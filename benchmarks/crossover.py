@@ -37,9 +37,11 @@ row with probability ∝ (k + 1)^-1, about 35 distinct features a row, unit-norm
 model with noise), λ = 1e-2 (chosen so that the runs fit their caps on 2 cores), blocks of d/1000 coordinates
 (m = 1000); a9a with λ = 1e-3 and blocks of 1. What to keep in mind when reading the numbers:
 
-- each tbf lets a burst of its bucket (5 ms of traffic, at least 8 kB, ``pipeline.cluster.emulated``; 1 ms in the map of 2026-12-03) through at
-  line speed after an idle gap: 8 kB is 6.5 ms at 10 Mbit, a small share of a round that moves x (80 kB at d = 10⁴);
-  before 2026-12-03 the bucket was 64 kB, which let most of such a message cross at line speed;
+- each tbf lets a burst of its bucket (5 ms of traffic, at least 8 kB, ``pipeline.cluster.emulated``) through at
+  line speed after an idle gap: 8 kB at 10 Mbit, a small share of a round that moves x (80 kB at d = 10⁴), but
+  62.5 kB at 100 Mbit, most of such a message (the planner's check counts it as ``plan.link.burst``); a 1 ms bucket
+  lost throughput on the loaded machine (40.8 of 50 Mbit/s), and before 2026-12-03 the bucket was 64 kB at every
+  rate;
 - dask-glm's gradient is ``X.T.dot(p - y)``: for sparse chunks dask's ``tensordot`` concatenates the chunks along
   the contracted axis, so every evaluation moves the other hosts' (transposed) chunks of X to one host: most of
   dask-ml's link bytes are X, not β (seen in the workers' transfer logs);
@@ -170,14 +172,35 @@ def link_bytes(client) -> tuple[int, int]:
 
 
 # -- one run -----------------------------------------------------------------------------------------------------------
+def make_pool(client, setup):
+    """A DaskPool of ``client`` for ``setup``: no snapshots (the peer keeps none), host aggregation as configured."""
+    from isparse.engines.dask import DaskPool
+
+    host = getattr(setup.spec.messages, "aggregate", "worker") == "host"
+    return DaskPool(client, *setup.pool_args(), snapshot_every=0, **({"aggregate": True} if host else {}))
+
+
+def cluster_round_terms(client, setup) -> dict:
+    """The round's floor and compute of ``setup`` measured on the emulated hosts with their links unshaped
+    (:func:`isparse.plan.measure_round_terms` on a DaskPool: 10 warm-up rounds, 100 timed): what ``isparse-plan``'s
+    probes measure on the cluster it runs on, and what ``plan.link.latency`` is for. Measured per cell, just before
+    its runs, so that it sees the machine's load as they do."""
+    from isparse.plan import measure_round_terms
+
+    pool = make_pool(client, setup)
+    try:
+        t = measure_round_terms(setup, rounds=100, log_every=10, round_trip_s=0.0, pool=pool)
+    finally:
+        pool.close()
+    return {"latency_s": t.latency_s, "compute_per_worker_s": t.compute_per_worker_s, "rounds": t.rounds}
+
+
 def run_ours(client, cluster, setup, link, cap: float) -> dict:
     """One run of ``setup`` on a DaskPool of ``client``, the links shaped as ``link`` (up, down) for the run."""
     from isparse import engines
-    from isparse.engines.dask import DaskPool
     from isparse.engines.to_eps import to_eps
 
-    host = getattr(setup.spec.messages, "aggregate", "worker") == "host"
-    pool = DaskPool(client, *setup.pool_args(), snapshot_every=0, **({"aggregate": True} if host else {}))
+    pool = make_pool(client, setup)
     cluster.shape(up=link[0], down=link[1])
     try:
         up0, down0 = link_bytes(client)
@@ -363,6 +386,8 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
                                 "link": link_name, "up": link[0], "down": link[1], "load_before": load_average(),
                                 "runs": {}, "setup_s": setup_s,
                                 "d_label": source if isinstance(source, str) else d_label(int(source))}
+                        cell["cluster_terms"] = {label: cluster_round_terms(client, setup)
+                                                 for label, setup in built.items()}
                         for label, _, _ in METHODS:
                             t0 = time.perf_counter()
                             try:
@@ -400,28 +425,32 @@ def planner_check(built: dict, cell: dict) -> dict:
     """What ``isparse-plan``'s link model (:func:`isparse.plan.predict_setup_time`) predicts for each of our methods
     of ``cell``, without the emulator, against the measured times.
 
-    The model's inputs: the links' rates; the round's floor and each worker's compute from a short in-process run
-    (:func:`isparse.plan.measure_round_terms`: the floor + a bare Dask round trip); the iterations of the planner's
-    calibration run (``plan.link.calibrate``: an in-process run of the configuration to ε), which are the rounds
-    to ε of the cell's run (the Dask engine's iterates are the in-process engine's). So what is checked is the
-    model of a round's time. A method whose run did not reach ε is not covered. Returned: per method the
+    The model's inputs: the links' rates and token-bucket depths (the emulator's
+    :func:`pipeline.cluster.emulated.bucket_bytes`, ``plan.link.burst``); the round's floor and each worker's
+    compute measured on the same hosts with the links unshaped, just before the cell's runs
+    (:func:`cluster_round_terms`: ``plan.link.latency``, what ``isparse-plan``'s probes measure on the cluster they
+    run on); the iterations of the planner's calibration run (``plan.link.calibrate``: an in-process run of the
+    configuration to ε), which are the rounds to ε of the cell's run (the Dask engine's iterates are the in-process
+    engine's). So what is checked is the model of a shaped round's time: floor + compute + bytes beyond the burst ÷
+    rate in each direction. A method whose run did not reach ε is not covered. Returned: per method the
     predicted and measured seconds and their ratio; the recommended method (the argmin of the predicted time over
     the covered ones) and whether its measured time is within :data:`RECOMMENDATION_BAND` of the fastest measured
     covered one."""
-    from isparse.plan import measure_round_terms, predict_setup_time
-    from pipeline.cluster.emulated import rate_bits
+    from isparse.plan import workers_per_host, predict_setup_time
+    from pipeline.cluster.emulated import bucket_bytes, rate_bits
 
     runs, out = cell["runs"], {"methods": {}}
     up, down = rate_bits("cluster.link.up", cell["up"]), rate_bits("cluster.link.down", cell["down"])
+    k = max(workers_per_host(cell["n"], cell["H"]))
     for label, setup in built.items():
         r = runs.get(label, {})
         if not r.get("reached"):
             out["methods"][label] = {"covered": False, "why": "not at ε"}
             continue
-        terms = measure_round_terms(setup)
-        t = predict_setup_time(setup, hosts=cell["H"], up_bps=up, down_bps=down, latency_s=terms.latency_s,
-                               compute_s=terms.compute_s(cell["n"], cell["H"]), iterations=float(r["rounds"]),
-                               aggregate="host")
+        terms = cell["cluster_terms"][label]
+        t = predict_setup_time(setup, hosts=cell["H"], up_bps=up, down_bps=down, latency_s=terms["latency_s"],
+                               compute_s=terms["compute_per_worker_s"] * k, iterations=float(r["rounds"]),
+                               aggregate="host", up_burst_bytes=bucket_bytes(up), down_burst_bytes=bucket_bytes(down))
         ratio = t.total_s / r["time"]
         out["methods"][label] = {"covered": True, "predicted_s": t.total_s, "iterations": t.iterations,
                                  "round_s": t.round_s, "up_s": t.up_s, "down_s": t.down_s, "latency_s": t.latency_s,
@@ -579,8 +608,12 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
                 f"{PREDICTION_BAND:.0%} of the measured in **{ps['within']} of {ps['compared']}** (method, cell) "
                 f"pairs; its recommended method within {RECOMMENDATION_BAND:.0%} of the fastest measured (of the "
                 f"methods it covers) in **{ps['recommendations_ok']} of {ps['cells']}** cells. The round "
-                "(ms) = floor + up + down + compute; the iterations are those of the planner's calibration run (an "
-                "in-process run of the configuration to ε: the cell's rounds), so this checks the model of a round:", "",
+                "(ms) = floor + up + down + compute. The floor and the compute were measured on the same hosts with "
+                "the links unshaped, just before the cell's runs (100 rounds of each method: `plan.link.latency`, "
+                "what the planner's probes measure on a cluster); up and down are each message's bytes beyond the "
+                "tbf bucket (`plan.link.burst`) ÷ the rate; the iterations are those of the planner's calibration "
+                "run (an in-process run of the configuration to ε: the cell's rounds), so this checks the model of "
+                "a shaped round:", "",
                 table(["H", "d", "link", "method", "predicted (s)", "measured (s)", "pred ÷ meas",
                        "round (ms) = floor + up + down + compute", "iterations", "recommended"], prow), ""]
     if res.get("figure"):

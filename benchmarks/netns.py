@@ -22,7 +22,7 @@ _current: EmulatedCluster | None = None
 
 def shape(rate: str | None) -> None:
     """Put a tbf of ``rate`` (tc syntax, e.g. 100mbit) on both ends of every host's link; None removes the shaping.
-    The bucket holds 1/50 s of traffic, at least 64 kB (``pipeline.cluster.emulated``)."""
+    The bucket holds 5 ms of traffic, at least 8 kB (``pipeline.cluster.emulated.bucket_bytes``)."""
     if _current is None:
         raise RuntimeError("shape() needs a running namespaced_client()")
     _current.shape(up=rate, down=rate)

@@ -564,17 +564,23 @@ def _per_host(rate, hosts: int, name: str) -> list[float]:
 
 def predict_time(*, d: int, m: int, tau_m: int, n: int, hosts: int, up_bps, down_bps, iterations: float,
                  latency_s: float, compute_s: float, aggregate: str = "worker", send_ids: bool = False, codec=None,
-                 down_value_bytes: int = VALUE_BYTES) -> LinkTime:
+                 down_value_bytes: int = VALUE_BYTES, up_burst_bytes: float = 0.0,
+                 down_burst_bytes: float = 0.0) -> LinkTime:
     """Predicted time to eps on hosts behind links of given rates: latency + up + down + compute per round, times
     the rounds to eps.
 
     The model, per round (hosts work in parallel, so each direction costs what its slowest host's link takes)::
 
         round_s = latency_s
-                + max over hosts h of (uplink bytes of h x 8 / up_bps[h])       (up_s)
-                + max over hosts h of (d x down_value_bytes x 8 / down_bps[h])  (down_s: x goes dense to every host)
+                + max over hosts h of ((uplink bytes of h - up_burst_bytes)+ x 8 / up_bps[h])           (up_s)
+                + max over hosts h of ((d x down_value_bytes - down_burst_bytes)+ x 8 / down_bps[h])    (down_s)
                 + compute_s
         total_s = iterations x round_s
+
+(x goes dense to every host; (b)+ = max(b, 0).) A link is a token bucket (rate, burst), the standard description
+of a shaped link (a tc ``tbf``'s ``rate`` and ``burst``): after an idle gap the first ``burst`` bytes of a message
+cross at line speed, the rest at the rate. The bucket refills between rounds (a round's other terms are longer than
+burst / rate wherever the burst matters), so each round's message in each direction gets the whole burst.
 
     where host h carries k_h of the n logical workers (:func:`workers_per_host`) and sends
     :func:`host_uplink_bytes` (k_h messages of tau d values, or with ``aggregate="host"`` one message on the union
@@ -612,6 +618,9 @@ def predict_time(*, d: int, m: int, tau_m: int, n: int, hosts: int, up_bps, down
         The uplink's value codec (None: float64); the downlink is dense float64 (``down_value_bytes``).
     down_value_bytes : int
         Bytes per value of x on the downlink.
+    up_burst_bytes, down_burst_bytes : float
+        Each link's token-bucket depth in bytes, up and down (0: a plain rate; ``cluster=emulated``'s is
+        ``pipeline.cluster.emulated.bucket_bytes`` of the rate: 5 ms of traffic, at least 8 kB).
 
     Returns
     -------
@@ -622,7 +631,7 @@ def predict_time(*, d: int, m: int, tau_m: int, n: int, hosts: int, up_bps, down
     ------
     ValueError
         A rate list whose length is not ``hosts``, a rate that is not a positive finite number, n or hosts
-        below 1, tau_m outside [1, m], a negative latency or compute, or an unknown ``aggregate``.
+        below 1, tau_m outside [1, m], a negative latency, compute or burst, or an unknown ``aggregate``.
 
     Notes
     -----
@@ -642,12 +651,14 @@ def predict_time(*, d: int, m: int, tau_m: int, n: int, hosts: int, up_bps, down
         raise ValueError(f"tau_m must be in [1, m] = [1, {m}]; got {tau_m}")
     if latency_s < 0 or compute_s < 0:
         raise ValueError(f"latency_s and compute_s must be >= 0; got {latency_s}, {compute_s}")
+    if not (up_burst_bytes >= 0 and down_burst_bytes >= 0):
+        raise ValueError(f"up_burst_bytes and down_burst_bytes must be >= 0; got {up_burst_bytes}, {down_burst_bytes}")
     loads = workers_per_host(n, hosts)
     ups, downs = _per_host(up_bps, hosts, "up_bps"), _per_host(down_bps, hosts, "down_bps")
     up_bytes = [host_uplink_bytes(d, m, tau_m, k, aggregate, send_ids, codec) for k in loads]
     down_bytes = [float(d * down_value_bytes) if k > 0 else 0.0 for k in loads]
-    up_s = max(b * 8.0 / r for b, r in zip(up_bytes, ups))
-    down_s = max(b * 8.0 / r for b, r in zip(down_bytes, downs))
+    up_s = max(max(b - up_burst_bytes, 0.0) * 8.0 / r for b, r in zip(up_bytes, ups))
+    down_s = max(max(b - down_burst_bytes, 0.0) * 8.0 / r for b, r in zip(down_bytes, downs))
     round_s = float(latency_s) + up_s + down_s + float(compute_s)
     return LinkTime(latency_s=float(latency_s), up_s=up_s, down_s=down_s, compute_s=float(compute_s),
                     round_s=round_s, iterations=float(iterations), total_s=float(iterations) * round_s,
@@ -709,7 +720,8 @@ def bound_iterations(setup, tol: float) -> float:
 
 def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float, compute_s: float,
                        iterations: float | None = None, tol: float | None = None,
-                       reference: tuple | None = None, aggregate: str = "worker") -> LinkTime:
+                       reference: tuple | None = None, aggregate: str = "worker", up_burst_bytes: float = 0.0,
+                       down_burst_bytes: float = 0.0) -> LinkTime:
     """:func:`predict_time` of a built configuration (data, problem, method, tau, codec): its d, m, tau m, n,
     ``messages.send_ids`` and codec are read from ``setup``; the rounds to eps are ``iterations`` if given, else
     its bound's count to ``tol x r_0``, scaled by a measured run ``reference`` if given.
@@ -736,6 +748,8 @@ def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float,
         rounds to the same eps at a configuration run for real; None: the bound's count as is (2-3x conservative).
     aggregate : {"worker", "host"}
         ``messages.aggregate``.
+    up_burst_bytes, down_burst_bytes : float
+        The links' token-bucket depths (:func:`predict_time`).
 
     Returns
     -------
@@ -759,20 +773,22 @@ def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float,
     return predict_time(d=int(setup.problem.d), m=int(method.blocks.m), tau_m=int(method.tau_m), n=int(method.n),
                         hosts=hosts, up_bps=up_bps, down_bps=down_bps, iterations=iterations, latency_s=latency_s,
                         compute_s=compute_s, aggregate=aggregate, send_ids=bool(method.sends_ids),
-                        codec=method.codec)
+                        codec=method.codec, up_burst_bytes=up_burst_bytes, down_burst_bytes=down_burst_bytes)
 
 
 @dataclass(frozen=True)
 class RoundTerms:
-    """The floor and the compute of a round, measured in this process (:func:`measure_round_terms`).
+    """The floor and the compute of a round, measured in this process or on a cluster (:func:`measure_round_terms`).
 
     Attributes
     ----------
     latency_s : float
-        Seconds per round beyond the workers' compute (master step, bookkeeping; no monitors) + the round trip
-        added (``round_trip_s``): the ``latency_s`` of :func:`predict_time`.
+        Seconds per round beyond the workers' compute (master step, bookkeeping, and on a cluster the round trip
+        and the transfers at the cluster's own speed; no monitors) + the round trip added (``round_trip_s``): the
+        ``latency_s`` of :func:`predict_time`.
     compute_per_worker_s : float
-        Seconds per round of one logical worker's step (the in-process compute of all n workers / n).
+        Seconds per round of one logical worker's step (in-process: the compute of all n workers / n; on a
+        cluster: the slowest host's compute / the workers it carries).
     rounds : int
         Rounds timed.
     """
@@ -787,14 +803,19 @@ class RoundTerms:
         return self.compute_per_worker_s * max(workers_per_host(n, hosts))
 
 
-def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip_s: float = ROUND_TRIP_S) -> RoundTerms:
-    """Measure a configuration's round floor and per-worker compute with a short in-process run.
+def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip_s: float = ROUND_TRIP_S,
+                        pool=None) -> RoundTerms:
+    """Measure a configuration's round floor and per-worker compute with a short run, in-process or on a cluster.
 
     The run: ``log_every`` warm-up rounds, then ``rounds`` (rounded up to a multiple of ``log_every``) timed, tol = 0,
-    on a fresh :class:`~isparse.engines.InProcessPool`. From its records (``isparse.engines.loop.RunResult``): the
-    seconds of the timed rounds without the monitors (``wall_s - time_monitor_s``) minus the workers' compute
-    (``time_compute_s``) is the floor, to which ``round_trip_s`` (a network round trip this process does not make)
-    is added; the compute divided by n is one worker's.
+    on ``pool`` (default: a fresh :class:`~isparse.engines.InProcessPool`). From its records
+    (``isparse.engines.loop.RunResult``): the seconds of the timed rounds without the monitors
+    (``wall_s - time_monitor_s``) minus the workers' compute (``time_compute_s``) is the floor, to which
+    ``round_trip_s`` (a network round trip an in-process run does not make; pass 0 with a cluster's pool) is added.
+    One worker's compute is the compute divided by n in-process, and on a :class:`~isparse.engines.DaskPool` (whose
+    ``time_compute_s`` is the slowest host's) divided by the workers of the busiest host. On a cluster whose links
+    are those to predict for, the floor also holds their transfer time: measure it with the links unshaped (as
+    ``benchmarks/crossover.py`` does on ``cluster=emulated``).
 
     Parameters
     ----------
@@ -806,6 +827,8 @@ def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip
         Rounds between records (>= 1), also the warm-up.
     round_trip_s : float
         Added to the floor (default :data:`ROUND_TRIP_S`, a bare Dask actor round trip; 0 for the in-process floor).
+    pool : InProcessPool or DaskPool, optional
+        Where the run is made (``setup.pool_args()``'s method); None: a fresh in-process pool.
 
     Returns
     -------
@@ -813,9 +836,12 @@ def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip
     """
     le = max(int(log_every), 1)
     timed = le * math.ceil(max(int(rounds), 1) / le)
-    recs = {r["step"]: r for r in setup.run(max_iter=le + timed, tol=0.0, log_every=le).records}
+    recs = {r["step"]: r for r in setup.run(pool, max_iter=le + timed, tol=0.0, log_every=le).records}
     a, b = recs[le], recs[le + timed]
     compute = (b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed
     rounds_s = ((b["wall_s"] - b.get("time_monitor_s", 0.0)) - (a["wall_s"] - a.get("time_monitor_s", 0.0))) / timed
-    return RoundTerms(latency_s=max(rounds_s - compute, 0.0) + float(round_trip_s),
-                      compute_per_worker_s=compute / int(setup.method.n), rounds=timed)
+    # time_compute_s is the slowest host's (in-process: one host, "inprocess", carrying all n)
+    hosts = list(pool.placement.values()) if pool is not None else ["inprocess"] * int(setup.method.n)
+    per = compute / max(hosts.count(h) for h in set(hosts))
+    return RoundTerms(latency_s=max(rounds_s - compute, 0.0) + float(round_trip_s), compute_per_worker_s=per,
+                      rounds=timed)

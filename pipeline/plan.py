@@ -26,7 +26,7 @@ work). Then:
 With ``plan.link.up`` and ``plan.link.down`` (tc rates, e.g. ``plan.link.up=10mbit plan.link.down=100mbit``) the rows'
 rounds are not the fitted line of this cluster but the link model's (:func:`isparse.plan.predict_time`): latency
 (the probes' floor, or ``plan.link.latency``) + the slowest host's uplink bytes / its up rate + x (d x 8 B) / the
-down rate + the probes' worker compute scaled to ceil(n / H) workers per host, times the bound's iterations scaled
+down rate (each message less ``plan.link.burst``, a token bucket's depth) + the probes' worker compute scaled to ceil(n / H) workers per host, times the bound's iterations scaled
 by one in-process run of the configured tau (``plan.link.calibrate``); H is ``cluster.n_workers`` or the cluster's
 worker count. Each row then carries the terms under ``link``, and the JSON a top-level ``link`` (:class:`_LinkModel`).
 
@@ -234,13 +234,15 @@ class _LinkModel:
                          hosts=self.hosts, up_bps=self.up_bps, down_bps=self.down_bps,
                          iterations=row.predicted_iterations * self.scale, latency_s=self.latency_s,
                          compute_s=max(compute, 0.0), aggregate=self.aggregate, send_ids=bool(method.sends_ids),
-                         codec=method.codec)
+                         codec=method.codec, up_burst_bytes=float(self.opts.burst),
+                         down_burst_bytes=float(self.opts.burst))
         return dataclasses.replace(row, predicted_round_s=t.round_s, predicted_time_s=t.total_s, link=t.as_dict())
 
     def as_dict(self) -> dict:
         return {"up": self.opts.up, "down": self.opts.down, "up_bps": self.up_bps, "down_bps": self.down_bps,
                 "hosts": self.hosts, "workers_per_host": max(workers_per_host(self.n, self.hosts)),
-                "aggregate": self.aggregate, "latency_s": self.latency_s, "latency_source": self.latency_source,
+                "aggregate": self.aggregate, "burst_bytes": float(self.opts.burst), "latency_s": self.latency_s,
+                "latency_source": self.latency_source,
                 "compute_per_worker": [{"tau": t, "compute_s": c} for t, c in zip(self.taus, self.per_worker)],
                 "calibration": self.calibration}
 
@@ -253,8 +255,9 @@ class _LinkModel:
                    ": the calibration run did not reach tol within max_iter" if self.calibration else ""))
         return (f"link model (plan.link.up={self.opts.up}, plan.link.down={self.opts.down}, H = {self.hosts} hosts, "
                 f"messages.aggregate={self.aggregate}): predicted_round_s = latency_s + up_s + down_s + compute_s "
-                f"per row (row['link']): latency_s {self.latency_source}; up_s = the busiest host's uplink bytes x 8 / "
-                f"its rate; down_s = d x 8 B x 8 / the down rate (x dense to every host); compute_s = the probes' "
+                f"per row (row['link']): latency_s {self.latency_source}; up_s = the busiest host's uplink bytes "
+                f"(less plan.link.burst = {float(self.opts.burst):g} B) x 8 / its rate; down_s = d x 8 B (less the "
+                f"burst) x 8 / the down rate (x dense to every host); compute_s = the probes' "
                 f"worker compute per logical worker, interpolated in tau, x ceil(n / H), plus the codec's offset; "
                 f"iterations = {cal}; predicted_time_s = iterations x predicted_round_s.")
 

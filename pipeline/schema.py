@@ -192,6 +192,9 @@ class PlanLinkSpec(Section):
                                      "the round's floor in seconds (round trip, master step); null: measured by the "
                                      "probes (a round at the smallest messages minus its compute; with "
                                      "engine=inprocess plus 3.5 ms, a Dask actor round trip)")
+    burst: float = param(0.0, Interval(float, 0.0, None),
+                         "each link's token-bucket depth in bytes (a shaped link's tc burst: the first bytes of a "
+                         "message after an idle gap cross at line speed); 0: a plain rate")
     calibrate: bool = param(True, Boolean(), "scale the bound's iterations by one in-process run of the configured "
                                              "tau to tol (its rounds / its bound's); false: the bound's counts as is")
     rules: ClassVar[tuple] = (_link_both_or_none,)

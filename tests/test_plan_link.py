@@ -3,6 +3,7 @@ its monotonicity in the rates, host aggregation's byte counts (tau = 1: exactly 
 expectation against a Monte-Carlo of the project's own sampler), and ``isparse-plan ... plan.link.up=...
 plan.link.down=... --json`` run for real (a subprocess, engine=inprocess, a1a) with its bad values refused."""
 
+import collections
 import json
 import math
 
@@ -55,6 +56,20 @@ def test_predict_time_by_hand_host_aggregation():
     assert t.uplink_bytes_per_round == pytest.approx(83.2)
     assert t.up_s == pytest.approx(0.04096)
     assert t.total_s == pytest.approx(50 * (0.01 + 0.04096 + 0.0064 + 0.003))
+
+
+def test_predict_time_token_bucket_burst():
+    """A token bucket (rate, burst): the first burst bytes of each round's message cross at line speed. Host 1's 64 B
+    less a 16 B burst at 10 kbit/s: 48 x 8 / 1e4 = 0.0384 s; x's 80 B under a 100 B burst: 0 s. A negative burst
+    is refused."""
+    t = predict_time(**SMALL, up_bps=1e4, down_bps=1e5, iterations=50, latency_s=0.01, compute_s=0.003,
+                     up_burst_bytes=16, down_burst_bytes=100)
+    assert t.up_s == pytest.approx(0.0384) and t.down_s == 0.0
+    assert t.up_bytes_per_host == pytest.approx(64.0)              # the bytes sent are the same: only their time
+    assert t.total_s == pytest.approx(50 * (0.01 + 0.0384 + 0.003))
+    with pytest.raises(ValueError, match="burst"):
+        predict_time(**SMALL, up_bps=1e4, down_bps=1e5, iterations=1, latency_s=0.0, compute_s=0.0,
+                     up_burst_bytes=-1)
 
 
 def test_predict_time_slowest_host_link_counts():
@@ -201,6 +216,8 @@ RATE = "a tc rate: a positive number followed by kbit, mbit or gbit (e.g. 10mbit
      "workers); got 3."),
     (["plan.link.up=1gbit", "plan.link.down=1gbit", "plan.link.latency=-1"], "plan.link.latency",
      "The 'plan.link.latency' parameter must be null or in [0, inf); got -1."),
+    (["plan.link.up=1gbit", "plan.link.down=1gbit", "plan.link.burst=-8"], "plan.link.burst",
+     "The 'plan.link.burst' parameter must be in [0, inf); got -8."),
 ])
 def test_plan_bad_link_values_named(tmp_path, overrides, key, text):
     """Each bad plan.link.* value names its key and the allowed form (in process: the checks of the CLI above)."""
@@ -227,3 +244,26 @@ def test_measure_round_terms_in_process():
     assert terms.compute_s(4, 3) == pytest.approx(2 * terms.compute_per_worker_s)
     bare = measure_round_terms(setup, rounds=10, log_every=5, round_trip_s=0.0)
     assert 0 <= bare.latency_s < ROUND_TRIP_S
+
+
+def test_measure_round_terms_on_a_dask_pool(dask_client):
+    """On a real DaskPool (n = 4 on the LocalCluster's 2 workers, 2 a host) with no round trip added: the floor is
+    a real round's (at least the in-process floor + 0.5 ms: a Dask round trip costs 3-5 ms here), one worker's
+    compute is the slowest host's / 2, and the run leaves the pool's iterates the in-process ones."""
+    from isparse.engines.dask import DaskPool
+    from isparse.plan import measure_round_terms
+    from specs import make
+
+    setup = make("isega", n=4, tau="auto")
+    inproc = measure_round_terms(setup, rounds=10, log_every=5, round_trip_s=0.0)
+    pool = DaskPool(dask_client, *setup.pool_args())
+    try:
+        assert sorted(collections.Counter(pool.placement.values()).values()) == [2, 2]
+        before = pool.timing["compute_s"]
+        terms = measure_round_terms(setup, rounds=10, log_every=5, round_trip_s=0.0, pool=pool)
+        whole = (pool.timing["compute_s"] - before) / 15          # 5 warm-up + 10 timed rounds
+    finally:
+        pool.close()
+    assert terms.rounds == 10 and terms.latency_s >= inproc.latency_s + 5e-4
+    assert 0 < terms.compute_per_worker_s and terms.compute_s(4, 2) == pytest.approx(2 * terms.compute_per_worker_s)
+    assert terms.compute_s(4, 2) == pytest.approx(whole, rel=1.0)     # the timed rounds' share of the same counter
