@@ -258,31 +258,16 @@ def chunked(client, data):
     return da.concatenate(xs), da.concatenate(ys), futures
 
 
-def own_key_scatter(arr, client):
-    """dask-glm's ``scatter_array`` with a key of its own per call (``hash=False``). dask-glm scatters each β with
-    a content-hashed key: when L-BFGS-B evaluates a β equal to one whose future was just released (β⁰ = 0 twice,
-    or a line-search step too small to change β), the release can reach the scheduler after the new scatter, the
-    scheduler forgets the key and cancels the evaluation with "lost dependencies" (seen twice in CI)."""
-    import dask.array as da
-
-    future = client.scatter(arr, hash=False)
-    return da.from_delayed(future, shape=arr.shape, dtype=arr.dtype, meta=np.zeros_like(arr, shape=()))
-
-
-def run_lbfgs(client, cluster, data, lam: float, F_star: float, link, cap: float, attempts: int = 2) -> dict:
+def run_lbfgs(client, cluster, data, lam: float, F_star: float, link, cap: float) -> dict:
     """dask-ml's LogisticRegression(solver="lbfgs") fit on the hosts' chunks, the links shaped as ``link``: the time
-    and evaluations to ε from its own loss values, the link bytes from the hosts' counters. A fit that Dask
-    cancels anyway ("lost dependencies") is made again from fresh chunks, at most ``attempts`` times in all; the
-    result says how many it took."""
-    from distributed.client import FutureCancelledError
+    and evaluations to ε from its own loss values, the link bytes from the hosts' counters.
 
-    for attempt in range(1, attempts + 1):
-        try:
-            return {**_lbfgs_once(client, cluster, data, lam, F_star, link, cap), "attempts": attempt}
-        except FutureCancelledError:
-            if attempt == attempts:
-                raise
-    raise AssertionError("unreachable")
+    dask-glm computes with Dask's current client (``distributed.get_client``), which is not necessarily ``client``:
+    a ``with Client(...)`` still open elsewhere in the process (a test session's LocalCluster) is the current one, and
+    its scheduler does not know this fit's chunks, so every evaluation was cancelled with "lost dependencies" (stop
+    37's CI). The fit runs with ``client`` made current."""
+    with client.as_current():
+        return _lbfgs_once(client, cluster, data, lam, F_star, link, cap)
 
 
 def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: float) -> dict:
@@ -309,15 +294,14 @@ def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: flo
     # one evaluation before the clock, links unshaped: pydata sparse compiles its kernels (numba) in each worker
     # process on first use, seconds that a warm user process would not pay again
     from dask_glm.families import Logistic
+    from dask_glm.utils import scatter_array
 
-    beta = own_key_scatter(np.zeros(data.d), client)
+    beta = scatter_array(np.zeros(data.d), client)
     original(Logistic.pointwise_loss(beta, X, y), Logistic.pointwise_gradient(beta, X, y))
-    del beta
     model = LogisticRegression(solver="lbfgs", C=1.0 / (lam * data.N), fit_intercept=False, max_iter=100_000,
                                tol=1e-14, solver_kwargs={"normalize": False})
     cluster.shape(up=link[0], down=link[1])
     alg.compute = counting_compute
-    shared_key_scatter, alg.scatter_array = alg.scatter_array, own_key_scatter
     stopped = "scipy's L-BFGS-B stopped (its factr / pgtol tests)"
     try:
         up0, down0 = link_bytes(client)
@@ -330,7 +314,6 @@ def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: flo
         up1, down1 = link_bytes(client)
     finally:
         alg.compute = original
-        alg.scatter_array = shared_key_scatter
         cluster.shape(up=None, down=None)
         client.cancel(futures)
     sub = np.array([v for _, v in evals])
