@@ -192,7 +192,7 @@ def cluster_round_terms(client, setup) -> dict:
         t = measure_round_terms(setup, rounds=100, log_every=10, round_trip_s=0.0, pool=pool)
     finally:
         pool.close()
-    return {"latency_s": t.latency_s, "compute_per_worker_s": t.compute_per_worker_s, "rounds": t.rounds}
+    return asdict(t)     # JSON-ready; planner_check makes the RoundTerms again
 
 
 def run_ours(client, cluster, setup, link, cap: float) -> dict:
@@ -419,20 +419,19 @@ def planner_check(built: dict, cell: dict) -> dict:
     predicted and measured seconds and their ratio; the recommended method (the argmin of the predicted time over
     the covered ones) and whether its measured time is within :data:`RECOMMENDATION_BAND` of the fastest measured
     covered one."""
-    from isparse.plan import workers_per_host, predict_setup_time
+    from isparse.plan import RoundTerms, predict_setup_time
     from pipeline.cluster.emulated import bucket_bytes, rate_bits
 
     runs, out = cell["runs"], {"methods": {}}
     up, down = rate_bits("cluster.link.up", cell["up"]), rate_bits("cluster.link.down", cell["down"])
-    k = max(workers_per_host(cell["n"], cell["H"]))
     for label, setup in built.items():
         r = runs.get(label, {})
         if not r.get("reached"):
             out["methods"][label] = {"covered": False, "why": "not at ε"}
             continue
-        terms = cell["cluster_terms"][label]
-        t = predict_setup_time(setup, hosts=cell["H"], up_bps=up, down_bps=down, latency_s=terms["latency_s"],
-                               compute_s=terms["compute_per_worker_s"] * k, iterations=float(r["rounds"]),
+        terms = RoundTerms(**cell["cluster_terms"][label])
+        t = predict_setup_time(setup, hosts=cell["H"], up_bps=up, down_bps=down, latency_s=terms.latency_s,
+                               compute_s=terms.compute_s(cell["n"], cell["H"]), iterations=float(r["rounds"]),
                                aggregate="host", up_burst_bytes=bucket_bytes(up), down_burst_bytes=bucket_bytes(down))
         ratio = t.total_s / r["time"]
         out["methods"][label] = {"covered": True, "predicted_s": t.total_s, "iterations": t.iterations,
