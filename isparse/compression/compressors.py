@@ -355,9 +355,15 @@ class Chain(Compressor):
       ((1 + omega_1)(1 + omega_2) - 1)||v||^2; induction gives the product. For chain(IndependentBlocks(tau_m, m),
       Q): omega = (1 + omega_Q(tau_m b))/tau - 1 (DIANA's omega_D). A value codec's omega at the values it codes,
       q_k, holds for the blocks kept, since it holds for every message of up to q_k values;
-    - one contractive piece, the others exact: contractive with that piece's alpha;
-    - otherwise: biased (no constant is derived for a contractive piece composed with a lossy one, nor for a biased
-      piece).
+    - exact and contractive pieces, every contractive piece before the last a subset selection (``subset``: it passes
+      on v_S, the kept values unscaled; :class:`RandomK`, :class:`TopK`): contractive with alpha = prod_k alpha_k(q_k).
+      Derivation: for S the kept set and C2 the rest of the chain, acting on v_S only, the error
+      C2(v_S) - v = (C2(v_S) - v_S) - v_{S^c} has its two parts on disjoint supports, so
+      E||C2(v_S) - v||^2 = E||C2(v_S) - v_S||^2 + ||v||^2 - E||v_S||^2 <= ||v||^2 - alpha_2 E||v_S||^2
+      <= (1 - alpha_1 alpha_2)||v||^2, since E||v_S||^2 = ||v||^2 - E||v_S - v||^2 >= alpha_1 ||v||^2 for a subset
+      selection; induction gives the product (one contractive piece among exact ones: its alpha);
+    - otherwise: biased (no constant is derived for a contractive piece composed with an unbiased one that is not the
+      identity, nor for a biased piece).
 
     Parameters
     ----------
@@ -417,7 +423,8 @@ class Chain(Compressor):
             return "exact"
         if all(k in ("exact", "unbiased") for k in kinds):
             return "unbiased"
-        if kinds.count("contractive") == 1 and all(k in ("exact", "contractive") for k in kinds):
+        if all(k in ("exact", "contractive") for k in kinds) and all(
+                getattr(p, "subset", False) for p in self.pieces[:-1] if p.kind == "contractive"):
             return "contractive"
         return "biased"
 
@@ -448,13 +455,14 @@ class Chain(Compressor):
         return math.prod(1.0 + p.omega(qk) for p, qk in zip(self.pieces, self.sizes(q))) - 1.0
 
     def alpha(self, q):
-        """alpha of the chain's one contractive piece at the values reaching it (1 if exact, None unless contractive)."""
+        """alpha of the chain for a message of ``q`` values: prod_k alpha_k(q_k) (see the class; 1 if exact, None
+        unless contractive)."""
         kind = self.kind
         if kind == "exact":
             return 1.0
         if kind != "contractive":
             return None
-        return next(p.alpha(qk) for p, qk in zip(self.pieces, self.sizes(q)) if p.kind == "contractive")
+        return math.prod(p.alpha(qk) for p, qk in zip(self.pieces, self.sizes(q)))
 
     def out_size(self, q):
         """The most values the last piece passes on from a message of ``q`` values."""
@@ -527,6 +535,180 @@ class Chain(Compressor):
         return next((h for h in (p.overflow_hint() for p in self.pieces) if h), None)
 
 
+class RandomK(Selection):
+    """Shared-seed random-k: keeps the same k of the q coordinates of every message of a batch, unscaled (zero off
+    them). Contractive with alpha = k/q: E||v_S - v||^2 = (1 - k/q)||v||^2 for S uniform among the k-subsets.
+
+    The k coordinates are a function of (seed, t) alone (stream ``BLOCKS`` of the sampler it is given, every
+    message drawing as message 0), so a receiver that knows the seed redraws them: only the values travel
+    (``support_travels`` False, 0 bits of its own). The downlink's random-k (EF21-P, docs/algorithms.md §9).
+
+    Parameters
+    ----------
+    k : int
+        Coordinates kept, 1 <= k <= q.
+    q : int
+        Values of each message.
+    """
+
+    stream = BLOCKS
+    kind = "contractive"
+    subset = True
+    support_travels = False
+
+    def __init__(self, k: int, q: int):
+        self.k, self.q = int(k), int(q)
+        if not 1 <= self.k <= self.q:
+            raise ValueError(f"RandomK needs 1 <= k <= q; got k = {k}, q = {q}")
+
+    def __repr__(self):
+        return f"RandomK(k={self.k}, q={self.q})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and (other.k, other.q) == (self.k, self.q)
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.k, self.q))
+
+    def alpha(self, q):
+        """alpha = k/q: the kept share of ||v||^2 in expectation."""
+        return min(self.k, int(q)) / int(q)
+
+    def out_size(self, q):
+        """min(q, k), elementwise for an array ``q``."""
+        return np.minimum(q, self.k) if np.ndim(q) else min(int(q), self.k)
+
+    def out_counts(self, counts, support):
+        """k for every message, shape (len(counts),)."""
+        return np.full(len(counts), self.k, np.int64)
+
+    def draw(self, sampler, ids, t, counts, q):
+        """S: the k sorted coordinates every message keeps at iteration t, repeated per message, shape (len(ids), k)."""
+        S = sampler.subsets(BLOCKS, np.zeros(1, np.int64), t, self.q, self.k)
+        return np.repeat(S, len(ids), axis=0)
+
+    def _pos(self, counts, support):
+        counts = np.asarray(counts, dtype=np.int64)
+        if np.any(counts != self.q):
+            raise ValueError(f"{self!r} codes messages of q = {self.q} values; got counts {np.unique(counts).tolist()}")
+        support = np.asarray(support, dtype=np.int64)
+        return (support + self.q * np.arange(support.shape[0])[:, None]).ravel()
+
+    def encode(self, values, counts, u):
+        """Keep the coordinates ``u`` of each message: a :class:`Selected` (support ``u``, values, k per message)."""
+        return Selected(np.asarray(u), np.asarray(values, dtype=np.float64)[self._pos(counts, u)],
+                        self.out_counts(counts, u))
+
+    def decode(self, payload, counts):
+        """The messages rebuilt: the kept values in their places, zero elsewhere, float64 of shape (counts.sum(),)."""
+        out = np.zeros(int(np.sum(counts)))
+        out[self._pos(counts, payload.support)] = payload.values
+        return out
+
+
+class TopK(RandomK):
+    """Top-k: keeps the k coordinates of largest magnitude of each message, unscaled; contractive with alpha = k/q
+    (the k largest hold at least k/q of ||v||^2). Deterministic: the coordinates travel (4 B each).
+
+    Parameters
+    ----------
+    k : int
+        Coordinates kept, 1 <= k <= q.
+    q : int
+        Values of each message.
+    """
+
+    stream = None
+    support_travels = True
+
+    def __repr__(self):
+        return f"TopK(k={self.k}, q={self.q})"
+
+    def bits(self, counts):
+        """32 bits per kept coordinate (its index, int32)."""
+        return 32 * np.minimum(np.asarray(counts, dtype=np.int64), self.k)
+
+    def draw(self, sampler, ids, t, counts, q):
+        """None: top-k draws nothing."""
+        return None
+
+    def encode(self, values, counts, u):
+        """Keep each message's k values of largest magnitude (ties to the lower index): a :class:`Selected` with int32
+        support."""
+        counts = np.asarray(counts, dtype=np.int64)
+        V = np.asarray(values, dtype=np.float64).reshape(counts.size, self.q)
+        S = np.sort(np.argsort(-np.abs(V), axis=1, kind="stable")[:, :self.k], axis=1).astype(np.int32)
+        return Selected(S, np.take_along_axis(V, S, axis=1).ravel(), self.out_counts(counts, S))
+
+
+class Contractive(Compressor):
+    """An unbiased piece scaled to be contractive: C(v) = Q(v)/(1 + omega), alpha = 1/(1 + omega).
+
+    Derivation: E||Q(v)||^2 <= (1 + omega)||v||^2 and E Q(v) = v give E||Q(v)/(1 + omega) - v||^2 =
+    E||Q(v)||^2/(1 + omega)^2 - 2||v||^2/(1 + omega) + ||v||^2 <= (1 - 1/(1 + omega))||v||^2. What EF21-P's
+    downlink takes from an unbiased codec (Gruntkowska, Tyurin, Richtarik, arXiv:2209.15218; natural: 8/9).
+
+    Parameters
+    ----------
+    piece : Compressor
+        An unbiased piece (a value codec such as natural or natural7); its draws, payload and wire bits are kept.
+
+    Raises
+    ------
+    ValueError
+        ``piece`` is not unbiased with an omega.
+    """
+
+    kind = "contractive"
+
+    def __init__(self, piece: Compressor):
+        if piece.kind != "unbiased":
+            raise ValueError(f"Contractive scales an unbiased piece; got {piece!r} of kind {piece.kind!r}")
+        self.piece = piece
+        self.stream = piece.stream
+
+    def __repr__(self):
+        return f"Contractive({self.piece!r})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.piece == self.piece
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.piece))
+
+    @property
+    def label(self) -> str:
+        """The piece's label (``natural7``)."""
+        return getattr(self.piece, "label", repr(self.piece))
+
+    def alpha(self, q):
+        """alpha = 1/(1 + omega(q)) of the piece."""
+        return 1.0 / (1.0 + self.piece.omega(q))
+
+    def out_size(self, q):
+        return self.piece.out_size(q)
+
+    def bits(self, counts):
+        """The piece's wire bits."""
+        return self.piece.bits(counts)
+
+    def draw(self, sampler, ids, t, counts, q):
+        """The piece's draws."""
+        return self.piece.draw(sampler, ids, t, counts, q)
+
+    def encode(self, values, counts, u):
+        """The piece's payload."""
+        return self.piece.encode(values, counts, u)
+
+    def decode(self, payload, counts):
+        """The piece's decoded values times 1/(1 + omega(q)), q the most values of a message, shape (counts.sum(),)."""
+        q = int(np.max(counts)) if np.size(counts) else 0
+        return self.piece.decode(payload, counts) * (1.0 / (1.0 + self.piece.omega(q)))
+
+    def overflow_hint(self):
+        return self.piece.overflow_hint()
+
+
 def chain(*pieces: Compressor) -> Chain:
     """The composition of ``pieces``, the first acting first.
 
@@ -554,4 +736,5 @@ def chain(*pieces: Compressor) -> Chain:
     return Chain(*pieces)
 
 
-__all__ = ["KINDS", "Chain", "Compressor", "IndependentBlocks", "Selected", "Selection", "chain"]
+__all__ = ["KINDS", "Chain", "Compressor", "Contractive", "IndependentBlocks", "RandomK", "Selected", "Selection", "TopK",
+           "chain"]

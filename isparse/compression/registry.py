@@ -68,6 +68,22 @@ def _defines_codec(module: str) -> bool:
     return any(isinstance(v, type) and v in CODECS.values() for v in vars(mod).values()) if mod else False
 
 
+class DownlinkText(Constraint):
+    """A ``messages.downlink`` (``isparse.compression.downlink.parse_downlink``): its grammar checked before any data
+    is read (the counts k against d once the data are read)."""
+
+    is_text = True
+    text = ("float64 (dense x, no error feedback), or pieces joined by '+': randk:<k> / topk:<k> (k a fraction of d in "
+            "(0, 1] or a count in [1, d]), then a codec (natural7, natural, dither:<s>, float32, ...)")
+
+    def __call__(self, key, value):
+        from .downlink import parse_downlink
+
+        Text()(key, value)
+        parse_downlink(value, None, key=key)
+        return value
+
+
 class CodecName(Constraint):
     """A registered codec's name, looked up when a value is checked (a codec of ``messages.module`` included)."""
 
@@ -124,6 +140,13 @@ class MessagesSpec(Section):
                        "bounds carry omega (docs/algorithms.md §7)")
     module: Optional[str] = param(None, Nullable(Text()), "the Python module that defines the codec, imported "
                                                           "first; null: a codec of isparse.compression")
+    downlink: str = param("float64", DownlinkText(),
+                          "how the model travels to the hosts: float64 (x^t dense, every round) or a contractive "
+                          "compressor with error feedback (EF21-P: the hosts keep w^t and get C(x^{t+1} - w^t), the "
+                          "gradients are taken at w^t): pieces joined by '+', randk:<k> (the same k coordinates for "
+                          "every host, drawn from the seed: values only) or topk:<k> (the ids travel), k a fraction "
+                          "of d in (0, 1] or a count in [1, d], then a codec, an unbiased one scaled by 1/(1 + omega) "
+                          "(natural7: alpha = 8/9); e.g. natural7, randk:0.125+natural7 (docs/algorithms.md §9)")
 
     rules = (_keys_of_the_codec,)
 

@@ -23,6 +23,9 @@ import numpy as np
 
 #: the counter's last word: one independent stream per purpose
 BLOCKS, EXAMPLES, COINS, SHARED_EXAMPLES, SHARED_BLOCKS, CODEC = 0, 1, 2, 3, 4, 5
+#: the master's downlink draws (EF21-P, ``isparse.compression.downlink``) use the same streams shifted by this much
+#: (:meth:`Sampler.downlink`): independent of every worker's uplink draws
+DOWNLINK_STREAMS = 8
 #: below this fraction size/m a subset is drawn by rejecting repeats of 2*size uniform indices, above it by
 #: the size smallest of m uniform keys: both cost O(size) per worker and iteration
 _KEYS_ABOVE = 1.0 / 16.0
@@ -49,26 +52,36 @@ class Sampler:
     (4, 8)
     """
 
-    def __init__(self, seed: int):
-        self.seed = int(seed)
+    def __init__(self, seed: int, base: int = 0):
+        self.seed, self.base = int(seed), int(base)
         self._key = np.random.SeedSequence(self.seed).generate_state(2, np.uint64)
         self._bg = np.random.Philox(key=self._key)
         self._zero4 = np.zeros(4, np.uint64)
 
     def __reduce__(self):   # the key is derived: pickle the seed only
-        return (Sampler, (self.seed,))
+        return (Sampler, (self.seed, self.base))
 
     def __eq__(self, other):
-        return isinstance(other, Sampler) and other.seed == self.seed
+        return isinstance(other, Sampler) and (other.seed, other.base) == (self.seed, self.base)
 
     def __hash__(self):
-        return hash(("Sampler", self.seed))
+        return hash(("Sampler", self.seed, self.base))
+
+    def downlink(self) -> "Sampler":
+        """The sampler of the master's downlink draws: the same seed, every stream shifted by ``DOWNLINK_STREAMS``.
+
+        Returns
+        -------
+        Sampler
+            Its draws are independent of this sampler's (other counter words), and a function of (seed, t) alone.
+        """
+        return Sampler(self.seed, self.base + DOWNLINK_STREAMS)
 
     # -- raw draws ------------------------------------------------------------------------------
     def _raw(self, stream: int, start: int, t: int, attempt: int, count: int) -> np.ndarray:
         """``count`` uint64 words from counter (start, t, attempt, stream) on."""
-        self._bg.state = {"bit_generator": "Philox",
-                          "state": {"counter": np.array([start, t, attempt, stream], np.uint64), "key": self._key},
+        counter = np.array([start, t, attempt, stream + self.base], np.uint64)
+        self._bg.state = {"bit_generator": "Philox", "state": {"counter": counter, "key": self._key},
                           "buffer": self._zero4, "buffer_pos": 4, "has_uint32": 0, "uinteger": 0}
         return self._bg.random_raw(count)
 
