@@ -86,9 +86,9 @@ class TimedPool:
                     self.call_s[name] = self.call_s.get(name, 0.0) + time.perf_counter() - t0
             pool._call = timed_call
 
-    def exchange(self, x, monitor=None):
+    def exchange(self, x, monitor=None, **kw):
         t0 = time.perf_counter()
-        out = self.pool.exchange(x, monitor)
+        out = self.pool.exchange(x, monitor, **kw)
         self.exchange_s += time.perf_counter() - t0
         self.calls += 1
         return out

@@ -565,7 +565,7 @@ def _per_host(rate, hosts: int, name: str) -> list[float]:
 def predict_time(*, d: int, m: int, tau_m: int, n: int, hosts: int, up_bps, down_bps, iterations: float,
                  latency_s: float, compute_s: float, aggregate: str = "worker", send_ids: bool = False, codec=None,
                  down_value_bytes: int = VALUE_BYTES, up_burst_bytes: float = 0.0,
-                 down_burst_bytes: float = 0.0) -> LinkTime:
+                 down_burst_bytes: float = 0.0, down_message_bytes: float | None = None) -> LinkTime:
     """Predicted time to eps on hosts behind links of given rates: latency + up + down + compute per round, times
     the rounds to eps.
 
@@ -618,6 +618,9 @@ burst / rate wherever the burst matters), so each round's message in each direct
         The uplink's value codec (None: float64); the downlink is dense float64 (``down_value_bytes``).
     down_value_bytes : int
         Bytes per value of x on the downlink.
+    down_message_bytes : float, optional
+        Bytes of one round's downlink message to a host instead of d x ``down_value_bytes`` (a compressed downlink,
+        ``messages.downlink``: ``Downlink.bytes_per_copy``).
     up_burst_bytes, down_burst_bytes : float
         Each link's token-bucket depth in bytes, up and down (0: a plain rate; ``cluster=emulated``'s is
         ``pipeline.cluster.emulated.bucket_bytes`` of the rate: 5 ms of traffic, at least 8 kB).
@@ -656,7 +659,8 @@ burst / rate wherever the burst matters), so each round's message in each direct
     loads = workers_per_host(n, hosts)
     ups, downs = _per_host(up_bps, hosts, "up_bps"), _per_host(down_bps, hosts, "down_bps")
     up_bytes = [host_uplink_bytes(d, m, tau_m, k, aggregate, send_ids, codec) for k in loads]
-    down_bytes = [float(d * down_value_bytes) if k > 0 else 0.0 for k in loads]
+    per_message = float(d * down_value_bytes) if down_message_bytes is None else float(down_message_bytes)
+    down_bytes = [per_message if k > 0 else 0.0 for k in loads]
     up_s = max(max(b - up_burst_bytes, 0.0) * 8.0 / r for b, r in zip(up_bytes, ups))
     down_s = max(max(b - down_burst_bytes, 0.0) * 8.0 / r for b, r in zip(down_bytes, downs))
     round_s = float(latency_s) + up_s + down_s + float(compute_s)
@@ -773,7 +777,14 @@ def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float,
     return predict_time(d=int(setup.problem.d), m=int(method.blocks.m), tau_m=int(method.tau_m), n=int(method.n),
                         hosts=hosts, up_bps=up_bps, down_bps=down_bps, iterations=iterations, latency_s=latency_s,
                         compute_s=compute_s, aggregate=aggregate, send_ids=bool(method.sends_ids),
-                        codec=method.codec, up_burst_bytes=up_burst_bytes, down_burst_bytes=down_burst_bytes)
+                        codec=method.codec, up_burst_bytes=up_burst_bytes, down_burst_bytes=down_burst_bytes,
+                        down_message_bytes=down_message_bytes(method))
+
+
+def down_message_bytes(method) -> float | None:
+    """Bytes of one round's downlink message to a host with the method's compressed downlink (None: dense x)."""
+    down = getattr(method, "downlink", None)
+    return None if down is None else down.bytes_per_copy
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,8 @@ class RunSetup:
         """The derived parameters to log, by name.
 
         n, m, d, N, tau, tau_m, L, mu, gamma, gamma_theory (the theorem's rule), gamma_max (the largest stepsize its
-        bound allows; nan where no bound), codec and omega (nan for a biased codec) and bits_per_value, r0, f_star,
+        bound allows; nan where no bound), codec and omega (nan for a biased codec) and bits_per_value, downlink (its
+        ``messages.downlink``), alpha_downlink (1 for float64) and downlink_bytes_per_message, r0, f_star,
         null_space_dim (k of ``dist_sq_null``'s basis; -1 where not computed) and null_space (how it was found),
         and the method's own (``derived_params``).
         """
@@ -126,6 +127,9 @@ class RunSetup:
                 "bound_neighbourhood": self.bound.neighbourhood, "bound_rate": self.bound.rate,
                 "bound_quantity": self.bound.quantity, "send_ids": m.sends_ids, "codec": m.codec.label,
                 "omega": float("nan") if omega is None else omega, "bits_per_value": m.codec.value_bits,
+                "downlink": m.downlink.label if m.downlink is not None else "float64",
+                "alpha_downlink": m.downlink.alpha if m.downlink is not None else 1.0,
+                "downlink_bytes_per_message": m.downlink.bytes_per_copy if m.downlink is not None else p.d * 8.0,
                 "null_space_dim": Z.shape[1] if Z is not None else -1, "null_space": how, **m.derived_params()}
 
 
@@ -142,6 +146,27 @@ def _codec_bound(ctx, cls, method, bound):
            if ctx.omega is None else f"no bound is derived for {cls.name} with messages.codec={ctx.codec.label}"
            + (f": {theory.codec_why}" if theory.codec_why else ""))
     return NoBound(theorem=why, gamma_theory=bound.gamma_theory, gamma=method.gamma, quantity=bound.quantity)
+
+
+def _grad_scale(problem, x0) -> float:
+    """max_i ||grad f_i(x^0)||_inf, the largest local gradient entry at the start (where the natural codecs place
+    their exponent window)."""
+    if hasattr(problem, "local_grads_max_abs"):   # a GLM: from its sparse product, not an (n, d) dense matrix
+        return problem.local_grads_max_abs(x0)
+    grads = problem.local_grads(x0) if hasattr(problem, "local_grads") else np.zeros(0)
+    return float(np.max(np.abs(grads), initial=0.0))
+
+
+def _downlink(spec, cls, problem, x0, gamma):
+    """The compressed downlink of ``messages.downlink`` (EF21-P) for ``cls``'s method, its codec's window at gamma x
+    the largest local gradient entry at x^0 (the size of the first rounds' updates x^{t+1} - w^t)."""
+    from .compression.downlink import parse_downlink
+
+    key = "messages.downlink"
+    down = parse_downlink(spec.messages.downlink, problem.d, key=key)
+    if getattr(getattr(down.codec, "piece", down.codec), "needs_scale", False):   # natural, natural7
+        down = parse_downlink(spec.messages.downlink, problem.d, key=key, scale=gamma * _grad_scale(problem, x0))
+    return down
 
 
 def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None = None,
@@ -231,14 +256,15 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     ctx.reference = reference
     ctx.x0 = problem.start()
     if ctx.codec.needs_scale:                      # natural, natural7: the exponent window sits at the start's gradients
-        if hasattr(problem, "local_grads_max_abs"):   # a GLM: from its sparse product, not an (n, d) dense matrix
-            scale = problem.local_grads_max_abs(ctx.x0)
-        else:
-            grads = problem.local_grads(ctx.x0) if hasattr(problem, "local_grads") else np.zeros(0)
-            scale = float(np.max(np.abs(grads), initial=0.0))
-        ctx.codec = ctx.codec.scaled(scale)
+        ctx.codec = ctx.codec.scaled(_grad_scale(problem, ctx.x0))
     method, bound = cls.configure(ctx)
     bound = _codec_bound(ctx, cls, method, bound)
+    if spec.messages.downlink != "float64":
+        method.downlink = _downlink(spec, cls, problem, ctx.x0, method.gamma)
+        method.name = cls.name
+        from .theory.ef21p import downlink_bound
+
+        bound = downlink_bound(method, problem, reference, ctx.x0, bound)
     if not (np.isfinite(method.gamma) and method.gamma > 0):   # a last guard: never run with a NaN/inf/0 step
         raise ConfigError("step.multiplier", f"The stepsize of algorithm={cls.name} must be a finite number > 0; got "
                                              f"gamma = {method.gamma!r} (L = {problem.L!r}, mu = {problem.mu!r}, "

@@ -59,8 +59,8 @@ from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
 from isparse.plan import (ROUND_TRIP_S, CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
-                          fit_round_cost, plan_row, predict_time, recommend, resolve_block_sizes, resolve_codecs,
-                          resolve_tau_grid, workers_per_host)
+                          down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, resolve_block_sizes,
+                          resolve_codecs, resolve_tau_grid, workers_per_host)
 from isparse.spec import BlocksSpec, MessagesSpec
 
 from .errors import console, exits_on_user_error, print_error
@@ -235,7 +235,7 @@ class _LinkModel:
                          iterations=row.predicted_iterations * self.scale, latency_s=self.latency_s,
                          compute_s=max(compute, 0.0), aggregate=self.aggregate, send_ids=bool(method.sends_ids),
                          codec=method.codec, up_burst_bytes=float(self.opts.burst),
-                         down_burst_bytes=float(self.opts.burst))
+                         down_burst_bytes=float(self.opts.burst), down_message_bytes=down_message_bytes(method))
         return dataclasses.replace(row, predicted_round_s=t.round_s, predicted_time_s=t.total_s, link=t.as_dict())
 
     def as_dict(self) -> dict:

@@ -10,6 +10,7 @@ KEYS = {"n": "workers.n", "block_size": "blocks.size", "lam": "problem.lam", "sp
         "step_rule": "step.rule", "step_L": "step.L", "reg": "problem.reg", "reg_strength": "problem.reg_strength",
         "reg_l2": "problem.reg_l2", "box": "problem.box", "loss": "problem.loss", "penalty": "problem.penalty",
         "send_ids": "messages.send_ids", "codec": "messages.codec", "levels": "messages.levels",
+        "downlink": "messages.downlink",
         "max_iter": "max_iter", "tol": "tol"}
 
 

@@ -348,7 +348,7 @@ def test_the_spec_refuses_an_unknown_codec_and_stray_levels():
     with pytest.raises(ConfigError, match=r"'messages.codec' parameter must be one of .*float64.*got 'int8'"):
         spec("isega", codec="int8")
     with pytest.raises(ConfigError, match=r"'messages.levels' parameter is not a key of messages.codec=natural "
-                                          r"\(it would be ignored\); known: send_ids, aggregate, codec, module\.$"):
+                                          r"\(it would be ignored\); known: send_ids, aggregate, codec, module, downlink\.$"):
         spec("isega", codec="natural", levels=3)   # dither's own key
     with pytest.raises(ConfigError, match=r"'messages.levels' parameter must be"):
         spec("isega", codec="dither", levels=0)

@@ -109,10 +109,10 @@ def test_a_codec_from_one_module_and_one_config_file_runs_on_both_engines(outsid
 @pytest.mark.parametrize("override, message", [
     ("messages.gain=2", "The 'messages.gain' parameter must be in (0, 1]; got 2."),
     pytest.param("+messages.gian=0.1", "The 'messages.gian' parameter is not a key of messages.codec=scaled_sign (it "
-                                       "would be ignored); known: send_ids, aggregate, codec, module, gain.",
+                                       "would be ignored); known: send_ids, aggregate, codec, module, downlink, gain.",
                  marks=pytest.mark.slow),
     pytest.param("messages.levels=7", "The 'messages.levels' parameter is not a key of messages.codec=scaled_sign (it "
-                                      "would be ignored); known: send_ids, aggregate, codec, module, gain.",
+                                      "would be ignored); known: send_ids, aggregate, codec, module, downlink, gain.",
                  marks=pytest.mark.slow),
     pytest.param("messages.module=no_such_module", "The 'messages.module' parameter must name an importable Python "
                                                    "module", marks=pytest.mark.slow),

@@ -17,17 +17,24 @@ def setup():
     return make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
 
 
-@pytest.mark.parametrize("sig,timeout,removed", [
-    (signal.SIGKILL, 20, False),                                       # process gone: the call fails at once
-    (signal.SIGKILL, 20, True),    # ... and the scheduler removed it before the next call: "Worker holding Actor was lost"
-    pytest.param(signal.SIGSTOP, 3, False, marks=pytest.mark.slow),    # process hung: found by cluster.worker_timeout
+@pytest.mark.parametrize("sig,timeout,removed,downlink", [
+    (signal.SIGKILL, 20, False, "float64"),                            # process gone: the call fails at once
+    # ... and the scheduler removed it before the next call: "Worker holding Actor was lost"
+    (signal.SIGKILL, 20, True, "float64"),
+    pytest.param(signal.SIGSTOP, 3, False, "float64", marks=pytest.mark.slow),   # hung: found by cluster.worker_timeout
+    # a compressed downlink (EF21-P): the recovered hosts get w back (snapshot's, then the replayed rounds')
+    (signal.SIGKILL, 20, False, "randk:0.5+natural7"),
 ])
-def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed):
+def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed, downlink):
     """A Dask worker killed (or stopped) at round 150: its logical workers restart elsewhere, same iterates."""
     import time
 
     from distributed import Client, LocalCluster
 
+    if downlink != "float64":
+        setup = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
+                     downlink=downlink)
+        assert setup.method.downlink is not None
     local = setup.run(InProcessPool(*setup.pool_args()), max_iter=300, tol=1e-300, keep_iterates=True, log_every=50)
     events = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",

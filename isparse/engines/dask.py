@@ -46,6 +46,13 @@ ACTOR_LOST = "Worker holding Actor was lost"
 REPLY_OVERHEAD_BYTES = 452
 CODED_REPLY_EXTRA_BYTES = 55
 WORKER_OVERHEAD_BYTES = 8
+#: Measured overhead of one round's downlink message over its analytic bytes (``len(serialize_bytes(message))``,
+#: distributed 2026.8, numpy 2, d = 123 to 10^5): 226-228 B for the dense x (Dask's header and the array's), 302-305 B
+#: for a compressed downlink's DownlinkMessage (the named tuple's class path, t, the payload array), 66 B more when a
+#: top-k support travels (its int32 array's header; the ids themselves are in the analytic bytes).
+DENSE_MESSAGE_OVERHEAD_BYTES = 226
+CODED_MESSAGE_OVERHEAD_BYTES = 304
+SUPPORT_MESSAGE_EXTRA_BYTES = 66
 
 
 def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
@@ -209,8 +216,12 @@ class DaskPool:
             h.actor = h.futures[-1].result(timeout=self.worker_timeout)
         self.rounds, self.restarts, self.events, self._dead = 0, 0, [], set()
         self._snapshot, self._snapshot_round, self._since = None, -1, []
+        # the model the hosts last computed at (x^0 at the start), and the one the recovery snapshot goes with: a
+        # compressed downlink's hosts keep it (w) and update it from each round's message
+        self._model = self._snapshot_model = self.x0
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}
-        self.measured = {"rounds": 0, "replies": 0, "workers": 0, "serialized": 0, "analytic": 0}
+        self.measured = {"rounds": 0, "replies": 0, "workers": 0, "serialized": 0, "analytic": 0,
+                         "down_messages": 0, "down_serialized": 0, "down_analytic": 0.0}
         self.analytic_bytes = 0
 
     # -- placement ---------------------------------------------------------------------------------
@@ -295,7 +306,7 @@ class DaskPool:
         for h in fresh:
             h.actor = h.futures[-1].result(timeout=self.worker_timeout)
         since = list(self._since)
-        for p in [h.actor.restore(self._snapshot) for h in fresh]:
+        for p in [h.actor.restore(self._snapshot, self._snapshot_model) for h in fresh]:
             p.result(timeout=self.worker_timeout)
         for p in [h.actor.replay(since) for h in fresh]:
             p.result(timeout=self.worker_timeout * max(1, len(since)))
@@ -310,19 +321,21 @@ class DaskPool:
         return fresh
 
     # -- the engine protocol -----------------------------------------------------------------------
-    def exchange(self, x, monitor=None):
+    def exchange(self, x, monitor=None, down=None):
         """All workers' messages for the broadcast x, ordered by worker index (one actor call per host).
 
         Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client;
-        every ``measure_every`` rounds the hosts also size their replies. A lost Dask worker is recovered
-        from (class docstring) and the round made again on its replacement.
+        every ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized). A lost
+        Dask worker is recovered from (class docstring) and the round made again on its replacement.
 
         Parameters
         ----------
         x : ndarray of shape (d,)
-            The model x^t.
+            The model x^t (w^t with a compressed downlink: kept to replay a recovered host's rounds).
         monitor : ndarray of shape (d,), optional
             x*: also return the workers' Lyapunov memory term after the step.
+        down : DownlinkMessage, optional
+            A compressed downlink's message, sent instead of x (each host makes w^t from it).
 
         Returns
         -------
@@ -340,8 +353,9 @@ class DaskPool:
             self.snapshot()
         measure = self.rounds % self.measure_every == 0
         start = time.perf_counter()
+        message = x if down is None else down
         # only x when nothing else is asked: Dask serializes every argument on its own (about 0.1 ms each)
-        args = (x,) if monitor is None and not measure else (x, monitor, measure)
+        args = (message,) if monitor is None and not measure else (message, monitor, measure)
         out = {h: unpack_reply(r) for h, r in self._call("round", lambda h: args).items()}
         wall = time.perf_counter() - start
         compute = max(c for _, c, _, _ in out.values())
@@ -357,11 +371,24 @@ class DaskPool:
             m["workers"] += batch.k
             m["serialized"] += sum(s for _, _, s, _ in out.values())
             m["analytic"] += analytic
+            from distributed.protocol import serialize_bytes
+
+            m["down_messages"] += 1
+            m["down_serialized"] += len(serialize_bytes(message))
+            m["down_analytic"] += self.downlink_bytes_per_copy
         if self.snapshot_every > 0:
             self._since.append(np.array(x, copy=True))
+        self._model = self._since[-1] if self.snapshot_every > 0 else x   # a copy: the loop may reuse x's memory
         self.rounds += 1
         memory = None if monitor is None else float(sum(v for _, _, _, v in out.values()))
         return batch, memory
+
+    @property
+    def downlink_bytes_per_copy(self) -> float:
+        """The analytic bytes of one round's downlink message to one host: d x 8, or the compressed downlink's
+        (``Downlink.bytes_per_copy``)."""
+        down = getattr(self.method, "downlink", None)
+        return float(self.x0.size * 8) if down is None else down.bytes_per_copy
 
     def downlink_copies(self, workers) -> int:
         """Copies of x that cross a link when x goes to ``workers`` (``Engine.downlink_copies``): one per host holding
@@ -395,12 +422,23 @@ class DaskPool:
             ``uplink_serialized_ratio`` (their ratio), ``uplink_overhead_per_reply`` (bytes of (serialized -
             analytic) per host reply), ``replies``, ``workers``, ``rounds`` (measured), and
             ``uplink_bytes_expected`` = analytic + (``REPLY_OVERHEAD_BYTES``, + ``CODED_REPLY_EXTRA_BYTES`` with a
-            lossy codec) x replies + ``WORKER_OVERHEAD_BYTES`` x workers (the documented overhead model).
+            lossy codec) x replies + ``WORKER_OVERHEAD_BYTES`` x workers (the documented overhead model); the same for
+            one host's copy of each measured round's downlink message: ``downlink_bytes_serialized``,
+            ``downlink_bytes_analytic``, ``downlink_messages``, ``downlink_serialized_ratio`` and
+            ``downlink_bytes_expected`` = analytic + (``DENSE_MESSAGE_OVERHEAD_BYTES``, or
+            ``CODED_MESSAGE_OVERHEAD_BYTES`` + ``SUPPORT_MESSAGE_EXTRA_BYTES`` per travelling support) x messages.
         """
         m = self.measured
         per_reply = REPLY_OVERHEAD_BYTES + (0 if self.method.codec.exact else CODED_REPLY_EXTRA_BYTES)
         expected = m["analytic"] + per_reply * m["replies"] + WORKER_OVERHEAD_BYTES * m["workers"]
-        return {"uplink_bytes_serialized": m["serialized"], "uplink_bytes_analytic": m["analytic"],
+        down = getattr(self.method, "downlink", None)
+        per_message = DENSE_MESSAGE_OVERHEAD_BYTES if down is None else CODED_MESSAGE_OVERHEAD_BYTES + \
+            SUPPORT_MESSAGE_EXTRA_BYTES * sum(p.support_travels for p in down.selections)
+        return {"downlink_bytes_serialized": m["down_serialized"], "downlink_bytes_analytic": m["down_analytic"],
+                "downlink_messages": m["down_messages"],
+                "downlink_bytes_expected": m["down_analytic"] + per_message * m["down_messages"],
+                "downlink_serialized_ratio": m["down_serialized"] / max(1.0, m["down_analytic"]),
+                "uplink_bytes_serialized": m["serialized"], "uplink_bytes_analytic": m["analytic"],
                 "uplink_bytes_expected": expected, "workers": m["workers"], "rounds": m["rounds"],
                 "uplink_serialized_ratio": m["serialized"] / max(1, m["analytic"]),
                 "uplink_overhead_per_reply": (m["serialized"] - m["analytic"]) / max(1, m["replies"]),
@@ -412,12 +450,17 @@ class DaskPool:
         Returns
         -------
         dict
-            ``time_compute_s`` and ``time_comm_s`` (seconds), ``worker_restarts`` and ``uplink_bytes_serialized``
-            (bytes: the measured rounds' ratio of serialized to analytic bytes applied to all rounds' analytic bytes).
+            ``time_compute_s`` and ``time_comm_s`` (seconds), ``worker_restarts``, ``uplink_bytes_serialized`` and
+            ``downlink_bytes_serialized`` (bytes: the measured rounds' ratio of serialized to analytic bytes applied
+            to all rounds' analytic bytes; the downlink's analytic bytes are copies x ``downlink_bytes_per_copy``).
         """
-        ratio = self.measured["serialized"] / max(1, self.measured["analytic"])
+        m = self.measured
+        ratio = m["serialized"] / max(1, m["analytic"])
+        down = m["down_serialized"] / max(1.0, m["down_analytic"])
+        copies = self.downlink_copies(np.asarray(sorted(self.placement)))
         return {"time_compute_s": self.timing["compute_s"], "time_comm_s": self.timing["comm_s"],
-                "worker_restarts": self.restarts, "uplink_bytes_serialized": int(round(ratio * self.analytic_bytes))}
+                "worker_restarts": self.restarts, "uplink_bytes_serialized": int(round(ratio * self.analytic_bytes)),
+                "downlink_bytes_serialized": int(round(down * self.rounds * copies * self.downlink_bytes_per_copy))}
 
     def snapshot(self) -> list:
         """Every host's ``HostSnapshot``, fetched from the actors once per round (a checkpoint and the recovery
@@ -431,18 +474,24 @@ class DaskPool:
         if self._snapshot_round != self.rounds or self._snapshot is None:
             snaps = list(self._call("snapshot", lambda h: ()).values())
             self._snapshot, self._snapshot_round, self._since = snaps, self.rounds, []
+            self._snapshot_model = self._model
         return self._snapshot
 
-    def restore(self, snapshots) -> None:
+    def restore(self, snapshots, model=None) -> None:
         """Put back every worker's state and counters (a checkpoint's); it also becomes the recovery snapshot.
 
         Parameters
         ----------
         snapshots : list of HostSnapshot
             Of any placement (e.g. an in-process run's, or one with another number of Dask workers).
+        model : ndarray of shape (d,), optional
+            With a compressed downlink: w, the model the workers last computed at.
         """
         self._snapshot, self._snapshot_round, self._since = list(snapshots), self.rounds, []
-        self._call("restore", lambda h: (self._snapshot,))
+        if model is not None:
+            self._model = np.asarray(model, dtype=float)
+        self._snapshot_model = self._model
+        self._call("restore", lambda h: (self._snapshot, model))
 
     def stop(self):
         """End of a run: nothing to wait for (every synchronous round has been collected)."""

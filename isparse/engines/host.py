@@ -134,6 +134,9 @@ class WorkerHost:
         self.data = method.host_data(self.shards, self.ids)
         self.state = method.worker_init(self.data, np.asarray(x0, dtype=float))
         self.t = np.zeros(self.ids.size, np.int64)
+        self.downlink = getattr(method, "downlink", None)
+        #: w, the model the workers compute at with a compressed downlink (EF21-P; w^{-1} = x^0); None without one
+        self.w = np.array(x0, dtype=float) if self.downlink is not None else None
         self._shared = False        # the state is referenced by a snapshot: the next step must not write into it
         self._targets = None
         self._single = {}
@@ -147,19 +150,38 @@ class WorkerHost:
         self.t += 1
         return batch
 
+    def receive(self, message) -> np.ndarray:
+        """The model of this round from the downlink's message.
+
+        Parameters
+        ----------
+        message : ndarray of shape (d,) or DownlinkMessage
+            The dense x^t, or (a compressed downlink) the message of C(x^t - w^{t-1}).
+
+        Returns
+        -------
+        ndarray of shape (d,)
+            x^t itself, or w^t = w^{t-1} + C(x^t - w^{t-1}), which the host keeps (``Downlink.receive``: the master's
+            w^t bit for bit).
+        """
+        if self.downlink is None or isinstance(message, np.ndarray):
+            return message
+        self.w = self.downlink.receive(self.w, message, self.method.sampler)
+        return self.w
+
     def _reply(self, batch):
         """What crosses the host's link for ``batch``: one sum (``aggregate``, where allowed) or the messages."""
         if self.aggregate and self.method.sums_on_host(batch):
             return self.method.host_sums(batch, [batch.workers])
         return batch
 
-    def round(self, x: np.ndarray, monitor: np.ndarray | None = None, measure: bool = False) -> tuple:
-        """One worker step of every hosted worker on the broadcast x.
+    def round(self, x, monitor: np.ndarray | None = None, measure: bool = False) -> tuple:
+        """One worker step of every hosted worker on the broadcast model.
 
         Parameters
         ----------
-        x : ndarray of shape (d,)
-            The broadcast model x^t.
+        x : ndarray of shape (d,) or DownlinkMessage
+            The broadcast model x^t, or the compressed downlink's message (:meth:`receive`: the step is at w^t).
         monitor : ndarray of shape (d,), optional
             x*: also return the memory part of the Lyapunov function after the step.
         measure : bool
@@ -182,7 +204,7 @@ class WorkerHost:
             The hosted workers are not all at the same iteration.
         """
         start = time.perf_counter()
-        batch = self._reply(self._step(x))
+        batch = self._reply(self._step(self.receive(x)))
         compute = time.perf_counter() - start
         size = None
         if measure:
@@ -231,13 +253,15 @@ class WorkerHost:
         # examples per worker (the stacked data's l), for splitting per-example arrays by worker
         return HostSnapshot(self.ids.copy(), self.state, self.t.copy(), np.asarray(self.data.l, np.int64))
 
-    def restore(self, snapshots) -> None:
+    def restore(self, snapshots, model: np.ndarray | None = None) -> None:
         """Put back the state and counters of the hosted workers from ``snapshots`` (any grouping).
 
         Parameters
         ----------
         snapshots : iterable of HostSnapshot
             Together holding every hosted worker.
+        model : ndarray of shape (d,), optional
+            With a compressed downlink: w, the model the workers last computed at (the next message updates it).
 
         Raises
         ------
@@ -246,6 +270,8 @@ class WorkerHost:
         """
         snap = regroup(list(snapshots), self.ids)
         self.state, self.t, self._shared = snap.state, snap.t.copy(), True
+        if model is not None and self.downlink is not None:
+            self.w = np.array(model, dtype=float)
 
     def replay(self, xs: list) -> int:
         """Re-run the hosted workers' steps on the models ``xs`` in order, discarding the messages (a recovery).
@@ -253,7 +279,8 @@ class WorkerHost:
         Parameters
         ----------
         xs : list of ndarray of shape (d,)
-            The models broadcast since the snapshot the state was restored from.
+            The models the workers computed at since the snapshot the state was restored from (x^t, or w^t with a
+            compressed downlink: the host's w becomes the last).
 
         Returns
         -------
@@ -262,6 +289,8 @@ class WorkerHost:
         """
         for x in xs:
             self._step(x)
+        if xs and self.downlink is not None:
+            self.w = np.array(xs[-1], dtype=float)
         return len(xs)
 
     def memory(self, x_star: np.ndarray) -> float:

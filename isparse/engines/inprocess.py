@@ -60,15 +60,17 @@ class InProcessPool:
         self.placement = {i: "inprocess" for i in ids}
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}   # cumulative seconds; nothing is communicated
 
-    def exchange(self, x, monitor=None):
+    def exchange(self, x, monitor=None, down=None):
         """One round of every worker on the broadcast x.
 
         Parameters
         ----------
         x : ndarray of shape (d,)
-            The model x^t.
+            The model x^t (w^t with a compressed downlink).
         monitor : ndarray of shape (d,), optional
             x*: also return the workers' Lyapunov memory term after the step.
+        down : DownlinkMessage, optional
+            A compressed downlink's message: the host makes w^t from it, as a Dask host does.
 
         Returns
         -------
@@ -78,7 +80,7 @@ class InProcessPool:
             The memory term, or None when ``monitor`` is None.
         """
         start = time.perf_counter()
-        batch, _, _, memory = self.host.round(x, monitor)
+        batch, _, _, memory = self.host.round(x if down is None else down, monitor)
         if self.groups is not None and self.method.sums_on_host(batch):
             batch = self.method.host_sums(batch, self.groups)
         self.timing["compute_s"] += time.perf_counter() - start
@@ -116,15 +118,17 @@ class InProcessPool:
         """
         return [self.host.snapshot()]
 
-    def restore(self, snapshots) -> None:
+    def restore(self, snapshots, model=None) -> None:
         """Put back the workers' states and counters (from snapshots of any placement, e.g. a Dask run's).
 
         Parameters
         ----------
         snapshots : list of HostSnapshot
             Together holding every worker.
+        model : ndarray of shape (d,), optional
+            With a compressed downlink: w, the model the workers last computed at.
         """
-        self.host.restore(snapshots)
+        self.host.restore(snapshots, model)
 
     def counters(self) -> dict:
         """Cumulative timing for the records.

@@ -119,6 +119,9 @@ class Checkpoint:
         ``wall_s``, the time split (seconds) and the engine's counters so far.
     records : list of dict
         The records up to t (a resumed run's history starts at t = 0).
+    w : ndarray of shape (d,), optional
+        With a compressed downlink (``messages.downlink``): w^{t-1}, the model the workers last computed at, which
+        the next round's message updates (EF21-P's state); None without one.
     """
 
     t: int
@@ -128,6 +131,7 @@ class Checkpoint:
     uplink_per_worker: np.ndarray
     counters: dict = field(default_factory=dict)   # wall_s, the time split and the engine's counters so far
     records: list = field(default_factory=list)    # the records up to t (dicts, never written to later)
+    w: np.ndarray | None = None                    # a compressed downlink's w^{t-1} (EF21-P), None without one
 
 
 @dataclass
@@ -234,6 +238,10 @@ class MasterLoop:
         self.n, self.d = method.n, problem.d
         self.uplink = np.zeros(self.n)   # bytes (float: coded values need not fill whole bytes)
         self.models_sent = 0
+        # a compressed downlink (EF21-P): the master's copy of w, the model the workers compute at (w^{-1} = x^0)
+        self.downlink = getattr(method, "downlink", None)
+        self.w = self.x.copy() if self.downlink is not None else None
+        self.down_bytes = self.downlink.bytes_per_copy if self.downlink is not None else self.d * VALUE_BYTES
         self.uplink64 = 0.0     # what the same messages would cost as float64 values (the tau-only uplink)
         self.version, self.received = 0, np.zeros(self.n, dtype=np.int64)   # asynchronous delays
         self.delays = []
@@ -339,7 +347,7 @@ class MasterLoop:
         t, z = self.t, self.current()
         rec = {"step": t, "dist_sq": dist_sq, "subopt": self.problem.F(z) - self.ref.F_star,
                "bound": self.bound(t) if self.bound is not None else math.nan,
-               "uplink_bytes": _bytes(self.uplink.sum()), "downlink_bytes": int(self.models_sent * self.d * VALUE_BYTES),
+               "uplink_bytes": _bytes(self.uplink.sum()), "downlink_bytes": _bytes(self.models_sent * self.down_bytes),
                **counters}
         if self.null_basis is not None:
             rec["dist_sq_null"] = float(np.sum((self.null_basis.T @ (z - self.ref.x_star)) ** 2))
@@ -387,7 +395,9 @@ class MasterLoop:
         self.result.records = list(ck.records)
         self.uplink[:] = ck.uplink_per_worker
         self.models_sent = self.engine.downlink_copies(np.arange(self.n)) * ck.t
-        self.engine.restore(ck.workers)
+        if self.downlink is not None:
+            self.w = np.array(ck.w if getattr(ck, "w", None) is not None else ck.x, dtype=float)
+        self.engine.restore(ck.workers, self.w)
         return float(np.sum((self.current() - self.ref.x_star) ** 2))
 
     def iteration(self) -> float:
@@ -406,7 +416,12 @@ class MasterLoop:
         log_next = self.logged(self.t + 1)
         self.received[self.idle] = self.version
         self.models_sent += self.engine.downlink_copies(self.idle)
-        batch, memory = self.engine.exchange(self.x, self.ref.x_star if log_next and self.wants_memory() else None)
+        monitor = self.ref.x_star if log_next and self.wants_memory() else None
+        if self.downlink is None:
+            batch, memory = self.engine.exchange(self.x, monitor)
+        else:   # EF21-P: send C(x^t - w^{t-1}); master and hosts both make w^t, where the workers compute
+            self.w, message = self.downlink.send(self.x, self.w, self.t, self.method.sampler)
+            batch, memory = self.engine.exchange(self.w, monitor, down=message)
         x_prev = self.x
         tick = time.perf_counter()
         self.x, self.master = self.method.master_step(self.master, self.x, batch, donate=not self._master_shared)
@@ -436,7 +451,7 @@ class MasterLoop:
         """Hand a :class:`Checkpoint` of iteration t to ``options.on_checkpoint`` (the states are shared, not copied:
         the next steps do not write into them)."""
         ck = Checkpoint(self.t, self.x.copy(), self.master, self.engine.snapshot(), self.uplink.copy(), self.counters(),
-                        list(self.result.records))
+                        list(self.result.records), None if self.w is None else self.w.copy())
         self._master_shared = True
         self.opt.on_checkpoint(ck)
 

@@ -30,7 +30,7 @@ class Engine(Protocol):
     method: object
     placement: dict
 
-    def exchange(self, x: np.ndarray, monitor: np.ndarray | None = None) -> tuple[Messages, float | None]:
+    def exchange(self, x: np.ndarray, monitor: np.ndarray | None = None, down=None) -> tuple[Messages, float | None]:
         """Hand x to the idle workers and return the next batch of messages, ordered by worker.
 
         A synchronous engine runs one round of every worker; an asynchronous view returns the next
@@ -39,9 +39,12 @@ class Engine(Protocol):
         Parameters
         ----------
         x : ndarray of shape (d,)
-            The broadcast model x^t.
+            The model the workers compute at: x^t, or w^t with a compressed downlink.
         monitor : ndarray of shape (d,), optional
             x*: also return the workers' Lyapunov memory term after the step.
+        down : DownlinkMessage, optional
+            A compressed downlink's message (synchronous engines only): what is sent instead of x; each host makes
+            w^t from it (``isparse.compression.downlink``), equal to ``x`` bit for bit.
 
         Returns
         -------
@@ -88,13 +91,15 @@ class Engine(Protocol):
         list of HostSnapshot
         """
 
-    def restore(self, snapshots: list) -> None:
+    def restore(self, snapshots: list, model: np.ndarray | None = None) -> None:
         """Put back the workers' states and counters from snapshots of any placement.
 
         Parameters
         ----------
         snapshots : list of HostSnapshot
             Together holding every worker.
+        model : ndarray of shape (d,), optional
+            With a compressed downlink: w, the model the workers last computed at.
         """
 
     def counters(self) -> dict:

@@ -101,7 +101,7 @@ class Method(Box):
         """The method's rules on the rest of the run, before any data is read.
 
         A full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer, ``step.L=f``
-        only where the stepsize rule takes L.
+        only where the stepsize rule takes L, only a synchronous method a compressed downlink.
 
         Parameters
         ----------
@@ -121,6 +121,11 @@ class Method(Box):
             raise ConfigError("step.L", f"The 'step.L' parameter must be shards for algorithm={cls.name} (its "
                                         f"stepsize takes {'L_example' if theory.smoothness != 'L' else 'rho'}, not L); "
                                         f"got 'f'.")
+        downlink = getattr(spec.messages, "downlink", "float64")
+        if downlink != "float64" and cls.traits.asynchronous:
+            raise ConfigError("messages.downlink", f"The 'messages.downlink' parameter must be float64 for "
+                                                   f"algorithm={cls.name} (an asynchronous method: each worker gets its "
+                                                   f"own model, no shared w); got {downlink!r}.")
         if spec.problem.reg != "none" and not cls.traits.prox:
             allowed = ", ".join(k for k, c in METHODS.items() if c.traits.prox)
             raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={cls.name} "

@@ -156,6 +156,9 @@ class Box(abc.ABC):
         #: the uplink compressor C(v) = (1/tau) Q(v_U): independent tau*m-nice blocks, then the value codec
         self.uplink = chain(IndependentBlocks(self.tau_m, blocks.m, blocks.size), codec)
         self.sampler = Sampler(self.seed)
+        #: the compressed downlink (EF21-P, ``isparse.compression.downlink.Downlink``; set by the run's setup from
+        #: ``messages.downlink``): None, the dense x of every round
+        self.downlink = None
 
     # -- the four steps ------------------------------------------------------------------------------------
     def worker_init(self, data, x0: np.ndarray):
