@@ -32,6 +32,8 @@ def standalone_parts(previous: str) -> tuple[list[str], list[str]]:
             sections.append(line)
         elif any(line.startswith(f"- **{k}. ") for k in STANDALONE):
             goals.append(line)
+    while sections and not sections[-1].strip():   # the blank line before the next section is the renderer's
+        sections.pop()
     return goals, sections
 
 

@@ -37,16 +37,20 @@ Modules:
 - :mod:`isparse.compression.tau`: tau, the fraction of the blocks a worker sends (:class:`Tau`: one grammar, one
   rounding);
 - :mod:`isparse.compression.sampling`: the counter-based draws keyed by (seed, i, t) (:class:`Sampler`);
-- :mod:`isparse.compression.messages`: one round's batch of messages (:class:`Messages`) and its bytes.
+- :mod:`isparse.compression.messages`: one round's batch of messages (:class:`Messages`) and its bytes;
+- :mod:`isparse.compression.downlink`: the compressed downlink with error feedback (EF21-P, :class:`Downlink`,
+  ``messages.downlink``).
 """
 
 from .blocks import BlockPartition
 from .codecs import FLOAT64, codec
 from .compressors import Chain, Compressor, IndependentBlocks, Selection, chain
+from .downlink import Downlink, parse_downlink
 from .messages import Messages
 from .registry import CODECS, Codec, MessagesSpec, codec_class
 from .sampling import Sampler
 from .tau import Tau, resolve_tau
 
-__all__ = ["BlockPartition", "CODECS", "Chain", "Codec", "Compressor", "FLOAT64", "IndependentBlocks", "Messages",
-           "MessagesSpec", "Sampler", "Selection", "Tau", "chain", "codec", "codec_class", "resolve_tau"]
+__all__ = ["BlockPartition", "CODECS", "Chain", "Codec", "Compressor", "Downlink", "FLOAT64", "IndependentBlocks",
+           "Messages", "MessagesSpec", "Sampler", "Selection", "Tau", "chain", "codec", "codec_class", "parse_downlink",
+           "resolve_tau"]

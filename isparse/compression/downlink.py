@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from .compressors import Chain, Contractive, RandomK, Selected, Selection, TopK
+from .registry import DOWNLINK_PARSER
 
 #: the selections ``messages.downlink`` knows, by the name written before ``:``
 SELECTIONS = {"randk": RandomK, "topk": TopK}
@@ -259,5 +260,7 @@ class Downlink:
         """A host's side: w^t = w^{t-1} + C(x^t - w^{t-1}) from the message (a new array; the master's, bit for bit)."""
         return w + self.decode(msg, sampler)
 
+
+DOWNLINK_PARSER["parse"] = parse_downlink   # the messages section's check of the key (a name lookup: no import cycle)
 
 __all__ = ["Downlink", "DownlinkMessage", "SELECTIONS", "parse_downlink"]

@@ -68,6 +68,11 @@ def _defines_codec(module: str) -> bool:
     return any(isinstance(v, type) and v in CODECS.values() for v in vars(mod).values()) if mod else False
 
 
+#: the parser of ``messages.downlink`` (``isparse.compression.downlink.parse_downlink``, which registers itself here
+#: when its module is imported, as ``isparse.compression`` does): a name lookup, so this module does not import it
+DOWNLINK_PARSER: dict = {}
+
+
 class DownlinkText(Constraint):
     """A ``messages.downlink`` (``isparse.compression.downlink.parse_downlink``): its grammar checked before any data
     is read (the counts k against d once the data are read)."""
@@ -77,10 +82,8 @@ class DownlinkText(Constraint):
             "(0, 1] or a count in [1, d]), then a codec (natural7, natural, dither:<s>, float32, ...)")
 
     def __call__(self, key, value):
-        from .downlink import parse_downlink
-
         Text()(key, value)
-        parse_downlink(value, None, key=key)
+        DOWNLINK_PARSER["parse"](value, None, key=key)
         return value
 
 
