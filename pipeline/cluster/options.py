@@ -123,6 +123,10 @@ class ClusterOptions(Section):
                                   "worker lost")
     measure_every: int = param(50, Interval(int, 1, None), "rounds between measurements of the serialized size of "
                                                            "each Dask worker's reply (uplink_bytes_serialized)")
+    rounds: str = param("stream", OneOf("stream", "actor"),
+                        "how a round travels: stream (one persistent connection per Dask worker, opened once, TLS "
+                        "when the cluster uses TLS) or actor (one Dask actor call per Dask worker per round, ~4 ms "
+                        "more per round)")
     security: Security = section(Security)
 
     #: the class the kind starts, the package it needs and the pip extra (deployed kinds only)
