@@ -19,6 +19,10 @@ thread busy for the pool's measured compute per round (a pure-Python spin, holdi
 small NumPy calls do) and the spin is subtracted: what a round trip costs beyond the compute when the worker was
 computing, on this machine, without any of the library's code.
 
+A third yardstick, the **bare stream round trip**: the stream path's round with nothing computed, an echo host per
+Dask worker listening as the pool's hosts do (the same wire code) and answering x with a reply tuple holding an
+array of as many float64 values as that worker's host returns.
+
 The Dask round is split, per round, into parts that add up to it (timers around the pool's calls):
 
 - master: the loop's work outside ``pool.exchange`` (master step, byte counters, stopping test);
@@ -177,6 +181,60 @@ def bare_round_trip(client, plan_counts: dict, x, calls: int, reps: int, spin: f
     return t
 
 
+class EchoStreamHost:
+    """The bare stream round trip's host: listens as :class:`isparse.engines.dask.DaskHost` does (the same
+    ``open_stream`` and wire code) and answers each request with a stored float64 array of a host reply's value count,
+    in the reply's tuple, without computing anything."""
+
+    def __init__(self, count: int):
+        self.reply = np.zeros(int(count))
+
+    def _answer(self, body, lengths):
+        from isparse.engines.dask import _frames, _read_frames
+
+        _read_frames(body, lengths)
+        return _frames((True, (self.reply, 0.0, None, None)))[0]
+
+
+def _echo_stream_host_class():
+    """:class:`EchoStreamHost` with :class:`~isparse.engines.dask.DaskHost`'s stream methods (an actor class)."""
+    from isparse.engines.dask import DaskHost
+
+    names = ("_stream_server", "_stream_transport", "open_stream", "stop_listening", "close_stream")
+    return type("EchoStream", (EchoStreamHost,), {k: DaskHost.__dict__[k] for k in names})
+
+
+def bare_stream_round_trip(client, plan_counts: dict, x, calls: int, reps: int) -> float:
+    """Median seconds of one bare round over streams: one request of x to an echo host per Dask worker (written to
+    all first), then every reply read, as :class:`isparse.engines.dask.DaskPool` makes a round with
+    ``rounds="stream"``."""
+    from isparse.engines.dask import _frames, _Stream
+
+    hosts = []
+    for addr, count in plan_counts.items():
+        fut = client.submit(_echo_stream_host_class(), count, workers=[addr], actor=True, allow_other_workers=False,
+                            pure=False)
+        actor = fut.result(timeout=60)
+        hosts.append((fut, actor, _Stream(actor.open_stream().result(timeout=60), 60.0,
+                                          client.security.get_connection_args("client")["ssl_context"])))
+
+    def one():
+        deadline = time.monotonic() + 60
+        parts, size = _frames((x,))
+        for _, _, st in hosts:
+            st.send(parts, size, deadline)
+        for _, _, st in hosts:
+            st.receive(deadline)
+    for _ in range(20):
+        one()
+    t = median_time(one, reps=reps, inner=calls)
+    for fut, actor, st in hosts:
+        st.close()
+        actor.close_stream().result(timeout=60)
+        fut.cancel()
+    return t
+
+
 def host_round_seconds(method, ids, shards, x0, x) -> tuple[float, float]:
     """(wall, thread CPU) seconds of one ``WorkerHost.round`` of a fresh host, median of 5 x 50 rounds after a
     warm-up; run here, or on a Dask worker with ``client.submit`` (the same code in both processes)."""
@@ -223,13 +281,14 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
         hosts = [WorkerHost(s.method, ids, s.method.host_shards(s.shards, ids), s.x0) for ids in dpool.plan.values()]
         batches = [h.round(x)[0] for h in hosts]
         counts = {addr: int(b.values.size) for addr, b in zip(dpool.plan, batches)}
-        dk, ip, bare, busy, abare = {path: [] for path in PATHS}, [], [], [], []
+        dk, ip, bare, busy, abare, sbare = {path: [] for path in PATHS}, [], [], [], [], []
         for _ in range(reps):
             for path in PATHS:
                 dk[path].append(timed_rounds(s, dpools[path], rounds))
             ip.append(timed_rounds(s, ipool, rounds))
             bare.append(bare_round_trip(client, counts, x, calls=rounds, reps=1))
             abare.append(bare_round_trip(client, counts, x, calls=rounds, reps=1, asynchronous=True))
+            sbare.append(bare_stream_round_trip(client, counts, x, calls=rounds, reps=1))
             # the same trivial call, each actor first spinning for this repetition's (slower-host) compute per round
             busy.append(bare_round_trip(client, counts, x, calls=rounds, reps=1, spin=dk["actor"][-1]["compute"])
                         - dk["actor"][-1]["compute"])
@@ -244,7 +303,7 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
         for p in dpools.values():
             p.close()
         p = {k: med(r[k] for r in ip) for k in ip[0]}
-        bare_s, busy_s, abare_s = med(bare), med(busy), med(abare)
+        bare_s, busy_s, abare_s, sbare_s = med(bare), med(busy), med(abare), med(sbare)
         master_ip = p["round"] - p["exchange"]
         uplink = int(sum(b.bytes_per_worker(s.method.blocks.m).sum() for b in batches))
         for path in PATHS:
@@ -258,7 +317,7 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
                 values_per_host=list(counts.values()),
                 round_ms=1e3 * d["round"], inproc_ms=1e3 * p["round"], overhead_ms=1e3 * overhead, bare_ms=1e3 * bare_s,
                 overhead_over_bare=overhead / bare_s, bare_async_ms=1e3 * abare_s,
-                overhead_over_bare_async=overhead / abare_s,
+                overhead_over_bare_async=overhead / abare_s, bare_stream_ms=1e3 * sbare_s,
                 master_ms=1e3 * master, master_inproc_ms=1e3 * master_ip, compute_ms=1e3 * d["compute"],
                 compute_inproc_ms=1e3 * p["exchange"], comm_ms=1e3 * comm, comm_beyond_bare_ms=1e3 * (comm - bare_s),
                 busy_ms=1e3 * busy_s, comm_beyond_busy_ms=1e3 * (comm - busy_s),
@@ -274,7 +333,7 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
                   f"overhead {r['overhead_ms']:.2f} ms, bare round trip {r['bare_ms']:.2f} ms (ratio "
                   f"{r['overhead_over_bare']:.2f}); compute {r['compute_ms']:.2f}, round trip beyond compute "
                   f"{r['comm_ms']:.2f}, master {r['master_ms']:.2f}, snapshot {r['snapshot_ms']:.3f}, bookkeeping "
-                  f"{r['bookkeeping_ms']:.3f} ms", flush=True)
+                  f"{r['bookkeeping_ms']:.3f} ms; bare stream round trip {r['bare_stream_ms']:.2f} ms", flush=True)
     return {"rows": rows, "algorithm": algorithm, "snapshot_every": SNAPSHOT_EVERY, "measure_every": MEASURE_EVERY,
             "paths": list(PATHS)}
 
@@ -303,7 +362,8 @@ def report(res: dict) -> tuple[str, str]:
         via = r.get("rounds_via", "actor")
         goal.append([r["n"], via, f"{r['tau']:.3g}", r["round_ms"], r["inproc_ms"], r["overhead_ms"], r["bare_ms"],
                      r["overhead_over_bare"], verdict(r["overhead_over_bare"], GOAL_BARE), r["comm_ms"],
-                     verdict(r["comm_ms"], GOAL_STREAM_MS) if via == "stream" else "–"])
+                     verdict(r["comm_ms"], GOAL_STREAM_MS) if via == "stream" else "–",
+                     r.get("bare_stream_ms", float("nan"))])
         split.append([r["n"], via, r["round_ms"], r["master_ms"], r["compute_ms"], r["comm_ms"], r["bare_ms"],
                       r["comm_beyond_bare_ms"], r.get("busy_ms", float("nan")), r.get("comm_beyond_busy_ms", float("nan")),
                       r["snapshot_ms"], r["bookkeeping_ms"], r["master_inproc_ms"],
@@ -313,7 +373,8 @@ def report(res: dict) -> tuple[str, str]:
                       f"{r['host_client_cpu_ms']:.3g} / {r['host_worker_cpu_ms']:.3g}"])
     t1 = table(["n", "rounds", "τ", "Dask round (ms)", "in-process iteration (ms)", "overhead (ms)",
                 "bare actor round trip (ms)", "overhead ÷ bare round trip", f"goal ≤ {GOAL_BARE:g}",
-                "round trip beyond compute (ms)", f"stream goal ≤ {GOAL_STREAM_MS:g} ms"], goal)
+                "round trip beyond compute (ms)", f"stream goal ≤ {GOAL_STREAM_MS:g} ms",
+                "bare stream round trip (ms)"], goal)
     t2 = table(["n", "rounds", "Dask round (ms)", "master (ms)", "worker compute, slower host (ms)",
                 "round trip beyond compute (ms)", "of which: bare actor round trip (ms)", "rest of the round trip (ms)",
                 "busy bare round trip beyond its spin (ms)", "round trip beyond compute − busy one (ms)",
