@@ -203,7 +203,7 @@ def _item2(res):
              + (f" ({r['overhead_over_bare_async']:.2f} × an `async def` bare call, {r['bare_async_ms']:.2f} ms)"
                 if "bare_async_ms" in r else "")
              + (f"; round trip beyond compute {r['comm_ms']:.2f} ms, stream goal "
-                f"{verdict(r['comm_ms'], dask_overhead.GOAL_STREAM_MS)} ms (bare stream round trip "
+                f"{verdict(r['comm_ms'], dask_overhead.GOAL_STREAM_MS)} (bare stream round trip "
                 f"{r.get('bare_stream_ms', float('nan')):.2f} ms)" if r.get("rounds_via") == "stream" else "")
              for r in rows]
     var = res.get("variant")
