@@ -14,8 +14,8 @@ worker's TLS context when the cluster uses TLS; the client connects with its own
 buffers as frames of their own, behind a 16 B prelude and the frame lengths. The master writes every host's request,
 then reads every reply, with blocking sockets in the calling thread: no event loop, no thread hand-over, on either
 side only the worker's own loop. Dask's comm layer (``distributed.comm``) was measured first for this: 1.0-1.2 ms per
-bare 2-host round trip on this project's 2-core machine, against 0.1-0.3 ms for plain sockets with an asyncio
-server. ``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
+bare 2-host round trip (an echo server per process, ~1 KB messages) on this project's 2-core machine, against
+0.1-0.3 ms for plain sockets with an asyncio server, most of the difference in Python on both ends. ``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
 comparison; docs/benchmarks.md item 2 measures both). The other calls (snapshot, restore, replay, memory, the
 asynchronous view) are actor calls either way.
 
