@@ -181,7 +181,9 @@ def _item2_rest(rows) -> list:
     out = []
     for r in rows:
         rest = r["overhead_ms"] - r["bare_ms"]
-        out.append(f"- n = {r['n']}: overhead − bare round trip = {rest:.2f} ms, made of: the actor round trip beyond "
+        via = r.get("rounds_via", "actor")
+        out.append(f"- n = {r['n']}, rounds = {via}: overhead − bare actor round trip = {rest:.2f} ms, made of: the "
+                   f"{'stream' if via == 'stream' else 'actor'} round trip beyond "
                    f"the bare one {r['comm_beyond_bare_ms']:.2f} ms (a busy trivial actor already costs "
                    f"{r['busy_ms'] - r['bare_ms']:.2f} ms more than an idle one, leaving "
                    f"{r['comm_beyond_busy_ms']:.2f} ms to the library's call; serializing the `Messages` replies "
@@ -197,15 +199,22 @@ def _item2(res):
     from . import dask_overhead
 
     rows = res["rows"]
-    parts = [f"n = {r['n']}: overhead {r['overhead_ms']:.2f} ms = {r['overhead_over_bare']:.2f} × the bare round trip "
+    parts = [f"n = {r['n']}{', rounds = ' + r['rounds_via'] if 'rounds_via' in r else ''}: overhead "
+             f"{r['overhead_ms']:.2f} ms = {r['overhead_over_bare']:.2f} × the bare round trip "
              f"({r['bare_ms']:.2f} ms), {verdict(r['overhead_over_bare'], dask_overhead.GOAL_BARE)}"
              + (f" ({r['overhead_over_bare_async']:.2f} × an `async def` bare call, {r['bare_async_ms']:.2f} ms)"
-                if "bare_async_ms" in r else "") for r in rows]
+                if "bare_async_ms" in r else "")
+             + (f"; round trip beyond compute {r['comm_ms']:.2f} ms, stream goal "
+                f"{verdict(r['comm_ms'], dask_overhead.GOAL_STREAM_MS)} (bare stream round trip "
+                f"{r.get('bare_stream_ms', float('nan')):.2f} ms)" if r.get("rounds_via") == "stream" else "")
+             for r in rows]
     var = res.get("variant")
     if var:
         parts.append("with Dask's own MALLOC_TRIM_THRESHOLD_=65536 on the workers (diagnostic): " + ", ".join(
-            f"n = {r['n']} {r['overhead_over_bare']:.2f} ×" for r in var["rows"]))
-    goal = _goal_line(f"2. Dask per-round overhead ≤ {dask_overhead.GOAL_BARE:g} × a bare actor round trip", "; ".join(parts)
+            f"n = {r['n']}{' ' + r['rounds_via'] if 'rounds_via' in r else ''} {r['overhead_over_bare']:.2f} ×"
+            for r in var["rows"]))
+    goal = _goal_line(f"2. Dask per-round overhead ≤ {dask_overhead.GOAL_BARE:g} × a bare actor round trip; over the "
+                      f"streams, round trip beyond compute ≤ {dask_overhead.GOAL_STREAM_MS:g} ms", "; ".join(parts)
                       + ".")
     t1, t2 = dask_overhead.report(res)
     text = [
@@ -219,15 +228,16 @@ def _item2(res):
         "the worker states are fetched for recovery and the hosts size their replies; both are inside the timed",
         "rounds and shown in the split). The cluster is started as the pipeline's `cluster=local` starts it, with",
         f"`MALLOC_TRIM_THRESHOLD_` = {', '.join(str(v) for v in res.get('malloc_trim', ['?']))} in the workers'",
-        "environment (`cluster.malloc_trim_threshold`, pipeline/cluster/options.py); the host's round is an `async def`",
-        "actor method, run on the worker's event loop.",
+        "environment (`cluster.malloc_trim_threshold`, pipeline/cluster/options.py); the host's round runs on the",
+        "worker's event loop, as an `async def` actor method (`rounds = actor`) or in the handler of the host's stream",
+        "(`rounds = stream`, `cluster.rounds`'s default; docs/clusters.md).",
         "",
         dask_overhead.__doc__.split("\n", 2)[2].strip(),
         "",
         t1,
         "",
-        "The split of the Dask round (per round; master + worker compute + actor round trip beyond compute + snapshot",
-        "+ bookkeeping = Dask round; the bare round trip is part of the actor round trip):",
+        "The split of the Dask round (per round; master + worker compute + round trip beyond compute + snapshot",
+        "+ bookkeeping = Dask round; on the actor path the bare actor round trip is part of the round trip):",
         "",
         t2,
         "",

@@ -125,7 +125,8 @@ def _pool(job, setup, stop):
                 source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
             pool = DaskPool(client, *args, snapshot_every=job.cluster.snapshot_every,
                             worker_timeout=job.cluster.worker_timeout, measure_every=job.cluster.measure_every,
-                            source=source, aggregate=job.messages.aggregate == "host")
+                            source=source, aggregate=job.messages.aggregate == "host",
+                            rounds=job.cluster.rounds)
             stack.callback(pool.close)
         yield pool
 

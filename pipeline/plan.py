@@ -122,7 +122,8 @@ def _pools(job):
                 source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
             pools.append(DaskPool(client, *setup.pool_args(), snapshot_every=job.cluster.snapshot_every,
                                   worker_timeout=job.cluster.worker_timeout, measure_every=job.cluster.measure_every,
-                                  source=source, aggregate=job.messages.aggregate == "host"))
+                                  source=source, aggregate=job.messages.aggregate == "host",
+                                  rounds=job.cluster.rounds))
             return pools[-1]
         try:
             yield make, where, max(workers, 1)

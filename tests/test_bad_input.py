@@ -180,6 +180,7 @@ BAD_KEYS = [
     (["progress=yes"], "progress", "must be true or false; got 'yes'"),
     (["cache=0"], "cache", "must be true or false; got 0"),
     (["report.auto=maybe"], "report.auto", "must be true or false; got 'maybe'"),
+    (["cluster.rounds=rpc"], "cluster.rounds", "must be one of stream, actor; got 'rpc'"),
     (["+data.n_features=40"], "data.n_features", "not a key of data=breast_cancer"),
     (["data=a1a", "+data.path=/x.svm"], "data.path", "not a key of data=a1a"),
     (["data=a1a", "data.n_features=0"], "data.n_features", r"must be null or in \[1, inf\); got 0"),

@@ -48,6 +48,8 @@ def store(tmp_path):
     ("tol=-1", "isparse-run: error: The 'tol' parameter must be in [0, inf); got -1.", True),     # before any data
     ("workers.n=570", "isparse-run: error: The 'workers.n' parameter must be in [1, N (rows of the data set) = 569]; "
                       "got 570.", False),                                                        # after loading it
+    ("cluster.rounds=rpc", "isparse-run: error: The 'cluster.rounds' parameter must be one of stream, actor; got 'rpc'.",
+     False),
 ])
 def test_config_error_is_one_line_and_status_2(tmp_path, override, message, full_error):
     proc = cli(tmp_path, *TINY, override)

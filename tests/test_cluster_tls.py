@@ -82,3 +82,35 @@ def test_a_local_cluster_runs_over_tls_with_the_configured_certificate(tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     _, run = _finished_run(out)
     assert run.data.tags["dask_scheduler"].startswith("tls://127.0.0.1:")
+
+
+def test_the_rounds_travel_over_tls_streams_on_a_tls_cluster(tmp_path):
+    """On a TLS LocalCluster each host's round stream is TLS (a tls:// address, an SSL socket with the cluster's
+    certificates on both ends) and the iterates are the in-process engine's, to the bit."""
+    import ssl
+
+    import numpy as np
+    from distributed import Client, LocalCluster
+    from distributed.security import Security
+
+    from isparse import InProcessPool, load_dataset
+    from isparse.engines.dask import DaskPool
+    from specs import make
+
+    cert, key = _self_signed(tmp_path, "streams")
+    files = {f"tls_{role}_{part}": str(path) for role in ("client", "scheduler", "worker")
+             for part, path in (("cert", cert), ("key", key))}
+    security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
+    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
+    local = s.run(InProcessPool(*s.pool_args()), max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tls",
+                      security=security, dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, security=security, direct_to_workers=True) as client:
+        pool = DaskPool(client, *s.pool_args())
+        hosts = list(pool._hosts)
+        assert len(hosts) == 2 and all(h.address.startswith("tls://") for h in hosts)
+        assert all(h.stream.startswith("tls://127.0.0.1:") for h in hosts)
+        assert all(isinstance(h.comm.sock, ssl.SSLSocket) and h.comm.sock.version().startswith("TLS") for h in hosts)
+        res = s.run(pool, max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
+        pool.close()
+    np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))

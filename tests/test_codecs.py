@@ -367,10 +367,12 @@ def test_the_planner_counts_the_codecs_bits():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_dask_serialized_bytes_within_ten_percent_per_codec(dask_client, name):
-    """What Dask serializes for the replies is within 10% of the packed bytes + the documented overhead
-    (``REPLY_OVERHEAD_BYTES``, + ``CODED_REPLY_EXTRA_BYTES`` for a lossy codec, per reply; ``WORKER_OVERHEAD_BYTES``
-    per hosted worker), for every codec; the packed bytes are the codec's bits per value (and dither's 4 B norm)."""
-    from isparse.engines.dask import CODED_REPLY_EXTRA_BYTES, REPLY_OVERHEAD_BYTES, WORKER_OVERHEAD_BYTES, DaskPool
+    """The bytes read for the replies from the hosts' streams are within 10% of the packed bytes + the documented
+    overhead (``STREAM_REPLY_OVERHEAD_BYTES``, + ``STREAM_CODED_REPLY_EXTRA_BYTES`` for a lossy codec, per reply;
+    ``WORKER_OVERHEAD_BYTES`` per hosted worker), for every codec; the packed bytes are the codec's bits per value (and
+    dither's 4 B norm). (The actor path's constants: tests/test_dask_recovery.py.)"""
+    from isparse.engines.dask import (STREAM_CODED_REPLY_EXTRA_BYTES, STREAM_REPLY_OVERHEAD_BYTES,
+                                      WORKER_OVERHEAD_BYTES, DaskPool)
 
     s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3, codec=name)
     pool = DaskPool(dask_client, *s.pool_args(), measure_every=1)
@@ -380,7 +382,7 @@ def test_dask_serialized_bytes_within_ten_percent_per_codec(dask_client, name):
     c = codec(name)
     assert tr["replies"] == 200 and tr["workers"] == 400
     assert tr["uplink_bytes_analytic"] == pytest.approx(400 * (8 * c.value_bits / 8 + c.header_bits / 8))
-    per_reply = REPLY_OVERHEAD_BYTES + (0 if name == "float64" else CODED_REPLY_EXTRA_BYTES)
+    per_reply = STREAM_REPLY_OVERHEAD_BYTES + (0 if name == "float64" else STREAM_CODED_REPLY_EXTRA_BYTES)
     expected = tr["uplink_bytes_analytic"] + per_reply * 200 + WORKER_OVERHEAD_BYTES * 400
     assert tr["uplink_bytes_expected"] == pytest.approx(expected)
     assert abs(tr["uplink_bytes_serialized"] - expected) <= 0.1 * expected, tr

@@ -1,5 +1,6 @@
-"""The Dask engine on real worker processes: a killed worker is recovered with the same iterates; the traffic it
-measures matches the analytic bytes plus the documented overhead; the wall time is split."""
+"""The Dask engine on real worker processes: a killed worker is recovered with the same iterates (rounds over the
+hosts' streams or as actor calls); the traffic it measures matches the analytic bytes plus the documented overhead
+of either path; the wall time is split."""
 
 import os
 import signal
@@ -9,7 +10,8 @@ import pytest
 
 from isparse import InProcessPool, load_dataset
 from specs import make
-from isparse.engines.dask import REPLY_OVERHEAD_BYTES, WORKER_OVERHEAD_BYTES, DaskPool
+from isparse.engines.dask import (REPLY_OVERHEAD_BYTES, STREAM_REPLY_OVERHEAD_BYTES, WORKER_OVERHEAD_BYTES,
+                                   DaskPool)
 
 
 @pytest.fixture(scope="module")
@@ -17,15 +19,17 @@ def setup():
     return make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
 
 
-@pytest.mark.parametrize("sig,timeout,removed,downlink", [
-    (signal.SIGKILL, 20, False, "float64"),                            # process gone: the call fails at once
-    # ... and the scheduler removed it before the next call: "Worker holding Actor was lost"
-    (signal.SIGKILL, 20, True, "float64"),
-    pytest.param(signal.SIGSTOP, 3, False, "float64", marks=pytest.mark.slow),   # hung: found by cluster.worker_timeout
-    # a compressed downlink (EF21-P): the recovered hosts get w back (snapshot's, then the replayed rounds')
-    (signal.SIGKILL, 20, False, "randk:0.5+natural7"),
+@pytest.mark.parametrize("sig,timeout,removed,rounds,downlink", [
+    (signal.SIGKILL, 20, False, "stream", "float64"),   # process gone: its stream closes, the round fails at once
+    (signal.SIGKILL, 20, True, "stream", "float64"),    # ... and the scheduler removed it before the next round
+    (signal.SIGKILL, 20, False, "actor", "float64"),                    # the actor call fails at once
+    (signal.SIGKILL, 20, True, "actor", "float64"),  # ... removed before the next call: "Worker holding Actor was lost"
+    pytest.param(signal.SIGSTOP, 3, False, "stream", "float64", marks=pytest.mark.slow),   # hung: worker_timeout
+    pytest.param(signal.SIGSTOP, 3, False, "actor", "float64", marks=pytest.mark.slow),
+    # a compressed downlink (EF21-P): the recovered hosts get w back (the snapshot's, then the replayed rounds')
+    (signal.SIGKILL, 20, False, "stream", "randk:0.5+natural7"),
 ])
-def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed, downlink):
+def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed, rounds, downlink):
     """A Dask worker killed (or stopped) at round 150: its logical workers restart elsewhere, same iterates."""
     import time
 
@@ -39,7 +43,8 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
     events = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address="127.0.0.1:0") as cluster, Client(cluster, direct_to_workers=True) as client:
-        pool = DaskPool(client, *setup.pool_args(), snapshot_every=40, worker_timeout=timeout, on_recovery=events.append)
+        pool = DaskPool(client, *setup.pool_args(), snapshot_every=40, worker_timeout=timeout, on_recovery=events.append,
+                        rounds=rounds)
         victim = sorted(set(pool.placement.values()))[-1]
         pid = client.run(os.getpid, workers=[victim])[victim]
 
@@ -60,22 +65,28 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
     assert len(events) == 1 and events[0]["lost"] == [victim] and events[0]["workers"] == [2, 3]
     assert events[0]["round"] == 150 and events[0]["replayed_rounds"] == 150 - 120   # snapshots at 0, 40, 80, 120
     assert victim not in pool.placement.values()
+    if rounds == "stream":   # the round was made again over the new host's stream, opened after the recovery
+        moved = set(events[0]["moved_to"])
+        assert all(h.comm is not None for h in pool._hosts) and moved <= {h.address for h in pool._hosts}
     assert ("TimeoutError" in events[0]["reason"]) == (sig == signal.SIGSTOP)
     np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))   # to the bit
 
 
+@pytest.mark.parametrize("rounds", ["stream", "actor"])
 @pytest.mark.parametrize("send_ids", [False, True])
-def test_serialized_bytes_match_analytic_plus_overhead_and_time_is_split(dask_client, setup, send_ids):
-    """Values-only batches (the default) and id-carrying ones: serialized = analytic + the stated overhead (10%)."""
+def test_serialized_bytes_match_analytic_plus_overhead_and_time_is_split(dask_client, setup, send_ids, rounds):
+    """Values-only batches (the default) and id-carrying ones, over the streams (the bytes read for each reply) and
+    as actor calls (what Dask sends): serialized = analytic + the stated overhead of that path (10%)."""
     s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
               send_ids=send_ids)
-    pool = DaskPool(dask_client, *s.pool_args(), measure_every=1)
+    pool = DaskPool(dask_client, *s.pool_args(), measure_every=1, rounds=rounds)
     res = s.run(pool, max_iter=100, tol=1e-300, log_every=50)
     tr = pool.traffic()
     assert tr["replies"] == 200 and tr["workers"] == 400 and tr["rounds"] == 100   # 2 Dask workers, 4 logical workers
     per_worker = 4 * 2 * 8 + (4 * 4 if send_ids else 0)        # tau*m = 4 blocks of 2 values (+ 4 ids of 4 B)
     assert tr["uplink_bytes_analytic"] == res.records[-1]["uplink_bytes"] == 400 * per_worker
-    expected = tr["uplink_bytes_analytic"] + REPLY_OVERHEAD_BYTES * 200 + WORKER_OVERHEAD_BYTES * 400
+    per_reply = STREAM_REPLY_OVERHEAD_BYTES if rounds == "stream" else REPLY_OVERHEAD_BYTES
+    expected = tr["uplink_bytes_analytic"] + per_reply * 200 + WORKER_OVERHEAD_BYTES * 400
     assert tr["uplink_bytes_expected"] == expected
     assert abs(tr["uplink_bytes_serialized"] - expected) <= 0.1 * expected, tr
     assert res.records[-1]["uplink_bytes_serialized"] == tr["uplink_bytes_serialized"]

@@ -132,14 +132,15 @@ def test_resume_with_a_compressed_downlink_is_bit_identical(downlink):
     assert resumed.records[-1]["downlink_bytes"] == full.records[-1]["downlink_bytes"]
 
 
-@pytest.mark.parametrize("downlink", ["randk:0.25+natural7", "topk:0.5+natural"])
-def test_dask_equals_inprocess_with_a_compressed_downlink_and_bytes_are_measured(dask_client, downlink):
+@pytest.mark.parametrize("downlink, rounds", [("randk:0.25+natural7", "stream"), ("topk:0.5+natural", "stream"),
+                                              ("randk:0.25+natural7", "actor")])
+def test_dask_equals_inprocess_with_a_compressed_downlink_and_bytes_are_measured(dask_client, downlink, rounds):
     """Both engines, the same iterates to the bit; an in-process checkpoint resumed on Dask too; the serialized
     downlink message within 10 % of its analytic bytes plus the stated overhead."""
     s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
              downlink=downlink)
     local = s.run(InProcessPool(*s.pool_args()), max_iter=100, tol=1e-300, keep_iterates=True, log_every=50)
-    pool = DaskPool(dask_client, *s.pool_args(), measure_every=1)
+    pool = DaskPool(dask_client, *s.pool_args(), measure_every=1, rounds=rounds)
     res = s.run(pool, max_iter=100, tol=1e-300, keep_iterates=True, log_every=50)
     np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))
     tr = pool.traffic()
@@ -151,14 +152,15 @@ def test_dask_equals_inprocess_with_a_compressed_downlink_and_bytes_are_measured
                                                               abs=1)
     kept = []
     s.run(InProcessPool(*s.pool_args()), max_iter=40, tol=1e-300, checkpoint_every=40, on_checkpoint=kept.append)
-    resumed = s.run(DaskPool(dask_client, *s.pool_args()), max_iter=100, tol=1e-300, keep_iterates=True,
-                    resume=kept[-1])
+    resumed = s.run(DaskPool(dask_client, *s.pool_args(), rounds=rounds), max_iter=100, tol=1e-300,
+                    keep_iterates=True, resume=kept[-1])
     np.testing.assert_array_equal(np.array(resumed.iterates[1:]), np.array(local.iterates[41:]))
 
 
-def test_dense_downlink_serialized_bytes_within_ten_percent(dask_client):
+@pytest.mark.parametrize("rounds", ["stream", "actor"])
+def test_dense_downlink_serialized_bytes_within_ten_percent(dask_client, rounds):
     s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
-    pool = DaskPool(dask_client, *s.pool_args(), measure_every=1)
+    pool = DaskPool(dask_client, *s.pool_args(), measure_every=1, rounds=rounds)
     s.run(pool, max_iter=20, tol=1e-300, log_every=20)
     tr = pool.traffic()
     assert tr["downlink_bytes_analytic"] == 20 * 30 * 8

@@ -6,15 +6,29 @@ stacked. Shards are sent once when the actors are created, never per round; a ro
 each host and receives one batch of messages per host (``isparse.compression.messages.Messages``). Only this
 module imports ``distributed``.
 
+How a round travels (``rounds``). Dask starts, places and recovers the hosts; by default (``rounds="stream"``) the
+round itself then goes over one persistent TCP connection per host, opened once after the host is created (and after
+each recovery): the host listens on its Dask worker's event loop, on the worker's own host (port 0), with the
+worker's TLS context when the cluster uses TLS; the client connects with its own TLS context (both from the cluster's
+``distributed.security.Security``). A message is the pickled (protocol 5) arguments or reply with the arrays'
+buffers as frames of their own, behind a 16 B prelude and the frame lengths. The master writes every host's request,
+then reads every reply, with blocking sockets in the calling thread: no event loop, no thread hand-over, on either
+side only the worker's own loop. Dask's comm layer (``distributed.comm``) was measured first for this: 1.0-1.2 ms per
+bare 2-host round trip (an echo server per process, ~1 KB messages) on this project's 2-core machine, against
+0.1-0.3 ms for plain sockets with an asyncio server, most of the difference in Python on both ends. ``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
+comparison; docs/benchmarks.md item 2 measures both). The other calls (snapshot, restore, replay, memory, the
+asynchronous view) are actor calls either way.
+
 Notes
 -----
 Lost Dask workers. Actors keep state across calls without a scheduler task per round, but die with their worker
 (docs/algorithms.md §8). The pool therefore keeps, on the client, a snapshot of every host's worker state and
 step counters, taken every ``snapshot_every`` rounds, and the models x broadcast since.
-When an actor call raises a communication error or does not answer within ``worker_timeout``
-seconds, the logical workers of that Dask worker are recreated on the remaining Dask workers
-from their shards (still held by the client), restored from the snapshot and replayed through
-the rounds since it (their messages discarded), and the interrupted call is made again. Because
+When an actor call or a round's stream raises a communication error (a closed stream: the Dask worker died) or
+does not answer within ``worker_timeout`` seconds, the logical workers of that Dask worker are recreated on the
+remaining Dask workers from their shards (still held by the client), restored from the snapshot and replayed through
+the rounds since it (their messages discarded), and the interrupted call is made again (a round over the new hosts'
+streams, opened after the recovery). Because
 every random draw is a function of (seed, i, t) and the replay uses the same models, the
 recovered workers send exactly the messages they would have sent: the iterates equal those of an
 uninterrupted run.
@@ -22,8 +36,12 @@ uninterrupted run.
 
 from __future__ import annotations
 
+import asyncio
 import pickle
+import socket
+import struct
 import time
+import weakref
 
 import numpy as np
 
@@ -53,6 +71,21 @@ WORKER_OVERHEAD_BYTES = 8
 DENSE_MESSAGE_OVERHEAD_BYTES = 226
 CODED_MESSAGE_OVERHEAD_BYTES = 304
 SUPPORT_MESSAGE_EXTRA_BYTES = 66
+#: The same on the stream path (the message's frames as the round's request would carry it alone, prelude and padding
+#: included; d = 30 to 10^5): 152-160 B dense, 216-221 B coded, 64-68 B more with a top-k support.
+STREAM_DENSE_MESSAGE_OVERHEAD_BYTES = 156
+STREAM_CODED_MESSAGE_OVERHEAD_BYTES = 218
+STREAM_SUPPORT_MESSAGE_EXTRA_BYTES = 66
+#: The same model on the stream path (``rounds="stream"``), where a reply's size is the bytes the client read for it
+#: from the host's stream: 304 B per reply of float64 values (the message's 16 B prelude, 8 B per frame length, the
+#: pickled tuple and Messages with its arrays' headers and its class's module path, each frame padded to 8 B), 48-76 B
+#: more with a lossy codec (measured: 48 B for float32 and bfloat16, 64-76 B for natural, natural7 and dither), plus
+#: ``WORKER_OVERHEAD_BYTES`` per hosted worker; 148 B less per reply than Dask's actor reply (its header and the
+#: reply's own ``bytes`` wrapping). Measured on 4 to 40 workers of 2 to 16 values, with and without block ids.
+STREAM_REPLY_OVERHEAD_BYTES = 304
+STREAM_CODED_REPLY_EXTRA_BYTES = 64
+#: the values of ``DaskPool(rounds=...)`` (``cluster.rounds``)
+ROUNDS = ("stream", "actor")
 
 
 def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
@@ -75,6 +108,91 @@ def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
     return {a: [int(i) for i in part] for a, part in zip(sorted(addresses), parts)}
 
 
+#: A stream message: ``<QQ`` (frame count k, bytes after the frame lengths), k ``<Q`` frame lengths, then the frames,
+#: each padded to a multiple of 8 bytes (so that NumPy arrays read from them are aligned).
+_PRELUDE = struct.Struct("<QQ")
+#: messages up to this size are joined into one buffer before sending (one send call); larger ones go frame by frame
+_JOIN_BYTES = 1 << 18
+
+
+def _frames(obj) -> tuple[list, int]:
+    """The parts of ``obj``'s stream message and its size in bytes: ``obj`` pickled (protocol 5) with its arrays'
+    buffers out of band, so that they are sent without a copy."""
+    buffers = []
+    head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    frames = [memoryview(head), *(b.raw() for b in buffers)]
+    lengths = [f.nbytes for f in frames]
+    pads = [-n % 8 for n in lengths]
+    parts = [_PRELUDE.pack(len(frames), sum(lengths) + sum(pads)), struct.pack(f"<{len(frames)}Q", *lengths)]
+    for f, pad in zip(frames, pads):
+        parts.append(f)
+        if pad:
+            parts.append(bytes(pad))
+    return parts, sum(lengths) + sum(pads) + _PRELUDE.size + 8 * len(frames)
+
+
+def _read_frames(body, lengths) -> object:
+    """The object of a message's body (a writable buffer) cut into its frames."""
+    view, frames, at = memoryview(body), [], 0
+    for n in lengths:
+        frames.append(view[at:at + n])
+        at += n + (-n % 8)
+    return pickle.loads(frames[0], buffers=frames[1:])
+
+
+def _sendable(exc: BaseException) -> BaseException:
+    """``exc`` if it pickles, else a RuntimeError with its text (a host's error travels back to the master)."""
+    try:
+        pickle.dumps(exc)
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+class _RoundProtocol(asyncio.Protocol):
+    """The host's end of its round stream, on the Dask worker's event loop: gathers a request's bytes, runs the round
+    on it (:meth:`DaskHost._answer`) and writes the reply. Only the first connection is served (the master's); the
+    host stops listening once it is made."""
+
+    def __init__(self, host):
+        self.host, self.transport, self.chunks, self.have, self.need = host, None, [], 0, None
+
+    def connection_made(self, transport):
+        if self.host._stream_transport is not None:   # one connection per host
+            transport.abort()
+            return
+        self.transport = self.host._stream_transport = transport
+        self.host.stop_listening()
+
+    def data_received(self, data):
+        if self.transport is None:
+            return
+        self.chunks.append(data)
+        self.have += len(data)
+        while True:
+            if self.need is None:
+                if self.have < _PRELUDE.size:
+                    return
+                if len(self.chunks[0]) < _PRELUDE.size:
+                    self.chunks = [b"".join(self.chunks)]
+                k, body = _PRELUDE.unpack_from(self.chunks[0])
+                self.need = _PRELUDE.size + 8 * k + body
+            if self.have < self.need:
+                return
+            message = bytearray().join(self.chunks)
+            rest = bytes(message[self.need:])
+            k, _ = _PRELUDE.unpack_from(message)
+            lengths = struct.unpack_from(f"<{k}Q", message, _PRELUDE.size)
+            body = memoryview(message)[_PRELUDE.size + 8 * k:self.need]
+            self.chunks, self.have, self.need = ([rest] if rest else []), len(rest), None
+            self.transport.writelines(self.host._answer(body, lengths))
+
+    def connection_lost(self, exc):
+        if self.transport is not None and self.host._stream_transport is self.transport:
+            self.host._stream_transport = None
+        self.transport = None
+
+
 class DaskHost(WorkerHost):
     """A :class:`~isparse.engines.host.WorkerHost` as a Dask actor. Its round is an ``async def`` method, so it runs
     on the Dask worker's event loop instead of being handed to the actor thread and back (measured 0.3-0.4 ms
@@ -87,11 +205,92 @@ class DaskHost(WorkerHost):
     ``measure``, the reported size is ``len(distributed.protocol.serialize_bytes(reply))``, the bytes Dask sends
     for the reply (Dask's header and the pickled batch; sized before the size itself is put in, a few bytes less).
 
+    On the stream path (``DaskPool(rounds="stream")``) the master calls :meth:`open_stream` once; the rounds then
+    arrive on that connection and :meth:`WorkerHost.round` runs in its handler, also on the worker's event loop.
+
     Parameters
     ----------
     method, ids, shards, x0
         As for :class:`~isparse.engines.host.WorkerHost`.
     """
+
+    _stream_server = None
+    _stream_transport = None
+
+    async def open_stream(self) -> str:
+        """Listen for the master's round stream on this Dask worker's own host (its address's host, port 0: a free one).
+
+        The listener runs on the worker's event loop; with TLS when the worker's address is ``tls://`` (or ``wss://``),
+        with the worker's own TLS context (``security.get_listen_args("worker")``: its certificate, the cluster's CA,
+        client certificates required). It serves one connection, the master's, and stops listening once that one is
+        made; each request on it runs :meth:`WorkerHost.round` there (:meth:`_answer`).
+
+        Returns
+        -------
+        str
+            The address to connect to: ``tcp://HOST:PORT`` or, with TLS, ``tls://HOST:PORT``.
+
+        Raises
+        ------
+        RuntimeError
+            The worker's address is ``tls://`` but its security has no TLS context.
+        """
+        from distributed import get_worker
+        from distributed.comm.addressing import get_address_host, parse_address, unparse_host_port
+
+        worker = get_worker()
+        scheme = parse_address(worker.address)[0]
+        host = "127.0.0.1" if scheme == "inproc" else get_address_host(worker.address)
+        ssl_context = None
+        if scheme in ("tls", "wss"):
+            ssl_context = worker.security.get_listen_args("worker")["ssl_context"]
+            if ssl_context is None:
+                raise RuntimeError(f"the Dask worker {worker.address} has no TLS context for its round stream")
+        loop = asyncio.get_running_loop()
+        self._stream_server = await loop.create_server(lambda: _RoundProtocol(self), host, 0, ssl=ssl_context)
+        port = self._stream_server.sockets[0].getsockname()[1]
+        return f"{'tls' if ssl_context is not None else 'tcp'}://{unparse_host_port(host, port)}"
+
+    def _answer(self, body, lengths) -> list:
+        """The reply's parts to a round request (its body and frame lengths): ``(True, WorkerHost.round(self, *args))``
+        (``args`` passed on as the master gave them), or ``(False, the error)`` (raised by the master)."""
+        try:
+            reply = (True, WorkerHost.round(self, *_read_frames(body, lengths)))
+            return _frames(reply)[0]
+        except Exception as exc:
+            return _frames((False, _sendable(exc)))[0]
+
+    def stop_listening(self) -> None:
+        """Stop accepting round streams (an established one goes on)."""
+        server, self._stream_server = self._stream_server, None
+        if server is not None:
+            server.close()
+
+    async def close_stream(self) -> bool:
+        """Stop listening and close the round stream, if any.
+
+        Returns
+        -------
+        bool
+            Whether anything was still open.
+        """
+        was_open = self._stream_server is not None or self._stream_transport is not None
+        self.stop_listening()
+        transport, self._stream_transport = self._stream_transport, None
+        if transport is not None:
+            transport.abort()
+        return was_open
+
+    async def stream_state(self) -> dict:
+        """Whether the host still listens and still has a round stream (for checks).
+
+        Returns
+        -------
+        dict
+            ``listening`` and ``connected``, bools.
+        """
+        return {"listening": self._stream_server is not None,
+                "connected": self._stream_transport is not None and not self._stream_transport.is_closing()}
 
     async def round(self, x, monitor=None, measure=False):
         """One worker step of every hosted worker on the broadcast x, as one pickled reply.
@@ -137,10 +336,69 @@ def unpack_reply(reply: bytes) -> tuple:
 
 
 class _Host:
-    """One actor on one Dask worker: its address, logical worker ids and the futures that keep it alive."""
+    """One actor on one Dask worker: its address, logical worker ids, the futures that keep it alive and, on the stream
+    path, its round connection (``stream``: the address it listened on, ``comm``: the client's end)."""
 
     def __init__(self, address, ids, actor, futures):
         self.address, self.ids, self.actor, self.futures = address, list(ids), actor, futures
+        self.stream, self.comm = None, None
+
+
+class _Stream:
+    """The master's end of a host's round stream: a blocking socket (TLS-wrapped on a TLS cluster)."""
+
+    def __init__(self, address: str, timeout: float, ssl_context=None):
+        from distributed.comm.addressing import get_address_host_port
+
+        self.address = address
+        host, port = get_address_host_port(address)
+        sock = socket.create_connection((host, port), timeout=timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if address.startswith("tls://"):
+            if ssl_context is None:
+                sock.close()
+                raise OSError(f"the round stream {address} needs TLS but the client has no TLS context")
+            sock = ssl_context.wrap_socket(sock)
+        self.sock, self.tls = sock, address.startswith("tls://")
+
+    def send(self, parts, size: int, deadline: float) -> None:
+        """Write one message (its parts, ``size`` bytes in all) before ``deadline`` (``time.monotonic()``)."""
+        self.sock.settimeout(max(1e-3, deadline - time.monotonic()))
+        if size <= _JOIN_BYTES:
+            self.sock.sendall(b"".join(parts))
+        else:
+            for part in parts:
+                self.sock.sendall(part)
+
+    def _read(self, n: int, deadline: float) -> bytearray:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            self.sock.settimeout(max(1e-3, deadline - time.monotonic()))
+            k = self.sock.recv_into(view[got:])
+            if k == 0:
+                raise ConnectionResetError(f"the round stream {self.address} was closed by its host")
+            got += k
+        return buf
+
+    def receive(self, deadline: float) -> tuple[object, int]:
+        """Read one message before ``deadline``: (its object, its size in bytes as read)."""
+        k, body = _PRELUDE.unpack(self._read(_PRELUDE.size, deadline))
+        lengths = struct.unpack(f"<{k}Q", self._read(8 * k, deadline))
+        return _read_frames(self._read(body, deadline), lengths), _PRELUDE.size + 8 * k + body
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _close_streams(streams: set) -> None:
+    """Close the streams left in ``streams`` (a pool dropped without ``close()``)."""
+    for s in list(streams):
+        s.close()
+    streams.clear()
 
 
 class DaskPool:
@@ -162,9 +420,10 @@ class DaskPool:
         ``snapshot_every`` rounds (ISEGA n x d floats, ISAGA the SAGA tables; shared with a checkpoint
         of the same round), and keeping up to ``snapshot_every`` models (d floats each) to replay.
     worker_timeout : float, default 60
-        Seconds an actor call may take before its Dask worker is declared lost.
+        Seconds an actor call (or a round over the streams) may take before its Dask worker is declared lost.
     measure_every : int, default 50
-        Every this many rounds (from round 0) each host also measures the serialized size of its reply.
+        Every this many rounds (from round 0) the serialized size of each host's reply is measured (bytes: what Dask
+        sends for it on the actor path, what the client reads from the stream on the stream path).
     source : isparse.data.on_worker.ShardSource, optional
         ``data.load=on_worker``: each Dask worker reads its shards from the (shared) data file instead of
         receiving them; also used to recreate lost workers.
@@ -177,6 +436,10 @@ class DaskPool:
     on_recovery : callable(dict), optional
         Called after each recovery with the event (``round``, ``lost``, ``workers``, ``moved_to``,
         ``replayed_rounds``, ``seconds``).
+    rounds : {"stream", "actor"}, default "stream"
+        How a round travels (``cluster.rounds``; module docstring). ``"stream"``: over one persistent connection per
+        host (TLS when the cluster uses TLS), opened once after the hosts are created and after each recovery; the
+        round still runs on the host's Dask worker event loop. ``"actor"``: one Dask actor call per host per round.
 
     Attributes
     ----------
@@ -184,6 +447,8 @@ class DaskPool:
         Logical worker index -> Dask worker address (updated after a recovery).
     restarts : int
         Lost Dask workers recovered from.
+    rounds_via : str
+        ``rounds``.
     timing : dict
         Cumulative seconds: ``compute_s`` (per round, the slowest host's compute measured inside the
         actor), ``comm_s`` (per round, the round trip minus that compute).
@@ -192,12 +457,20 @@ class DaskPool:
     ------
     RuntimeError
         The cluster has no workers, or every Dask worker was lost.
+    ValueError
+        ``rounds`` is not one of :data:`ROUNDS`.
+    OSError
+        ``rounds="stream"``: a host's round stream could not be opened within ``worker_timeout`` seconds.
     """
 
     name = "dask"
 
     def __init__(self, client, method, shards, x0, *, snapshot_every: int = 50, worker_timeout: float = 60.0,
-                 measure_every: int = 50, on_recovery=None, source=None, aggregate: bool = False):
+                 measure_every: int = 50, on_recovery=None, source=None, aggregate: bool = False,
+                 rounds: str = "stream"):
+        if rounds not in ROUNDS:
+            raise ValueError(f"rounds must be one of {', '.join(ROUNDS)}; got {rounds!r}")
+        self.rounds_via = rounds
         addresses = list(client.scheduler_info()["workers"])
         if not addresses:   # the client's view may lag (seen once under load): ask the scheduler to wait for one
             try:
@@ -223,6 +496,14 @@ class DaskPool:
         self.measured = {"rounds": 0, "replies": 0, "workers": 0, "serialized": 0, "analytic": 0,
                          "down_messages": 0, "down_serialized": 0, "down_analytic": 0.0}
         self.analytic_bytes = 0
+        self._streams = set()   # the open round streams (closed by close(), or when the pool is dropped)
+        if rounds == "stream":
+            weakref.finalize(self, _close_streams, self._streams)
+            try:
+                self._open_streams(self._hosts)
+            except BaseException:
+                self.close()
+                raise
 
     # -- placement ---------------------------------------------------------------------------------
     def _make_host(self, addr, ids) -> _Host:
@@ -280,6 +561,87 @@ class DaskPool:
             out.update(self._call(name, args_of, replacements))
         return out
 
+    def _open_streams(self, hosts) -> None:
+        """Have every host of ``hosts`` listen (:meth:`DaskHost.open_stream`, concurrently) and connect to each once,
+        with the client's TLS context (``security.get_connection_args("client")``) where the host listens with TLS.
+
+        Raises
+        ------
+        OSError
+            A host could not be reached within ``worker_timeout`` seconds (or needs TLS the client does not have).
+        TimeoutError
+            A host did not open its listener within ``worker_timeout`` seconds.
+        """
+        hosts = list(hosts)
+        pending = [h.actor.open_stream() for h in hosts]
+        addresses = [p.result(timeout=self.worker_timeout) for p in pending]
+        ssl_context = self.client.security.get_connection_args("client")["ssl_context"]
+        for h, address in zip(hosts, addresses):
+            h.stream, h.comm = address, _Stream(address, self.worker_timeout, ssl_context)
+            self._streams.add(h.comm)
+
+    def _drop_streams(self, hosts) -> None:
+        """Close the round streams of ``hosts`` (a host sees the end of its stream and forgets it)."""
+        for h in hosts:
+            if h.comm is not None:
+                self._streams.discard(h.comm)
+                h.comm.close()
+                h.comm = None
+
+    def _stream_round(self, args, measure: bool, hosts=None) -> dict:
+        """One round over the hosts' streams: the request to every host first, then every reply (the hosts compute
+        meanwhile, concurrently; the replies are read in host order, each as soon as it is there).
+
+        Parameters
+        ----------
+        args : tuple
+            The arguments of :meth:`WorkerHost.round` (opaque here: passed on as they are).
+        measure : bool
+            Also return each reply's size: the bytes read for it from its stream.
+        hosts : list of _Host, optional
+            Default: all.
+
+        Returns
+        -------
+        dict
+            {host: (batch, compute seconds, reply bytes or None, memory or None)}. Hosts whose stream fails (closed:
+            their Dask worker died) or does not answer within ``worker_timeout`` seconds of the round's start are
+            recovered (:meth:`_recover`) and the round is made again over their replacements' streams.
+
+        Raises
+        ------
+        Exception
+            What ``WorkerHost.round`` raised on a host.
+        """
+        hosts = list(self._hosts if hosts is None else hosts)
+        deadline = time.monotonic() + self.worker_timeout
+        parts, size = _frames(args)
+        lost, sent = [], []
+        for h in hosts:
+            try:
+                h.comm.send(parts, size, deadline)
+                sent.append(h)
+            except LOST as exc:
+                lost.append((h, exc))
+        out, failure = {}, None
+        for h in sent:
+            try:
+                (ok, reply), nbytes = h.comm.receive(deadline)
+            except LOST as exc:
+                lost.append((h, exc))
+                continue
+            if not ok:
+                failure = failure or reply
+                continue
+            batch, compute, _, memory = reply
+            out[h] = (batch, compute, nbytes if measure else None, memory)
+        if failure is not None:
+            raise failure
+        if lost:
+            replacements = self._recover(lost)
+            out.update(self._stream_round(args, measure, replacements))
+        return out
+
     def _recover(self, lost) -> list:
         """Recreate the logical workers of the lost hosts on the remaining Dask workers; return the new hosts."""
         start = time.perf_counter()
@@ -288,6 +650,7 @@ class DaskPool:
         if self.snapshot_every <= 0 or self._snapshot is None:
             raise RuntimeError(f"Dask worker(s) lost ({reason}) and recovery is off (cluster.snapshot_every=0)")
         self._dead.update(h.address for h in lost_hosts)
+        self._drop_streams(lost_hosts)
         for h in lost_hosts:
             self._hosts.remove(h)
             try:
@@ -310,6 +673,8 @@ class DaskPool:
             p.result(timeout=self.worker_timeout)
         for p in [h.actor.replay(since) for h in fresh]:
             p.result(timeout=self.worker_timeout * max(1, len(since)))
+        if self.rounds_via == "stream":
+            self._open_streams(fresh)
         self._hosts = sorted(self._hosts + fresh, key=lambda h: h.ids[0])
         self.restarts += len(lost_hosts)
         event = {"round": self.rounds, "lost": sorted(h.address for h in lost_hosts), "workers": ids,
@@ -322,7 +687,8 @@ class DaskPool:
 
     # -- the engine protocol -----------------------------------------------------------------------
     def exchange(self, x, monitor=None, down=None):
-        """All workers' messages for the broadcast x, ordered by worker index (one actor call per host).
+        """All workers' messages for the broadcast x, ordered by worker index (one request and one reply per host, over
+        its stream or as an actor call: ``rounds``).
 
         Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client;
         every ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized). A lost
@@ -354,9 +720,12 @@ class DaskPool:
         measure = self.rounds % self.measure_every == 0
         start = time.perf_counter()
         message = x if down is None else down
-        # only x when nothing else is asked: Dask serializes every argument on its own (about 0.1 ms each)
-        args = (message,) if monitor is None and not measure else (message, monitor, measure)
-        out = {h: unpack_reply(r) for h, r in self._call("round", lambda h: args).items()}
+        if self.rounds_via == "stream":
+            out = self._stream_round((message,) if monitor is None else (message, monitor), measure)
+        else:
+            # only x when nothing else is asked: Dask serializes every argument on its own (about 0.1 ms each)
+            args = (message,) if monitor is None and not measure else (message, monitor, measure)
+            out = {h: unpack_reply(r) for h, r in self._call("round", lambda h: args).items()}
         wall = time.perf_counter() - start
         compute = max(c for _, c, _, _ in out.values())
         self.timing["compute_s"] += compute
@@ -374,7 +743,8 @@ class DaskPool:
             from distributed.protocol import serialize_bytes
 
             m["down_messages"] += 1
-            m["down_serialized"] += len(serialize_bytes(message))
+            m["down_serialized"] += _frames((message,))[1] if self.rounds_via == "stream" else \
+                len(serialize_bytes(message))
             m["down_analytic"] += self.downlink_bytes_per_copy
         if self.snapshot_every > 0:
             self._since.append(np.array(x, copy=True))
@@ -422,18 +792,28 @@ class DaskPool:
             ``uplink_serialized_ratio`` (their ratio), ``uplink_overhead_per_reply`` (bytes of (serialized -
             analytic) per host reply), ``replies``, ``workers``, ``rounds`` (measured), and
             ``uplink_bytes_expected`` = analytic + (``REPLY_OVERHEAD_BYTES``, + ``CODED_REPLY_EXTRA_BYTES`` with a
-            lossy codec) x replies + ``WORKER_OVERHEAD_BYTES`` x workers (the documented overhead model); the same for
-            one host's copy of each measured round's downlink message: ``downlink_bytes_serialized``,
-            ``downlink_bytes_analytic``, ``downlink_messages``, ``downlink_serialized_ratio`` and
-            ``downlink_bytes_expected`` = analytic + (``DENSE_MESSAGE_OVERHEAD_BYTES``, or
-            ``CODED_MESSAGE_OVERHEAD_BYTES`` + ``SUPPORT_MESSAGE_EXTRA_BYTES`` per travelling support) x messages.
+            lossy codec) x replies + ``WORKER_OVERHEAD_BYTES`` x workers (the documented overhead model; on the
+            stream path ``STREAM_REPLY_OVERHEAD_BYTES`` and ``STREAM_CODED_REPLY_EXTRA_BYTES``, the serialized
+            size being what the host's comm wrote for the reply); the same for one host's copy of each measured
+            round's downlink message: ``downlink_bytes_serialized``, ``downlink_bytes_analytic``,
+            ``downlink_messages``, ``downlink_serialized_ratio`` and ``downlink_bytes_expected`` = analytic +
+            (``DENSE_MESSAGE_OVERHEAD_BYTES``, or ``CODED_MESSAGE_OVERHEAD_BYTES`` + ``SUPPORT_MESSAGE_EXTRA_BYTES``
+            per travelling support; the ``STREAM_`` ones on the stream path, where the size is the request's frames
+            for the message alone) x messages.
         """
         m = self.measured
-        per_reply = REPLY_OVERHEAD_BYTES + (0 if self.method.codec.exact else CODED_REPLY_EXTRA_BYTES)
+        if self.rounds_via == "stream":
+            per_reply = STREAM_REPLY_OVERHEAD_BYTES + (0 if self.method.codec.exact else STREAM_CODED_REPLY_EXTRA_BYTES)
+        else:
+            per_reply = REPLY_OVERHEAD_BYTES + (0 if self.method.codec.exact else CODED_REPLY_EXTRA_BYTES)
         expected = m["analytic"] + per_reply * m["replies"] + WORKER_OVERHEAD_BYTES * m["workers"]
         down = getattr(self.method, "downlink", None)
-        per_message = DENSE_MESSAGE_OVERHEAD_BYTES if down is None else CODED_MESSAGE_OVERHEAD_BYTES + \
-            SUPPORT_MESSAGE_EXTRA_BYTES * sum(p.support_travels for p in down.selections)
+        if self.rounds_via == "stream":
+            dense, coded, extra = (STREAM_DENSE_MESSAGE_OVERHEAD_BYTES, STREAM_CODED_MESSAGE_OVERHEAD_BYTES,
+                                   STREAM_SUPPORT_MESSAGE_EXTRA_BYTES)
+        else:
+            dense, coded, extra = DENSE_MESSAGE_OVERHEAD_BYTES, CODED_MESSAGE_OVERHEAD_BYTES, SUPPORT_MESSAGE_EXTRA_BYTES
+        per_message = dense if down is None else coded + extra * sum(p.support_travels for p in down.selections)
         return {"downlink_bytes_serialized": m["down_serialized"], "downlink_bytes_analytic": m["down_analytic"],
                 "downlink_messages": m["down_messages"],
                 "downlink_bytes_expected": m["down_analytic"] + per_message * m["down_messages"],
@@ -514,8 +894,26 @@ class DaskPool:
         return DaskAsync(self)
 
     def close(self):
-        """Drop the pool's hosts and the futures that keep their actors and shards alive on the cluster."""
-        self._hosts = []
+        """Drop the pool's hosts and the futures that keep their actors and shards alive on the cluster; on the stream
+        path also close the round streams and have every reachable host stop listening (:meth:`DaskHost.close_stream`,
+        waited for at most ``min(worker_timeout, 10)`` seconds each). Idempotent."""
+        hosts, self._hosts = self._hosts, []
+        self._drop_streams(hosts)
+        _close_streams(self._streams)
+        if self.rounds_via != "stream":
+            return
+        pending = []
+        for h in hosts:
+            if h.actor is not None and h.address not in self._dead:
+                try:
+                    pending.append(h.actor.close_stream())
+                except Exception:   # its worker is gone: nothing listens there any more
+                    pass
+        for p in pending:
+            try:
+                p.result(timeout=min(self.worker_timeout, 10.0))
+            except Exception:
+                pass
 
 
 class DaskAsync(AsynchronousView):

@@ -119,10 +119,14 @@ class ClusterOptions(Section):
                                 "worker fails the run); a lost Dask worker's logical workers are recreated elsewhere, "
                                 "restored and replayed")
     worker_timeout: float = param(60.0, Interval(float, 0.0, None, low_open=True),
-                                  "an actor call that fails or takes longer than this many seconds marks its Dask "
-                                  "worker lost")
+                                  "an actor call or a round that fails or takes longer than this many seconds marks "
+                                  "its Dask worker lost")
     measure_every: int = param(50, Interval(int, 1, None), "rounds between measurements of the serialized size of "
                                                            "each Dask worker's reply (uplink_bytes_serialized)")
+    rounds: str = param("stream", OneOf("stream", "actor"),
+                        "how a round travels: stream (one persistent connection per Dask worker, opened once, TLS "
+                        "when the cluster uses TLS) or actor (one Dask actor call per Dask worker per round: a few ms "
+                        "more per round, docs/benchmarks.md item 2)")
     security: Security = section(Security)
 
     #: the class the kind starts, the package it needs and the pip extra (deployed kinds only)
