@@ -88,25 +88,20 @@ class TimedPool:
         self.pool, self.exchange_s, self.calls = pool, 0.0, 0
         self.call_s = {}
         if hasattr(pool, "_call"):
-            inner = pool._call
-
-            def timed_call(name, args_of, hosts=None):
-                t0 = time.perf_counter()
-                try:
-                    return inner(name, args_of, hosts)
-                finally:
-                    self.call_s[name] = self.call_s.get(name, 0.0) + time.perf_counter() - t0
-            pool._call = timed_call
+            pool._call = self._timed(pool._call, lambda name, *rest: name)
         if getattr(pool, "rounds_via", None) == "stream":
-            stream_round = pool._stream_round
+            pool._stream_round = self._timed(pool._stream_round, lambda *args: "round")
 
-            def timed_stream_round(args, measure, hosts=None):
-                t0 = time.perf_counter()
-                try:
-                    return stream_round(args, measure, hosts)
-                finally:
-                    self.call_s["round"] = self.call_s.get("round", 0.0) + time.perf_counter() - t0
-            pool._stream_round = timed_stream_round
+    def _timed(self, call, name_of):
+        """``call`` adding its wall time to ``call_s[name_of(*args)]``."""
+        def timed(*args):
+            t0 = time.perf_counter()
+            try:
+                return call(*args)
+            finally:
+                name = name_of(*args)
+                self.call_s[name] = self.call_s.get(name, 0.0) + time.perf_counter() - t0
+        return timed
 
     def exchange(self, x, monitor=None, **kw):
         t0 = time.perf_counter()

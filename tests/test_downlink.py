@@ -106,15 +106,18 @@ def test_gd_with_a_compressed_downlink_takes_its_gradients_at_w():
     assert res.records[-1]["downlink_bytes"] == 60 * 4 * down.bytes_per_copy == 60 * 4 * 8   # k = 8 of d = 30
 
 
-def test_float64_downlink_is_todays_path_and_counts_dense_bytes():
-    a = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
-    b = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
+def test_float64_downlink_is_todays_path_and_an_exact_one_reduces_to_it():
+    """float64: no error feedback, dense bytes. randk:1.0 (k = d, float64 values, alpha = 1) runs the EF21-P path with
+    C = I: w^t = w^{t-1} + (x^t - w^{t-1}) is x^t up to rounding, so the iterates are the dense downlink's to 1e-10."""
+    a = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
              downlink="float64")
-    assert b.method.downlink is None
+    b = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
+             downlink="randk:1.0")
+    assert a.method.downlink is None and b.method.downlink.alpha == 1.0
     ra = a.run(max_iter=50, tol=1e-300, keep_iterates=True)
     rb = b.run(max_iter=50, tol=1e-300, keep_iterates=True)
-    np.testing.assert_array_equal(np.array(ra.iterates), np.array(rb.iterates))
-    assert rb.records[-1]["downlink_bytes"] == 50 * 4 * 30 * 8
+    np.testing.assert_allclose(np.array(rb.iterates), np.array(ra.iterates), rtol=1e-10, atol=1e-14)
+    assert ra.records[-1]["downlink_bytes"] == rb.records[-1]["downlink_bytes"] == 50 * 4 * 30 * 8
 
 
 @pytest.mark.parametrize("downlink", ["natural7", "randk:0.25+natural7", "topk:0.5+natural"])
