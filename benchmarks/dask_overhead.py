@@ -195,7 +195,7 @@ def _echo_stream_host_class():
     """:class:`EchoStreamHost` with :class:`~isparse.engines.dask.DaskHost`'s stream methods (an actor class)."""
     from isparse.engines.dask import DaskHost
 
-    names = ("_stream_server", "_stream_transport", "open_stream", "stop_listening", "close_stream")
+    names = ("_round_server", "open_stream", "close_stream")
     return type("EchoStream", (EchoStreamHost,), {k: DaskHost.__dict__[k] for k in names})
 
 

@@ -8,14 +8,16 @@ module imports ``distributed``.
 
 How a round travels (``rounds``). Dask starts, places and recovers the hosts; by default (``rounds="stream"``) the
 round itself then goes over one persistent TCP connection per host, opened once after the host is created (and after
-each recovery): the host listens on its Dask worker's event loop, on the worker's own host (port 0), with the
-worker's TLS context when the cluster uses TLS; the client connects with its own TLS context (both from the cluster's
+each recovery): the host listens, and then serves the stream, from a thread of its own in its Dask worker's process
+(blocking sockets; the round runs in that thread), on the worker's own host (port 0), with the worker's TLS context when the cluster uses TLS; the client connects with its own TLS context (both from the cluster's
 ``distributed.security.Security``). A message is the pickled (protocol 5) arguments or reply with the arrays'
 buffers as frames of their own, behind a 16 B prelude and the frame lengths. The master writes every host's request,
-then reads every reply, with blocking sockets in the calling thread: no event loop, no thread hand-over, on either
-side only the worker's own loop. Dask's comm layer (``distributed.comm``) was measured first for this: 1.0-1.2 ms per
+then reads every reply, with blocking sockets in the calling thread: no event loop and no thread hand-over on either
+side. Dask's comm layer (``distributed.comm``) was measured first for this: 1.0-1.2 ms per
 bare 2-host round trip (an echo server per process, ~1 KB messages) on this project's 2-core machine, against
-0.1-0.3 ms for plain sockets with an asyncio server, most of the difference in Python on both ends. ``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
+0.1-0.3 ms for plain sockets, most of the difference in Python on both ends; of the plain-socket servers, one on the
+Dask worker's event loop took 0.55 ms and one in a thread of its own 0.32 ms (:class:`_RoundServer`).
+``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
 comparison; docs/benchmarks.md item 2 measures both). The other calls (snapshot, restore, replay, memory, the
 asynchronous view) are actor calls either way.
 
@@ -36,10 +38,10 @@ uninterrupted run.
 
 from __future__ import annotations
 
-import asyncio
 import pickle
 import socket
 import struct
+import threading
 import time
 import weakref
 
@@ -140,6 +142,50 @@ def _read_frames(body, lengths) -> object:
     return pickle.loads(frames[0], buffers=frames[1:])
 
 
+#: bytes asked for by a message's first read: the prelude, the frame lengths and a small message's body in one call
+_FIRST_READ = 1 << 16
+
+
+def _receive_message(sock, before=None):
+    """Read one stream message from ``sock`` (blocking): (its body, a writable buffer; its frame lengths; its size in
+    bytes), or None when the peer closed the stream before the message began (:func:`_read_frames` gives its object).
+
+    The first read asks for up to :data:`_FIRST_READ` bytes, so a small message takes one call; the stream carries
+    one message at a time in each direction (a request, then its reply), so nothing of a next message is read.
+    ``before()``, if given, is called before each read (the master sets its socket's timeout there).
+
+    Raises
+    ------
+    ConnectionResetError
+        The peer closed the stream inside a message.
+    OSError
+        From the socket (``TimeoutError`` past its timeout).
+    """
+    buf, got, size = bytearray(_FIRST_READ), 0, None
+    while size is None or got < size:
+        if size is None and got >= _PRELUDE.size:
+            k, body = _PRELUDE.unpack_from(buf)
+            size = _PRELUDE.size + 8 * k + body
+            if size > len(buf):
+                grown = bytearray(size)
+                grown[:got] = memoryview(buf)[:got]
+                buf = grown
+            continue
+        if before is not None:
+            before()
+        n = sock.recv_into(memoryview(buf)[got:size])
+        if n == 0:
+            if got == 0:
+                return None
+            raise ConnectionResetError("the round stream was closed inside a message")
+        got += n
+    if got > size:
+        raise ConnectionResetError(f"the round stream sent {got - size} B after a message (one at a time expected)")
+    k, _ = _PRELUDE.unpack_from(buf)
+    lengths = struct.unpack_from(f"<{k}Q", buf, _PRELUDE.size)
+    return memoryview(buf)[_PRELUDE.size + 8 * k:size], lengths, size
+
+
 def _sendable(exc: BaseException) -> BaseException:
     """``exc`` if it pickles, else a RuntimeError with its text (a host's error travels back to the master)."""
     try:
@@ -149,48 +195,112 @@ def _sendable(exc: BaseException) -> BaseException:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
-class _RoundProtocol(asyncio.Protocol):
-    """The host's end of its round stream, on the Dask worker's event loop: gathers a request's bytes, runs the round
-    on it (:meth:`DaskHost._answer`) and writes the reply. Only the first connection is served (the master's); the
-    host stops listening once it is made."""
+class _RoundServer:
+    """The host's end of its round stream: a listening socket and one thread of its own in the Dask worker's process.
 
-    def __init__(self, host):
-        self.host, self.transport, self.chunks, self.have, self.need = host, None, [], 0, None
+    The thread accepts one connection (the master's), then stops listening and serves it: reads a request, runs the
+    round on it (``host._answer``) and writes the reply, with blocking sockets, until the master closes the stream or
+    :meth:`close` is called. The round so runs outside the worker's event loop, which stays free for Dask's own
+    traffic (heartbeats) while the host computes; measured on the 2-core machine, a bare 2-host round trip of ~1 KB
+    messages took 0.32 ms from a thread in each Dask worker against 0.55 ms from an asyncio server on the worker's
+    event loop (medians of 2500 rounds; docs/benchmarks.md item 2).
 
-    def connection_made(self, transport):
-        if self.host._stream_transport is not None:   # one connection per host
-            transport.abort()
+    Parameters
+    ----------
+    host : object
+        Has ``_answer(body, lengths) -> list of parts`` (the reply to a request).
+    bind : str
+        The interface to listen on (the Dask worker's own host).
+    ssl_context : ssl.SSLContext, optional
+        The server side's TLS context (the worker's); the accepted connection is wrapped with it.
+    """
+
+    #: seconds between checks of :meth:`close` while waiting for the master's connection
+    POLL = 0.2
+
+    def __init__(self, host, bind: str, ssl_context=None):
+        self.host, self.ssl_context = host, ssl_context
+        family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+        self.listener = socket.create_server((bind, 0), family=family)
+        self.listener.settimeout(self.POLL)
+        self.port = self.listener.getsockname()[1]
+        self.conn, self.closed = None, False
+        self.thread = threading.Thread(target=self._serve, name="isparse-round-stream", daemon=True)
+        self.thread.start()
+
+    @property
+    def listening(self) -> bool:
+        return self.listener is not None
+
+    @property
+    def connected(self) -> bool:
+        return self.conn is not None
+
+    def _stop_listening(self) -> None:
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            listener.close()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except (OSError, AttributeError):   # closed meanwhile
+                return None
+            conn.settimeout(None)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.ssl_context is not None:
+                conn = self.ssl_context.wrap_socket(conn, server_side=True)
+            return conn
+        return None
+
+    def _serve(self) -> None:
+        try:
+            conn = self._accept()
+        except Exception:   # a failed TLS handshake: the master sees its stream fail
+            conn = None
+        finally:
+            self._stop_listening()
+        if conn is None or self.closed:
+            if conn is not None:
+                conn.close()
             return
-        self.transport = self.host._stream_transport = transport
-        self.host.stop_listening()
+        self.conn = conn
+        try:
+            while True:
+                request = _receive_message(conn)
+                if request is None:
+                    break
+                parts = self.host._answer(*request[:2])
+                if sum(memoryview(p).nbytes for p in parts) <= _JOIN_BYTES:
+                    conn.sendall(b"".join(parts))
+                else:
+                    for p in parts:
+                        conn.sendall(p)
+        except Exception:   # the stream broke or was closed (close()): the master recovers if it still runs
+            pass
+        finally:
+            self.conn = None
+            try:
+                conn.close()
+            except Exception:
+                pass
 
-    def data_received(self, data):
-        if self.transport is None:
-            return
-        self.chunks.append(data)
-        self.have += len(data)
-        while True:
-            if self.need is None:
-                if self.have < _PRELUDE.size:
-                    return
-                if len(self.chunks[0]) < _PRELUDE.size:
-                    self.chunks = [b"".join(self.chunks)]
-                k, body = _PRELUDE.unpack_from(self.chunks[0])
-                self.need = _PRELUDE.size + 8 * k + body
-            if self.have < self.need:
-                return
-            message = bytearray().join(self.chunks)
-            rest = bytes(message[self.need:])
-            k, _ = _PRELUDE.unpack_from(message)
-            lengths = struct.unpack_from(f"<{k}Q", message, _PRELUDE.size)
-            body = memoryview(message)[_PRELUDE.size + 8 * k:self.need]
-            self.chunks, self.have, self.need = ([rest] if rest else []), len(rest), None
-            self.transport.writelines(self.host._answer(body, lengths))
-
-    def connection_lost(self, exc):
-        if self.transport is not None and self.host._stream_transport is self.transport:
-            self.host._stream_transport = None
-        self.transport = None
+    def close(self) -> bool:
+        """Stop listening and end the stream (the thread then returns). Returns whether anything was still open."""
+        was_open = self.listening or self.connected
+        self.closed = True
+        self._stop_listening()
+        conn = self.conn
+        if conn is not None:
+            try:   # wakes the thread's blocking read; it closes the socket
+                socket.socket.shutdown(conn, socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.thread.join(timeout=5.0)
+        return was_open
 
 
 class DaskHost(WorkerHost):
@@ -206,7 +316,8 @@ class DaskHost(WorkerHost):
     for the reply (Dask's header and the pickled batch; sized before the size itself is put in, a few bytes less).
 
     On the stream path (``DaskPool(rounds="stream")``) the master calls :meth:`open_stream` once; the rounds then
-    arrive on that connection and :meth:`WorkerHost.round` runs in its handler, also on the worker's event loop.
+    arrive on that connection, served by a thread of the host's own (:class:`_RoundServer`), where
+    :meth:`WorkerHost.round` runs.
 
     Parameters
     ----------
@@ -214,16 +325,16 @@ class DaskHost(WorkerHost):
         As for :class:`~isparse.engines.host.WorkerHost`.
     """
 
-    _stream_server = None
-    _stream_transport = None
+    _round_server = None
 
     async def open_stream(self) -> str:
         """Listen for the master's round stream on this Dask worker's own host (its address's host, port 0: a free one).
 
-        The listener runs on the worker's event loop; with TLS when the worker's address is ``tls://`` (or ``wss://``),
-        with the worker's own TLS context (``security.get_listen_args("worker")``: its certificate, the cluster's CA,
-        client certificates required). It serves one connection, the master's, and stops listening once that one is
-        made; each request on it runs :meth:`WorkerHost.round` there (:meth:`_answer`).
+        The listener and the stream are served by a thread of their own (:class:`_RoundServer`), with TLS when the
+        worker's address is ``tls://`` (or ``wss://``), with the worker's own TLS context
+        (``security.get_listen_args("worker")``: its certificate, the cluster's CA, client certificates required). It
+        serves one connection, the master's, and stops listening once that one is made; each request on it runs
+        :meth:`WorkerHost.round` in that thread (:meth:`_answer`). A stream opened before is closed first.
 
         Returns
         -------
@@ -246,10 +357,10 @@ class DaskHost(WorkerHost):
             ssl_context = worker.security.get_listen_args("worker")["ssl_context"]
             if ssl_context is None:
                 raise RuntimeError(f"the Dask worker {worker.address} has no TLS context for its round stream")
-        loop = asyncio.get_running_loop()
-        self._stream_server = await loop.create_server(lambda: _RoundProtocol(self), host, 0, ssl=ssl_context)
-        port = self._stream_server.sockets[0].getsockname()[1]
-        return f"{'tls' if ssl_context is not None else 'tcp'}://{unparse_host_port(host, port)}"
+        if self._round_server is not None:
+            self._round_server.close()
+        self._round_server = _RoundServer(self, host, ssl_context)
+        return f"{'tls' if ssl_context is not None else 'tcp'}://{unparse_host_port(host, self._round_server.port)}"
 
     def _answer(self, body, lengths) -> list:
         """The reply's parts to a round request (its body and frame lengths): ``(True, WorkerHost.round(self, *args))``
@@ -260,26 +371,16 @@ class DaskHost(WorkerHost):
         except Exception as exc:
             return _frames((False, _sendable(exc)))[0]
 
-    def stop_listening(self) -> None:
-        """Stop accepting round streams (an established one goes on)."""
-        server, self._stream_server = self._stream_server, None
-        if server is not None:
-            server.close()
-
     async def close_stream(self) -> bool:
-        """Stop listening and close the round stream, if any.
+        """Stop listening and close the round stream, if any (its thread ends).
 
         Returns
         -------
         bool
             Whether anything was still open.
         """
-        was_open = self._stream_server is not None or self._stream_transport is not None
-        self.stop_listening()
-        transport, self._stream_transport = self._stream_transport, None
-        if transport is not None:
-            transport.abort()
-        return was_open
+        server, self._round_server = self._round_server, None
+        return server is not None and server.close()
 
     async def stream_state(self) -> dict:
         """Whether the host still listens and still has a round stream (for checks).
@@ -289,8 +390,9 @@ class DaskHost(WorkerHost):
         dict
             ``listening`` and ``connected``, bools.
         """
-        return {"listening": self._stream_server is not None,
-                "connected": self._stream_transport is not None and not self._stream_transport.is_closing()}
+        server = self._round_server
+        return {"listening": server is not None and server.listening,
+                "connected": server is not None and server.connected}
 
     async def round(self, x, monitor=None, measure=False):
         """One worker step of every hosted worker on the broadcast x, as one pickled reply.
@@ -370,22 +472,15 @@ class _Stream:
             for part in parts:
                 self.sock.sendall(part)
 
-    def _read(self, n: int, deadline: float) -> bytearray:
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        while got < n:
-            self.sock.settimeout(max(1e-3, deadline - time.monotonic()))
-            k = self.sock.recv_into(view[got:])
-            if k == 0:
-                raise ConnectionResetError(f"the round stream {self.address} was closed by its host")
-            got += k
-        return buf
-
     def receive(self, deadline: float) -> tuple[object, int]:
         """Read one message before ``deadline``: (its object, its size in bytes as read)."""
-        k, body = _PRELUDE.unpack(self._read(_PRELUDE.size, deadline))
-        lengths = struct.unpack(f"<{k}Q", self._read(8 * k, deadline))
-        return _read_frames(self._read(body, deadline), lengths), _PRELUDE.size + 8 * k + body
+        def before():
+            self.sock.settimeout(max(1e-3, deadline - time.monotonic()))
+        message = _receive_message(self.sock, before)
+        if message is None:
+            raise ConnectionResetError(f"the round stream {self.address} was closed by its host")
+        body, lengths, size = message
+        return _read_frames(body, lengths), size
 
     def close(self) -> None:
         try:
@@ -439,7 +534,7 @@ class DaskPool:
     rounds : {"stream", "actor"}, default "stream"
         How a round travels (``cluster.rounds``; module docstring). ``"stream"``: over one persistent connection per
         host (TLS when the cluster uses TLS), opened once after the hosts are created and after each recovery; the
-        round still runs on the host's Dask worker event loop. ``"actor"``: one Dask actor call per host per round.
+        round runs in a thread of the host's own in its Dask worker's process. ``"actor"``: one Dask actor call per host per round.
 
     Attributes
     ----------
