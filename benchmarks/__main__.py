@@ -142,7 +142,16 @@ def _item12(args):
     grid = crossover.QUICK if args.quick else crossover.FULL if args.map_grid == "full" else crossover.DEFAULT
     if args.map_cap:
         grid = crossover.grid_from(grid, cap=args.map_cap)
-    return crossover.measure(grid=grid, figure=str(Path(args.out).parent / crossover.FIGURE))
+    before = None
+    if args.merge:   # the map being replaced is shown beside the new one
+        saved = json.loads(Path(args.merge).read_text())
+        if "12" in saved["results"] and saved["results"]["12"].get("cells"):
+            row = next((r for r in saved["context"].get("runs", []) if "12" in r["items"]), {})
+            before = crossover.before_of(saved["results"]["12"], row.get("date", "?"), row.get("commit", "?"))
+    res = crossover.measure(grid=grid, figure=str(Path(args.out).parent / crossover.FIGURE), before=before)
+    if not args.quick and args.map_grid == "default":   # the time check at H = 16, d = 10^6
+        res["time_check"] = crossover.measure(grid=crossover.TIME, figure=None)
+    return res
 
 
 RUNNERS = {"1": _item1, "2": _item2, "3": _item3, "4": _item4, "5": _item5, "6": _item6, "7": _item7, "8": _item8,

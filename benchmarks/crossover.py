@@ -8,6 +8,13 @@ link's rate in each direction; the scheduler and the master in the root namespac
 - **GD**: ``algorithm=gd`` (every block, γ = 1/L with L = max_i L_i, the theorem's rule);
 - **ISEGA τ = 1/n**: ``algorithm=isega tau=auto step.rule=paper`` (the paper's 4× stepsize), values as float64;
 - **ISEGA τ = 1/n natural7**: the same with ``messages.codec=natural7`` (8 bits a value);
+- **ISEGA natural7, natural7 down**: the same with a compressed downlink, ``messages.downlink=natural7`` (error
+  feedback in the model space, EF21-P, docs/algorithms.md §9: every round the master sends x − w in 8 bits a value,
+  1/8 of the dense downlink's bytes; its contraction α = 8/9 costs few iterations);
+- **ISEGA natural7, randk·natural7 down** (the time check only): ``messages.downlink=randk:0.125+natural7``, 1/8 of
+  the coordinates of x − w, the same ones to every host from a shared seed, in 8 bits: 1/64 of the dense
+  downlink's bytes, but α = 1/9, which the iterations pay for when the uplink's compression costs little (small
+  n);
 - **DIANA**: ``algorithm=diana`` (Rand-K, τ = 1/n, its own stepsize);
 - **dask-ml L-BFGS**: ``dask_ml.linear_model.LogisticRegression(solver="lbfgs")`` (dask-glm's L-BFGS: scipy's
   L-BFGS-B on the client, every evaluation of the loss and gradient a Dask computation over the chunks) with the
@@ -72,9 +79,18 @@ LINKS = {"1gbit": ("1gbit", "1gbit"), "100mbit": ("100mbit", "100mbit"), "10mbit
 METHODS = (("GD", "gd", {}),
            ("ISEGA τ=1/n", "isega", {"tau": "auto", "step.rule": "paper"}),
            ("ISEGA τ=1/n natural7", "isega", {"tau": "auto", "step.rule": "paper", "messages.codec": "natural7"}),
+           ("ISEGA natural7, natural7 down", "isega", {"tau": "auto", "step.rule": "paper", "messages.codec": "natural7",
+                                                      "messages.downlink": "natural7"}),
+           ("ISEGA natural7, randk·natural7 down", "isega", {"tau": "auto", "step.rule": "paper",
+                                                            "messages.codec": "natural7",
+                                                            "messages.downlink": "randk:0.125+natural7"}),
            ("DIANA", "diana", {"tau": "auto"}),
            ("dask-ml L-BFGS", None, {}))
 LBFGS = "dask-ml L-BFGS"
+#: ISEGA with a compressed downlink: natural7 (few more iterations), and randk:0.125+natural7 (fewest bytes)
+DOWN, DOWN_RANDK = "ISEGA natural7, natural7 down", "ISEGA natural7, randk·natural7 down"
+#: the map's methods (the randk downlink only in the time check)
+MAP_METHODS = tuple(m[0] for m in METHODS if m[0] != DOWN_RANDK)
 #: the synthetic data: rows, feature draws per row, power law's exponent, lambda; named sets use their own N
 N_ROWS, NNZ, ALPHA, LAM_SYN, LAM_NAMED = 20_000, 40, 1.0, 1e-2, 1e-3
 WORKERS_PER_HOST = 2
@@ -88,8 +104,9 @@ CACHE = "outputs/bench_cache"
 @dataclass
 class Grid:
     """Which cells run: hosts ``H``, synthetic dimensions ``d``, ``links`` (keys of :data:`LINKS`), the named sets
-    ``named`` with their link, the per-run time ``cap`` (s), the rows of the synthetic data, and the (d, link)
-    pairs to ``skip``."""
+    ``named`` with their link, the per-run time ``cap`` (s), the rows of the synthetic data, the (d, link)
+    pairs to ``skip``, the ``methods`` run (labels of :data:`METHODS`; empty: all) and the (link, method) pairs not
+    run (``skip_runs``)."""
 
     H: tuple = (4,)
     d: tuple = (10_000, 100_000)
@@ -99,13 +116,19 @@ class Grid:
     rows: int = N_ROWS
     skip: tuple = ()
     left_out: list = field(default_factory=list)
+    methods: tuple = ()
+    skip_runs: tuple = ()
+
+    def runs(self, label: str, link: str) -> bool:
+        """Whether method ``label`` runs on ``link``."""
+        return (not self.methods or label in self.methods) and (link, label) not in {tuple(x) for x in self.skip_runs}
 
 
 #: the issue's whole grid
-FULL = Grid(H=(4, 8, 16), d=(10_000, 100_000, 1_000_000), links=tuple(LINKS),
+FULL = Grid(H=(4, 8, 16), d=(10_000, 100_000, 1_000_000), links=tuple(LINKS), methods=MAP_METHODS,
             named=(("a9a", "100mbit"), ("w8a", "100mbit")), cap=120.0)
 #: what fits 2 cores and about 20 minutes (the default)
-DEFAULT = Grid(skip=((100_000, "10mbit"),), left_out=[
+DEFAULT = Grid(skip=((100_000, "10mbit"),), methods=MAP_METHODS, left_out=[
     "d = 10⁵ at 10 Mbit symmetric: x alone is 0.8 MB a host and round down (0.64 s), so by rounds × bytes ÷ rate "
     "every method needs 70–170 s; measured with a 40 s cap on 2026-12-03, no method reached ε",
     "H = 8 and 16: 2H logical workers in H Dask processes plus the scheduler and the master share 2 cores, so "
@@ -114,8 +137,64 @@ DEFAULT = Grid(skip=((100_000, "10mbit"),), left_out=[
     "round); the reference solve and generation fit (item 6)",
     "the 1 Gbit links: on 2 cores a round at d ≤ 10⁵ is bound by compute and Dask's fixed cost there, not bytes",
     "w8a at 100 Mbit (a9a stands for the small-d named sets)"])
+#: the issue's time check (issue 33): H = 16 hosts, d = 10⁶; at 100 Mbit GD against ISEGA natural7 with and without
+#: the compressed downlink, at 10:1 ISEGA natural7 with it against dask-ml's L-BFGS
+TIME = Grid(H=(16,), d=(1_000_000,), links=("100mbit", "10:1 asym"), named=(), cap=300.0,
+            methods=("GD", "ISEGA τ=1/n natural7", DOWN, DOWN_RANDK, LBFGS),
+            skip_runs=(("10:1 asym", "GD"), ("10:1 asym", "ISEGA τ=1/n natural7"), ("100mbit", LBFGS)),
+            left_out=["ISEGA τ = 1/n in float64 and DIANA (the map above has them at H = 4)",
+                      "GD and ISEGA natural7 with the dense downlink at 10:1: x down is 8 MB a host and round (0.64 s "
+                      "at 100 Mbit), GD's sum up 8 MB (6.4 s at 10 Mbit)",
+                      "L-BFGS at 100 Mbit symmetric"])
+#: the time check's goals (issue 33): at 100 Mbit, IS↓'s time to ε at most this share of GD's; at 10:1, below L-BFGS's
+TIME_GOAL_GD = 0.15
+TIME_CHECK_TEXT = (
+    "The issue's time check, on one `cluster=emulated` cluster of H = 16 hosts (n = 32 logical workers) with the "
+    "synthetic d = 10⁶: at 100 Mbit symmetric, ISEGA τ = 1/n with natural7 up and the faster of the two compressed "
+    f"downlinks ({DOWN}; {DOWN_RANDK}) against full-communication GD (host sums, float64), goal ≤ {TIME_GOAL_GD:g} × "
+    "GD's time to ε; on 10:1 links (10 Mbit up, 100 Mbit down), against dask-ml's L-BFGS, goal: faster. The 16 "
+    "hosts' Dask processes, the scheduler and the master share this machine's 2 cores, so a round's compute is the 32 "
+    "workers' steps queued on 2 cores, not one host's step: the planner's split of the round (floor + up + down + "
+    "compute) says which part a cluster of 16 real machines would shrink.")
+
+
+def time_verdicts(res: dict) -> list[str]:
+    """The time check's verdicts, one line per goal, with the measured times and the planner's split of the round of
+    the faster compressed-downlink run."""
+    out = []
+    for c in res.get("cells", []):
+        runs, cap = c["runs"], res["grid"]["cap"]
+        ours = {k: runs[k] for k in (DOWN, DOWN_RANDK) if k in runs}
+        reached = {k: r for k, r in ours.items() if r.get("reached")}
+        best = min(reached, key=lambda k: reached[k]["time"]) if reached else next(iter(ours), None)
+        if best is None:
+            continue
+        plan = c.get("planner", {}).get("methods", {}).get(best, {})
+        split = (f"; its round {1e3 * plan['round_s']:.1f} ms = floor {1e3 * plan['latency_s']:.1f} + up "
+                 f"{1e3 * plan['up_s']:.1f} + down {1e3 * plan['down_s']:.1f} + compute {1e3 * plan['compute_s']:.1f}"
+                 f", {plan['iterations']:.0f} rounds" if plan.get("covered") else "")
+        mine = ", ".join(f"{k} {fmt_time(r, cap)} s" + (f" ({r['rounds']} rounds)" if r.get("rounds") else "")
+                         for k, r in ours.items())
+        key = {DOWN: "down", DOWN_RANDK: "randk"}[best]
+        if c["link"] == "100mbit" and "GD" in runs:
+            r = c[f"{key}_gd"]
+            ok = r["kind"] in ("=", "<") and r["value"] <= TIME_GOAL_GD
+            out.append(f"{c['link']}: {mine}; GD {fmt_time(runs['GD'], cap)} s"
+                       + (f" ({runs['GD']['rounds']} rounds)" if runs["GD"].get("rounds") else "")
+                       + f": the faster is {fmt_ratio(r)} × GD (goal ≤ {TIME_GOAL_GD:g}: "
+                       + ("**met**" if ok else "**not met**") + ")" + split)
+        if c["link"] == "10:1 asym" and LBFGS in runs:
+            r = c[f"{key}_lbfgs"]
+            ok = r["kind"] in ("=", "<") and r["value"] < 1
+            out.append(f"{c['link']}: {mine}; L-BFGS {fmt_time(runs[LBFGS], cap)} s: the faster is {fmt_ratio(r)} × "
+                       "L-BFGS (goal < 1: " + ("**met**" if ok else "**not met**") + ")" + split)
+    if not out:
+        out.append("not run: " + "; ".join(res.get("notes", [])) if res.get("notes") else "no cells")
+    return out
+
+
 #: one tiny cell, for a test (under about 3 minutes)
-QUICK = Grid(H=(2,), d=(3_000,), links=("100mbit",), named=(), cap=30.0, rows=4_000,
+QUICK = Grid(H=(2,), d=(3_000,), links=("100mbit",), named=(), cap=30.0, rows=4_000, methods=MAP_METHODS,
              left_out=["--quick: one tiny cell (H = 2, d = 3000, 4000 rows, 100 Mbit) instead of the map"])
 
 
@@ -137,15 +216,16 @@ def d_label(d: int) -> str:
     return f"1e{e}" if 10 ** e == d and e >= 4 else str(d)
 
 
-def setups(data, lam: float, n: int, reference=None) -> dict:
-    """{label: RunSetup} of our methods on ``data`` (one reference solve shared), ``messages.aggregate=host``."""
+def setups(data, lam: float, n: int, reference=None, methods=()) -> dict:
+    """{label: RunSetup} of our methods on ``data`` (one reference solve shared), ``messages.aggregate=host``; only the
+    labels in ``methods`` when given."""
     from isparse import RunSpec, build
 
     common = {"workers.n": n, "problem.lam": lam, "blocks.size": max(1, data.d // 1000), "seed": 0}
     common["messages.aggregate"] = "host"
     out = {}
     for label, algorithm, keys in METHODS:
-        if algorithm is None:
+        if algorithm is None or (methods and label not in methods):
             continue
         spec = RunSpec.from_dict({"algorithm": algorithm, **common, **keys})
         out[label] = build(spec, data=data, reference=reference, cache_dir=CACHE if reference is None else None)
@@ -328,9 +408,21 @@ def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: flo
 
 
 # -- the map -----------------------------------------------------------------------------------------------------------
-def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = "docs/_static/crossover.png") -> dict:
+def before_of(res: dict, date: str = "?", commit: str = "?") -> dict:
+    """The parts of an earlier map's result ``res`` that :func:`report` sets beside a new one: per cell and method
+    the time and rounds to ε (an earlier map's own ``before`` is dropped). Maps measured before ``rounds_via`` was
+    recorded ran over Dask actor calls."""
+    cells = [{"H": c["H"], "d_label": c["d_label"], "link": c["link"],
+              "runs": {k: {x: r[x] for x in ("reached", "time", "rounds", "wall_s", "error") if x in r}
+                       for k, r in c["runs"].items()}} for c in res.get("cells", [])]
+    return {"date": date, "commit": commit, "rounds_via": res.get("rounds_via", "actor"), "cells": cells}
+
+
+def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = "docs/_static/crossover.png",
+            before: dict | None = None) -> dict:
     """Run the cells of ``grid`` (default :data:`DEFAULT`, :data:`QUICK` with ``quick``); the figure is written to
-    ``figure`` (None: none). Returns the cells, the grid and what was left out."""
+    ``figure`` (None: none); ``before`` (:func:`before_of` of an earlier map) is kept to be shown beside this one.
+    Returns the cells, the grid and what was left out."""
     from distributed import Client
 
     from pipeline.cluster.emulated import EmulatedCluster, available
@@ -338,7 +430,7 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
     grid = grid or (QUICK if quick else DEFAULT)
     reason = available()
     res = {"grid": {k: v for k, v in asdict(grid).items()}, "eps": EPS, "cells": [], "notes": [],
-           "aggregate": "host",
+           "aggregate": "host", "rounds_via": "stream", "before": before,
            "workers_per_host": WORKERS_PER_HOST, "load_before": load_average()}
     if reason:
         res["notes"].append(f"not run: cluster=emulated needs root, ip and tc ({reason})")
@@ -357,7 +449,7 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
                 for source in dict.fromkeys(s for s, _ in todo):
                     t0 = time.perf_counter()
                     data, lam = dataset(source, grid.rows)
-                    built = setups(data, lam, n)
+                    built = setups(data, lam, n, methods=tuple(grid.methods))
                     F_star = next(iter(built.values())).reference.F_star
                     setup_s = time.perf_counter() - t0
                     print(f"[item12] {data.name}: data and reference solve {setup_s:.1f} s", flush=True)
@@ -370,8 +462,10 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
                                 "runs": {}, "setup_s": setup_s,
                                 "d_label": source if isinstance(source, str) else d_label(int(source))}
                         cell["cluster_terms"] = {label: cluster_round_terms(client, setup)
-                                                 for label, setup in built.items()}
+                                                 for label, setup in built.items() if grid.runs(label, link_name)}
                         for label, _, _ in METHODS:
+                            if not grid.runs(label, link_name):
+                                continue
                             t0 = time.perf_counter()
                             try:
                                 if label == LBFGS:
@@ -425,7 +519,9 @@ def planner_check(built: dict, cell: dict) -> dict:
     runs, out = cell["runs"], {"methods": {}}
     up, down = rate_bits("cluster.link.up", cell["up"]), rate_bits("cluster.link.down", cell["down"])
     for label, setup in built.items():
-        r = runs.get(label, {})
+        if label not in runs:   # not run in this cell (Grid.skip_runs)
+            continue
+        r = runs[label]
         if not r.get("reached"):
             out["methods"][label] = {"covered": False, "why": "not at ε"}
             continue
@@ -474,16 +570,20 @@ def summarize(cell: dict, cap: float) -> dict:
             return {"value": max(cap, ra.get("wall_s", cap)) / rb["time"], "kind": ">"}
         return {"value": float("nan"), "kind": "?"}
 
-    return {"winner": winner, "is_gd": ratio("ISEGA τ=1/n", "GD"), "is_lbfgs": ratio("ISEGA τ=1/n", LBFGS)}
+    return {"winner": winner, "is_gd": ratio("ISEGA τ=1/n", "GD"), "is_lbfgs": ratio("ISEGA τ=1/n", LBFGS),
+            "down_gd": ratio(DOWN, "GD"), "down_lbfgs": ratio(DOWN, LBFGS),
+            "randk_gd": ratio(DOWN_RANDK, "GD"), "randk_lbfgs": ratio(DOWN_RANDK, LBFGS)}
 
 
-def fmt_ratio(r: dict) -> str:
-    if r["kind"] == "?" or r["value"] != r["value"]:
+def fmt_ratio(r: dict | None) -> str:
+    if r is None or r["kind"] == "?" or r["value"] != r["value"]:
         return "–"
     return ("" if r["kind"] == "=" else r["kind"] + " ") + f"{r['value']:.3g}"
 
 
-def fmt_time(r: dict, cap: float) -> str:
+def fmt_time(r: dict | None, cap: float) -> str:
+    if r is None:
+        return "not run"
     if "error" in r:
         return "failed: " + r["error"]
     if r.get("reached"):
@@ -506,7 +606,8 @@ def plot(res: dict, path: str) -> str:
     from matplotlib.patches import Patch
 
     labels = [m[0] for m in METHODS] + ["none within the cap"]
-    colours = dict(zip(labels, ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#55a868", "#dddddd"]))
+    colours = dict(zip(labels, ["#4c72b0", "#dd8452", "#c44e52", "#937860", "#da8bc3", "#8172b3", "#55a868",
+                                "#dddddd"]))
     Hs = sorted({c["H"] for c in res["cells"]})
     fig, axes = plt.subplots(1, len(Hs), figsize=(4.2 * len(Hs) + 1.5, 3.6), squeeze=False)
     for ax, H in zip(axes[0], Hs):
@@ -546,17 +647,22 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
     if not res["cells"]:
         return out
     summary = []
+    labels = [m[0] for m in METHODS if any(m[0] in c["runs"] for c in res["cells"])]
     for c in res["cells"]:
-        summary.append([c["H"], c["d_label"], c["N"], c["link"], *(fmt_time(c["runs"][m[0]], cap) for m in METHODS),
+        summary.append([c["H"], c["d_label"], c["N"], c["link"], *(fmt_time(c["runs"].get(m), cap) for m in labels),
                         c["winner"] or "none within the cap", fmt_ratio(c["is_gd"]), fmt_ratio(c["is_lbfgs"]),
+                        fmt_ratio(c.get("down_gd")), fmt_ratio(c.get("down_lbfgs")),
                         f"{c['load_before']} → {c['load_after']}"])
     out += ["Time to ε (s), measured end to end, one run per method and cell (`> cap`: not at ε when the cap ended "
-            "the run; a ratio with `<` or `>` is a bound from the cap):", "",
-            table(["H", "d", "N", "link", *(m[0] for m in METHODS), "winner", "IS ÷ GD", "IS ÷ L-BFGS",
+            "the run; a ratio with `<` or `>` is a bound from the cap; IS: ISEGA τ = 1/n in float64, IS↓: "
+            f"{DOWN}):", "",
+            table(["H", "d", "N", "link", *labels, "winner", "IS ÷ GD", "IS ÷ L-BFGS", "IS↓ ÷ GD", "IS↓ ÷ L-BFGS",
                    "load (1 min) before → after"], summary), ""]
     rows = []
     for c in res["cells"]:
-        for label, _, _ in METHODS:
+        for label in labels:
+            if label not in c["runs"]:
+                continue
             r = c["runs"][label]
             rows.append([c["H"], c["d_label"], c["link"], label, fmt_time(r, cap), r.get("rounds", "–"),
                          _bytes(r.get("up")), _bytes(r.get("down")), _bytes(r.get("link_up")),
@@ -600,7 +706,34 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
                        "round (ms) = floor + up + down + compute", "iterations", "recommended"], prow), ""]
     if res.get("figure"):
         out += [f"![The winner per cell and IS ÷ GD]({figure_link})", ""]
+    if res.get("before"):
+        out += side_by_side(res, res["before"], cap)
     return out
+
+
+def side_by_side(res: dict, before: dict, cap: float) -> list[str]:
+    """The lines of the table that sets this map's times to ε beside an earlier map's, cell by cell and method by
+    method (the cells and methods of this map)."""
+    old = {(c["H"], c["d_label"], c["link"]): c["runs"] for c in before.get("cells", [])}
+    rows = []
+    for c in res["cells"]:
+        prev = old.get((c["H"], c["d_label"], c["link"]), {})
+        for label, _, _ in METHODS:
+            if label not in c["runs"]:
+                continue
+            a, b = prev.get(label), c["runs"][label]
+            ratio = "–"
+            if a and a.get("reached") and b.get("reached"):
+                ratio = f"{b['time'] / a['time']:.2f}"
+            rows.append([c["H"], c["d_label"], c["link"], label,
+                         "not in that map" if a is None else fmt_time(a, cap) + (f" ({a['rounds']})" if a.get("rounds") else ""),
+                         fmt_time(b, cap) + (f" ({b['rounds']})" if b.get("rounds") else ""), ratio])
+    return [f"Both maps side by side: the map of {before.get('date', '?')} (commit {before.get('commit', '?')}, rounds "
+            f"over {'Dask actor calls' if before.get('rounds_via') == 'actor' else 'streams'} and x sent dense, "
+            f"float64, to every host) and this one (rounds over {res.get('rounds_via', 'stream')}s, "
+            "`cluster.rounds`'s default, and in the row "
+            f"{DOWN} the compressed downlink). Time to ε in s (rounds to ε), same cells, same caps:", "",
+            table(["H", "d", "link", "method", "before", "now", "now ÷ before"], rows), ""]
 
 
 def main(argv=None) -> int:
@@ -613,9 +746,17 @@ def main(argv=None) -> int:
     p.add_argument("--cap", type=float)
     p.add_argument("--json", default="outputs/crossover.json")
     p.add_argument("--figure", default="outputs/crossover.png")
+    p.add_argument("--time", action="store_true", help="the time check's grid (H = 16, d = 10^6; TIME)")
+    p.add_argument("--before", metavar="JSON", help="an earlier map (this command's --json, or outputs/benchmarks.json "
+                   "with item 12) to show beside this one")
     a = p.parse_args(argv)
-    grid = grid_from(FULL if a.full else QUICK if a.quick else DEFAULT, a.H, a.d, a.links, a.named, a.cap)
-    res = measure(grid=grid, figure=a.figure)
+    base = FULL if a.full else QUICK if a.quick else TIME if a.time else DEFAULT
+    grid = grid_from(base, a.H, a.d, a.links, a.named, a.cap)
+    before = None
+    if a.before:
+        saved = json.loads(Path(a.before).read_text())
+        before = before_of(saved["results"]["12"]) if "results" in saved else before_of(saved)
+    res = measure(grid=grid, figure=a.figure, before=before)
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)
     Path(a.json).write_text(json.dumps(res, indent=1, default=str))
     print("\n".join(report(res, a.figure)))

@@ -543,4 +543,10 @@ def _item12(res):
     else:
         text = "not run: " + "; ".join(res.get("notes", [])) if res.get("notes") else "no cells"
     body = [f"## {title}", "", crossover.__doc__.split("\n", 2)[2].strip(), "", *crossover.report(res), ""]
+    check = res.get("time_check")
+    if check:
+        verdicts = crossover.time_verdicts(check)
+        text += "; time check at H = 16, d = 10⁶: " + "; ".join(verdicts)
+        body += ["### The time check: H = 16 hosts, d = 10⁶", "", crossover.TIME_CHECK_TEXT, "",
+                 *("- " + v for v in verdicts), "", *crossover.report(check), ""]
     return _goal_line(title, text), "\n".join(body)

@@ -107,13 +107,13 @@ def test_quick_map(tmp_path):
     assert len(res["cells"]) == 1
     cell = res["cells"][0]
     runs = cell["runs"]
-    assert set(runs) == {m[0] for m in crossover.METHODS}
+    assert set(runs) == set(crossover.MAP_METHODS)
     for label, r in runs.items():
         assert "error" not in r, (label, r)
         if r["reached"]:
             assert 0 < r["time"] <= r["wall_s"], (label, r)
             assert r["final_rel"] <= crossover.EPS
-    ours = [m[0] for m in crossover.METHODS if m[1] is not None]
+    ours = [m[0] for m in crossover.METHODS if m[1] is not None and m[0] in crossover.MAP_METHODS]
     for label in ours:   # the tiny cell: every one of our methods reaches eps well within the cap
         assert runs[label]["reached"], (label, runs[label])
         assert runs[label]["link_up"] >= runs[label]["up_total"] > 0   # IP bytes carry at least the values
@@ -128,12 +128,47 @@ def test_quick_map(tmp_path):
     assert cell["is_gd"]["value"] == pytest.approx(runs["ISEGA τ=1/n"]["time"] / runs["GD"]["time"])
     assert runs["ISEGA τ=1/n"]["up"] < runs["GD"]["up"]
     assert runs["ISEGA τ=1/n natural7"]["link_up"] < runs["ISEGA τ=1/n"]["link_up"]
+    # the compressed downlink: 8 bits a value instead of 64 (the same rounds here), on the records and on the links
+    down, dense = runs[crossover.DOWN], runs["ISEGA τ=1/n natural7"]
+    assert down["down"] / down["rounds"] <= dense["down"] / dense["rounds"] / 7
+    assert down["link_down"] < dense["link_down"] / 3
     assert runs[crossover.LBFGS]["link_up"] > 0 and runs[crossover.LBFGS]["iterations"] >= 1
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from benchmarks import report
 
     goal, section = report._item12(res)
     assert "| GD |" in section and cell["winner"] in section
+
+
+def test_side_by_side_and_time_verdicts():
+    """An earlier map is set beside the new one cell by cell; the time check's verdicts take the faster compressed
+    downlink and say met / not met against the goals."""
+    new = {"rounds_via": "stream", "grid": {"cap": 300.0},
+           "cells": [{"H": 16, "d_label": "1e6", "link": "100mbit",
+                      "runs": {"GD": {"reached": True, "time": 100.0, "rounds": 60},
+                               crossover.DOWN: {"reached": True, "time": 12.0, "rounds": 500},
+                               crossover.DOWN_RANDK: {"reached": False, "wall_s": 301.0, "stopped": "cap"}}},
+                     {"H": 16, "d_label": "1e6", "link": "10:1 asym",
+                      "runs": {crossover.DOWN: {"reached": True, "time": 190.0, "rounds": 500},
+                               crossover.LBFGS: {"reached": False, "wall_s": 367.0, "stopped": "cap"}}}]}
+    for c in new["cells"]:
+        c.update(crossover.summarize(c, 300.0))
+    old = crossover.before_of({"cells": [{"H": 16, "d_label": "1e6", "link": "100mbit",
+                                          "runs": {"GD": {"reached": True, "time": 50.0, "rounds": 60}}}]},
+                              "2026-12-03", "abc1234")
+    assert old["rounds_via"] == "actor"
+    lines = crossover.side_by_side(new, old, 300.0)
+    text = "\n".join(lines)
+    assert "2026-12-03 (commit abc1234, rounds over Dask actor calls" in text
+    assert "| 16 | 1e6 | 100mbit | GD | 50 (60) | 100 (60) | 2.00 |" in text
+    assert f"| 16 | 1e6 | 100mbit | {crossover.DOWN} | not in that map | 12 (500) | – |" in text
+    v = crossover.time_verdicts(new)
+    assert len(v) == 2
+    assert "0.12 × GD (goal ≤ 0.15: **met**)" in v[0]
+    assert "< 0.518 × L-BFGS (goal < 1: **met**)" in v[1]
+    new["cells"][0]["runs"][crossover.DOWN]["time"] = 20.0
+    new["cells"][0].update(crossover.summarize(new["cells"][0], 300.0))
+    assert "0.2 × GD (goal ≤ 0.15: **not met**)" in crossover.time_verdicts(new)[0]
 
 
 def test_grid_from_the_command_line():
