@@ -188,7 +188,7 @@ class EchoStreamHost:
         from isparse.engines.dask import _frames, _read_frames
 
         _read_frames(body, lengths)
-        return _frames((True, (self.reply, 0.0, None, None)))[0]
+        return _frames((True, (self.reply, 0.0, None, None)))
 
 
 def _echo_stream_host_class():

@@ -9,7 +9,8 @@ module imports ``distributed``.
 How a round travels (``rounds``). Dask starts, places and recovers the hosts; by default (``rounds="stream"``) the
 round itself then goes over one persistent TCP connection per host, opened once after the host is created (and after
 each recovery): the host listens, and then serves the stream, from a thread of its own in its Dask worker's process
-(blocking sockets; the round runs in that thread), on the worker's own host (port 0), with the worker's TLS context when the cluster uses TLS; the client connects with its own TLS context (both from the cluster's
+(blocking sockets; the round runs in that thread), on the worker's own host (port 0), with the worker's TLS context
+when the cluster uses TLS; the client connects with its own TLS context (both from the cluster's
 ``distributed.security.Security``). A message is the pickled (protocol 5) arguments or reply with the arrays'
 buffers as frames of their own, behind a 16 B prelude and the frame lengths. The master writes every host's request,
 then reads every reply, with blocking sockets in the calling thread: no event loop and no thread hand-over on either
@@ -186,6 +187,16 @@ def _receive_message(sock, before=None):
     return memoryview(buf)[_PRELUDE.size + 8 * k:size], lengths, size
 
 
+def _send_parts(sock, parts, size: int) -> None:
+    """Write one message's parts (``size`` bytes in all) to ``sock``: joined into one send call up to
+    :data:`_JOIN_BYTES`, frame by frame (no copy) above."""
+    if size <= _JOIN_BYTES:
+        sock.sendall(b"".join(parts))
+    else:
+        for part in parts:
+            sock.sendall(part)
+
+
 def _sendable(exc: BaseException) -> BaseException:
     """``exc`` if it pickles, else a RuntimeError with its text (a host's error travels back to the master)."""
     try:
@@ -208,7 +219,7 @@ class _RoundServer:
     Parameters
     ----------
     host : object
-        Has ``_answer(body, lengths) -> list of parts`` (the reply to a request).
+        Has ``_answer(body, lengths) -> (parts, size)`` (the reply to a request, as :func:`_frames` gives it).
     bind : str
         The interface to listen on (the Dask worker's own host).
     ssl_context : ssl.SSLContext, optional
@@ -273,12 +284,7 @@ class _RoundServer:
                 request = _receive_message(conn)
                 if request is None:
                     break
-                parts = self.host._answer(*request[:2])
-                if sum(memoryview(p).nbytes for p in parts) <= _JOIN_BYTES:
-                    conn.sendall(b"".join(parts))
-                else:
-                    for p in parts:
-                        conn.sendall(p)
+                _send_parts(conn, *self.host._answer(*request[:2]))
         except Exception:   # the stream broke or was closed (close()): the master recovers if it still runs
             pass
         finally:
@@ -362,14 +368,14 @@ class DaskHost(WorkerHost):
         self._round_server = _RoundServer(self, host, ssl_context)
         return f"{'tls' if ssl_context is not None else 'tcp'}://{unparse_host_port(host, self._round_server.port)}"
 
-    def _answer(self, body, lengths) -> list:
-        """The reply's parts to a round request (its body and frame lengths): ``(True, WorkerHost.round(self, *args))``
-        (``args`` passed on as the master gave them), or ``(False, the error)`` (raised by the master)."""
+    def _answer(self, body, lengths) -> tuple[list, int]:
+        """The reply to a round request (its body and frame lengths), as :func:`_frames` gives it (parts, size):
+        ``(True, WorkerHost.round(self, *args))`` (``args`` passed on as the master gave them), or
+        ``(False, the error)`` (raised by the master)."""
         try:
-            reply = (True, WorkerHost.round(self, *_read_frames(body, lengths)))
-            return _frames(reply)[0]
+            return _frames((True, WorkerHost.round(self, *_read_frames(body, lengths))))
         except Exception as exc:
-            return _frames((False, _sendable(exc)))[0]
+            return _frames((False, _sendable(exc)))
 
     async def close_stream(self) -> bool:
         """Stop listening and close the round stream, if any (its thread ends).
@@ -466,11 +472,7 @@ class _Stream:
     def send(self, parts, size: int, deadline: float) -> None:
         """Write one message (its parts, ``size`` bytes in all) before ``deadline`` (``time.monotonic()``)."""
         self.sock.settimeout(max(1e-3, deadline - time.monotonic()))
-        if size <= _JOIN_BYTES:
-            self.sock.sendall(b"".join(parts))
-        else:
-            for part in parts:
-                self.sock.sendall(part)
+        _send_parts(self.sock, parts, size)
 
     def receive(self, deadline: float) -> tuple[object, int]:
         """Read one message before ``deadline``: (its object, its size in bytes as read)."""
