@@ -8,6 +8,7 @@ import pytest
 
 from isparse import InProcessPool, load_dataset
 from specs import make
+from isparse.engines import dask as dask_engine
 from isparse.engines.dask import DaskPool, place_workers
 
 
@@ -17,9 +18,14 @@ def test_placement_is_even_and_deterministic():
     assert place_workers(1, ["tcp://b:2", "tcp://a:1"]) == {"tcp://a:1": [0]}
 
 
-@pytest.mark.parametrize("rounds", ["stream", "actor"])
+@pytest.mark.parametrize("rounds", ["stream", "actor", "stream-parallel"])
 @pytest.mark.parametrize("algorithm", ["isega", "ibcd", "ibgd", "isaga", "isaga_shared", "isgd", "ef21"])
-def test_dask_and_inprocess_iterates_agree(dask_client, algorithm, rounds):
+def test_dask_and_inprocess_iterates_agree(dask_client, algorithm, rounds, monkeypatch):
+    """Dask = in-process to the bit on both round paths; ``stream-parallel``: the streams with every round sent to
+    all hosts at once (one thread per host, as a round of large messages goes)."""
+    if rounds == "stream-parallel":
+        monkeypatch.setattr(dask_engine, "_PARALLEL_BYTES", 0)
+        rounds = "stream"
     s = make(algorithm=algorithm, data=load_dataset("breast_cancer"), lam=0.1, n=5, block_size=2, seed=3)
 
     def iterates(pool):
@@ -31,6 +37,7 @@ def test_dask_and_inprocess_iterates_agree(dask_client, algorithm, rounds):
     assert pool.rounds_via == rounds and all((h.comm is not None) == (rounds == "stream") for h in pool._hosts)
     assert len(set(pool.placement.values())) == 2   # the 4 logical workers are spread over both processes
     remote, lyap_remote = iterates(pool)
+    assert (pool._io is not None) == (dask_engine._PARALLEL_BYTES == 0)   # the path the test asked for was taken
     pool.close()
     np.testing.assert_array_equal(remote, local)   # to the bit
     if lyap_local[0] is not None:   # ISEGA and ISAGA log their Lyapunov function; it needs the worker states

@@ -28,12 +28,22 @@ def setup():
     pytest.param(signal.SIGSTOP, 3, False, "actor", "float64", marks=pytest.mark.slow),
     # a compressed downlink (EF21-P): the recovered hosts get w back (the snapshot's, then the replayed rounds')
     (signal.SIGKILL, 20, False, "stream", "randk:0.5+natural7"),
+    # every round to all hosts at once, one thread per host (as rounds of large messages go)
+    (signal.SIGKILL, 20, False, "stream-parallel", "float64"),
+    pytest.param(signal.SIGSTOP, 3, False, "stream-parallel", "float64", marks=pytest.mark.slow),
 ])
-def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed, rounds, downlink):
+def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed, rounds, downlink,
+                                                                  monkeypatch):
     """A Dask worker killed (or stopped) at round 150: its logical workers restart elsewhere, same iterates."""
     import time
 
     from distributed import Client, LocalCluster
+
+    from isparse.engines import dask as dask_engine
+
+    if rounds == "stream-parallel":
+        monkeypatch.setattr(dask_engine, "_PARALLEL_BYTES", 0)
+        rounds = "stream"
 
     if downlink != "float64":
         setup = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,
