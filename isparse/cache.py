@@ -19,6 +19,8 @@ import hashlib
 import json
 import logging
 import os
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -61,13 +63,33 @@ def problem_key(problem, split: str, split_seed: int) -> str:
 
 
 def load_or_make(cache_dir, key: str, make: Callable[[], Arrays], what: str,
-                 level: int = logging.INFO) -> tuple[Arrays, bool]:
+                 level: int = logging.INFO, names=()) -> tuple[Arrays, bool]:
     """(arrays, hit): the arrays stored under ``cache_dir/<key>.npz``, or ``make()``'s, stored there.
 
     Written atomically (a temporary file renamed), so no process reads half a file; made under an exclusive lock on
     ``cache_dir/<key>.lock``, so processes asking for a missing key at once make it once: the others wait and read
     it. ``what`` names the entry in the log lines (``cache: making <what> of key ...`` at ``level``, ``cache: <what>
     of key ... read from ...``).
+
+    A stored file that cannot be read (truncated, overwritten, not an npz, or without one of ``names``) is damaged
+    derived data: one warning names it and why (``cache: <file> is damaged (<error>); making <what> again``) and it is
+    made again, under the same lock (processes that find it damaged at once make it once: the others wait and read
+    the new file).
+
+    Parameters
+    ----------
+    cache_dir : str or Path
+        The cache's directory (made if missing).
+    key : str
+        The entry's key (:func:`digest`, :func:`file_key`, :func:`problem_key`).
+    make : callable() -> dict of str to array
+        Makes the arrays when they are not stored (or the stored file is damaged).
+    what : str
+        What the entry is, for the log lines.
+    level : int
+        The logging level of the lines ``making`` and ``read from`` (the damage warning is always WARNING).
+    names : iterable of str
+        The arrays a stored file must hold; a file without one of them is damaged.
 
     Returns
     -------
@@ -83,11 +105,16 @@ def load_or_make(cache_dir, key: str, make: Callable[[], Arrays], what: str,
     """
     path = Path(cache_dir) / f"{key}.npz"
     if path.is_file():
-        return _read(path, what, key, level), True
+        arrays, _ = _read(path, what, key, level, names)
+        if arrays is not None:
+            return arrays, True
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path.with_suffix(".lock")):
-        if path.is_file():   # another process made it while this one waited for the lock
-            return _read(path, what, key, level), True
+        if path.is_file():   # another process made it (or made it again) while this one waited for the lock
+            arrays, damage = _read(path, what, key, level, names)
+            if arrays is not None:
+                return arrays, True
+            log.warning("cache: %s is damaged (%s); making %s again", path, damage, what)
         log.log(level, "cache: making %s of key %s in process %d", what, key, os.getpid())
         arrays = _arrays(make(), what)
         tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
@@ -130,10 +157,27 @@ def _arrays(value, what: str) -> Arrays:
     return out
 
 
-def _read(path: Path, what: str, key: str, level: int) -> Arrays:
+#: what reading a damaged npz raises (a truncated zip, a short member, a bad CRC, a missing array, an I/O error)
+_DAMAGE = (zipfile.BadZipFile, EOFError, ValueError, OSError, KeyError, zlib.error)
+
+
+def _read(path: Path, what: str, key: str, level: int, names=()) -> tuple[Arrays | None, str | None]:
+    """(the arrays of ``path``, None), or (None, why it cannot be read) for a damaged file; every array is read
+    here (``np.load`` reads them lazily)."""
+    try:
+        with open(path, "rb") as fh:   # np.load takes a file without the zip header for a pickle or an .npy
+            head = fh.read(4)
+        if head != b"PK\x03\x04":
+            return None, f"not an npz file: {os.path.getsize(path)} bytes without the zip header"
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+    except _DAMAGE as exc:
+        return None, f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no message'}"
+    missing = [name for name in names if name not in arrays]
+    if missing:
+        return None, f"no array {', '.join(map(repr, missing))}"
     log.log(level, "cache: %s of key %s read from %s", what, key, path)
-    with np.load(path, allow_pickle=False) as z:
-        return {name: z[name] for name in z.files}
+    return arrays, None
 
 
 @contextlib.contextmanager

@@ -247,7 +247,8 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
             return {**vars(reference_solve(problem)), "L_i": problem.L_i}
 
         kept, _ = load_or_make(cache_dir, problem_key(problem, spec.workers.split, spec.workers.split_seed), solve,
-                               "the reference problem (x*, L_i)")
+                               "the reference problem (x*, L_i)",
+                               names=("x_star", "F_star", "local_grads", "residual", "L_i"))
         problem._L_i = kept["L_i"]
         reference = Reference(x_star=kept["x_star"], F_star=float(kept["F_star"]), local_grads=kept["local_grads"],
                               residual=float(kept["residual"]))

@@ -113,3 +113,91 @@ def test_parallel_jobs_parse_a_data_file_once(tmp_path):
             np.testing.assert_array_equal(z["indices"], X.indices)
             np.testing.assert_array_equal(z["data"], X.data)
             np.testing.assert_array_equal(np.sign(z["b"]), np.sign(y))
+
+
+# -- a damaged entry (issue 34): derived data, so it is made again, with one warning naming the file -------------------
+def _damage_truncated(path):
+    os.truncate(path, 1000)
+
+
+def _damage_empty(path):
+    os.truncate(path, 0)
+
+
+def _damage_garbage(path):
+    path.write_bytes(b"not an npz file\n" * 10)
+
+
+def _damage_crc(path):   # the zip's directory intact, a member's bytes changed: "Bad CRC-32"
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2: len(raw) // 2 + 16] = b"x" * 16
+    path.write_bytes(bytes(raw))
+
+
+def _damage_missing_array(path):   # a readable npz without one of the arrays its caller needs
+    np.savez(path.with_suffix(".tmp.npz"), x=np.arange(3.0))
+    os.replace(path.with_suffix(".tmp.npz"), path)
+
+
+DAMAGE = {"truncated": (_damage_truncated, "BadZipFile: File is not a zip file"),
+          "empty": (_damage_empty, "not an npz file: 0 bytes without the zip header"),
+          "garbage": (_damage_garbage, "not an npz file: 160 bytes without the zip header"),
+          "bad_crc": (_damage_crc, "Bad CRC-32"),
+          "missing_array": (_damage_missing_array, "no array 'y'")}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_a_damaged_entry_is_made_again_with_one_warning(tmp_path, caplog, case):
+    import logging
+
+    from isparse.cache import load_or_make
+
+    calls = []
+
+    def make():
+        calls.append(1)
+        return {"x": np.arange(2000.0), "y": np.array("label")}
+
+    first, hit = load_or_make(tmp_path, "k", make, "the entry", names=("x", "y"))
+    assert not hit and len(calls) == 1
+    damage, why = DAMAGE[case]
+    damage(tmp_path / "k.npz")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="isparse.cache"):
+        again, hit = load_or_make(tmp_path, "k", make, "the entry", names=("x", "y"))
+    assert not hit and len(calls) == 2                     # made again: no exception, no stale read
+    np.testing.assert_array_equal(again["x"], first["x"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(f"cache: {tmp_path / 'k.npz'} is damaged (") and why in warnings[0]
+    assert warnings[0].endswith("); making the entry again") and "\n" not in warnings[0]
+    # the file written again is whole: the next call reads it, without making or warning
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="isparse.cache"):
+        read, hit = load_or_make(tmp_path, "k", make, "the entry", names=("x", "y"))
+    assert hit and len(calls) == 2 and not [r for r in caplog.records if r.levelno == logging.WARNING]
+    np.testing.assert_array_equal(read["x"], first["x"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.lock", "k.npz"]   # no temporary left
+
+
+@pytest.mark.slow   # three processes importing pipeline: 10-15 s
+@pytest.mark.needs_data
+def test_parallel_jobs_make_a_damaged_data_set_once(tmp_path):
+    """The parsed a1a of the cache truncated (``truncate -s 1000``) and three jobs released at once: one warns and
+    parses the file again, the two others wait for it and read what it wrote; no error."""
+    from isparse import source
+    from isparse.cache import file_key
+
+    a1a = source("a1a")
+    entry = tmp_path / "cache" / f"{file_key(a1a.file(), a1a.cache_options())}.npz"
+    entry.parent.mkdir()
+    entry.write_bytes(b"PK\x03\x04" + b"\0" * 996)   # a zip header, then nothing: as `truncate -s 1000` leaves it
+    k = 3
+    cache, outs = _released_together(tmp_path, DATA_WORKER, k)
+    assert sum(o.count(f"cache: {entry} is damaged (BadZipFile: File is not a zip file); making the data set a1a "
+                       f"again") for o in outs) == 1, outs
+    _assert_made_once(cache, outs, k, "cache: making the data set a1a of key", "cache: the data set a1a of key",
+                      "data-*.npz")
+    outputs = [np.load(tmp_path / f"out{i}.npy.npz") for i in range(k)]
+    for z in outputs[1:]:
+        np.testing.assert_array_equal(z["data"], outputs[0]["data"])

@@ -161,3 +161,39 @@ def test_a_sweep_prints_each_failed_job_once_and_a_summary(tmp_path):
     assert lines[1].startswith("isparse-run: error: job #2 (") and "got -2." in lines[1]
     assert lines[2].startswith("isparse-run: sweep: 2 of 3 jobs FAILED (#0, #2): parent MLflow run ")
     assert "Traceback" not in proc.stdout + proc.stderr and "Error executing job" not in proc.stderr
+
+
+@pytest.mark.needs_data
+def test_a_truncated_cache_file_is_made_again_and_the_run_goes_on(tmp_path):
+    """Issue 34: the cache holds derived data; a cache file cut short (``truncate -s 1000``) was two tracebacks and
+    exit status 1 with no run. Now one warning line names the file, the entry is made again, the run finishes."""
+    from mlflow.tracking import MlflowClient
+
+    args = [*TINY, "data=a1a", "max_iter=20", "workers.n=2"]
+    first = run("isparse-run", *args, tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    entries = sorted((tmp_path / "cache").glob("*.npz"))
+    assert len(entries) == 2                                   # the parsed a1a and the reference solution
+    import numpy as np
+
+    def arrays(path):
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+
+    before = {p: arrays(p) for p in entries}
+    for p in entries:
+        os.truncate(p, 1000)
+    proc = run("isparse-run", *args, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out
+    for p in entries:
+        lines = [line for line in out.splitlines() if f"cache: {p} is damaged (" in line]
+        assert len(lines) == 1, out[-3000:]
+        assert "(BadZipFile: File is not a zip file); making the " in lines[0] and lines[0].endswith(" again")
+        again = arrays(p)                                      # made again, the same arrays
+        assert again.keys() == before[p].keys() and all(np.array_equal(again[k], before[p][k]) for k in again)
+    assert not list((tmp_path / "cache").glob("*.tmp.npz"))
+    exp = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_experiment_by_name("isparse")
+    runs = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").search_runs([exp.experiment_id])
+    assert [r.info.status for r in runs] == ["FINISHED", "FINISHED"]

@@ -125,14 +125,15 @@ class DataSource(Section):
 
         from ..cache import file_key, load_or_make, remembered
 
+        names = ("data", "indices", "indptr", "shape", "b", "name", "source", "labels")
+
         def read():   # what the cache keeps of a data set: its CSR arrays, labels, name and source
             ds = self.read()
             A = ds.A.tocsr()
-            return {"data": A.data, "indices": A.indices, "indptr": A.indptr, "shape": A.shape, "b": ds.b,
-                    "name": ds.name, "source": ds.source, "labels": ds.labels}
+            return dict(zip(names, (A.data, A.indices, A.indptr, A.shape, ds.b, ds.name, ds.source, ds.labels)))
 
         key, what = file_key(self.file(), self.cache_options()), f"the data set {self.name}"
-        z = remembered(key, lambda: load_or_make(cache_dir, key, read, what, logging.DEBUG)[0]
+        z = remembered(key, lambda: load_or_make(cache_dir, key, read, what, logging.DEBUG, names)[0]
                        if cache_dir is not None and key is not None else read(), what)
         return Dataset(A=sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"])),
                        b=z["b"], name=str(z["name"]), source=str(z["source"]), labels=str(z["labels"]))
