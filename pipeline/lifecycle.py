@@ -124,7 +124,7 @@ def load_resume(job, overrides: list[str], outdir, cls):
     ------
     ConfigError
         (key ``resume``) an override other than :data:`RESUME_KEYS` (it would be ignored), a run that does not exist
-        in ``tracking.uri``, has FINISHED or has no checkpoint.
+        in ``tracking.uri``, has FINISHED, has no checkpoint or whose checkpoint is damaged (:func:`_read_checkpoint`).
     """
     import dataclasses
 
@@ -148,15 +148,46 @@ def load_resume(job, overrides: list[str], outdir, cls):
 
     try:   # (no download progress bars: pipeline._store sets MLflow's switch)
         stored = yaml.safe_load(Path(client.download_artifacts(run_id, "config.yaml", str(outdir()))).read_text())
-        with open(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir())), "rb") as fh:
-            checkpoint = pickle.load(fh)
+        local = Path(client.download_artifacts(run_id, "checkpoint.pkl", str(outdir())))
     except Exception as exc:
         raise ConfigError("resume", f"The 'resume' parameter must name a run with a checkpoint (checkpoint.every "
                                     f"> 0 and at least that many iterations); {run_id!r} has none: "
                                     f"{type(exc).__name__}") from None
+    checkpoint = _read_checkpoint(local, run_id, client)
     here = {"engine": job.engine, "cluster": job.cluster, "progress": job.progress, "resume": job.resume,
             "paths": job.paths, "tracking": dataclasses.replace(cls.from_dict(stored).tracking, uri=uri)}
     return dataclasses.replace(cls.from_dict(stored), **here), checkpoint
+
+
+def _read_checkpoint(local: Path, run_id: str, client):
+    """The :class:`~isparse.engines.loop.Checkpoint` downloaded to ``local`` (run ``run_id``'s ``checkpoint.pkl``).
+
+    Raises
+    ------
+    ConfigError
+        (key ``resume``) the file cannot be unpickled (truncated, empty) or holds no checkpoint: one line naming the
+        artifact and what to do; the download is removed.
+    """
+    from isparse.engines.loop import Checkpoint
+
+    try:
+        with open(local, "rb") as fh:
+            checkpoint = pickle.load(fh)
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"it holds a {type(checkpoint).__name__}, not a Checkpoint")
+    except Exception as exc:  # noqa: BLE001 - whatever unpickling a damaged file raises
+        size = local.stat().st_size if local.is_file() else 0
+        with contextlib.suppress(OSError):
+            local.unlink()
+        where = "checkpoint.pkl"
+        with contextlib.suppress(Exception):
+            where = f"{client.get_run(run_id).info.artifact_uri}/checkpoint.pkl"
+        why = " ".join(str(exc).split())
+        raise ConfigError("resume", f"The 'resume' parameter names run {run_id!r}, whose checkpoint {where} is "
+                                    f"damaged ({size} bytes; {type(exc).__name__}" + (f": {why}" if why else "")
+                          + "): it cannot be resumed; start the run again without resume= (what it logged stays in "
+                            "that run), or resume another run.") from None
+    return checkpoint
 
 
 def logged_until(logger) -> tuple[int, float | None]:

@@ -1,5 +1,6 @@
 """Checkpoints and resume on the Dask engine: a run stopped midway and resumed ends on the same iterate, to the bit."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -80,3 +81,66 @@ def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, algorithm
         resumed.data.tags["time_to_eps"]
     ck_steps = [m.step for m in client.get_metric_history(resumed.info.run_id, "checkpoint_iteration")]
     assert len(ck_steps) == len(set(ck_steps))
+
+
+# -- faults of the environment (issue 34): a damaged checkpoint ---------------------------------------------------
+def _interrupted(tmp_path):
+    """A run on a copy of a1a (``data=libsvm``), 200 iterations with checkpoints at 70 and 140, then marked KILLED in
+    its store as a Ctrl-C leaves it (the test above stops one for real): (client, run id, data file, the checkpoint
+    artifact in the store)."""
+    import shutil
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    experiment_id(client, "isparse", uri)
+    data = tmp_path / "a1a.svm"
+    shutil.copyfile(Path(os.environ["ISPARSE_DATA_DIR"]) / "a1a", data)
+    _cli(tmp_path, "first", "engine=inprocess", "data=libsvm", f"data.path={data}", "workers.n=2", "max_iter=200",
+         "tol=0", "checkpoint.every=70", "tracking.log_every=10")
+    (run,) = _runs(client)
+    client.set_terminated(run.info.run_id, "KILLED")
+    artifact = tmp_path / "mlartifacts" / "isparse" / run.info.run_id / "artifacts" / "checkpoint.pkl"
+    assert artifact.is_file()
+    return client, run.info.run_id, data, artifact
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("interrupted")
+    return (tmp_path, *_interrupted(tmp_path))
+
+
+def _refused(tmp_path, name, run_id, client, text):
+    """``isparse-run resume=<run_id>`` exits 2 with one line holding ``text``; the run is left as it was (KILLED,
+    its metrics and tags unchanged) and the downloaded checkpoint is removed."""
+    before = client.get_run(run_id)
+    cmd = [CLI, f"paths.outputs={tmp_path}", f"hydra.run.dir={tmp_path}/{name}", f"resume={run_id}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith("isparse-run: error: ") and text in lines[0], lines[0]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    after = client.get_run(run_id)
+    assert after.info.status == "KILLED" and after.info.end_time == before.info.end_time
+    assert after.data.metrics == before.data.metrics and after.data.tags == before.data.tags
+    assert len(_runs(client)) == 1                                       # no new run either
+    assert not (tmp_path / name / "checkpoint.pkl").exists()
+    return lines[0]
+
+
+@pytest.mark.parametrize("size, why", [(1000, "UnpicklingError: pickle data was truncated"),
+                                       (0, "EOFError: Ran out of input")])
+def test_a_damaged_checkpoint_is_refused_naming_it(interrupted, size, why):
+    """A truncated or empty checkpoint.pkl was "has none: UnpicklingError": now the line names the checkpoint, says
+    it is damaged and what to do; exit status 2, the run left KILLED."""
+    tmp_path, client, run_id, _, artifact = interrupted
+    raw = artifact.read_bytes()
+    try:
+        artifact.write_bytes(raw[:size])
+        line = _refused(tmp_path, f"resume-ck{size}", run_id, client, "")
+    finally:
+        artifact.write_bytes(raw)
+    assert line == (f"isparse-run: error: The 'resume' parameter names run {run_id!r}, whose checkpoint "
+                    f"{client.get_run(run_id).info.artifact_uri}/checkpoint.pkl is damaged ({size} bytes; {why}): it "
+                    f"cannot be resumed; start the run again without resume= (what it logged stays in that run), or "
+                    f"resume another run.")
