@@ -51,6 +51,43 @@ def file_key(file, options: dict, prefix: str = "data-") -> str | None:
                    "options": options}, prefix)
 
 
+#: file_digest's results in this process, by (absolute path, size, modification time)
+_DIGESTS: dict = {}
+
+
+def file_digest(file) -> dict:
+    """What a run reads from ``file``: its absolute path, size and the SHA-256 of its bytes.
+
+    The bytes are hashed streaming (1 MiB at a time), once per process for a file of the same path, size and
+    modification time.
+
+    Parameters
+    ----------
+    file : str or Path
+        The file.
+
+    Returns
+    -------
+    dict
+        ``{"file": absolute path (str), "bytes": size (int, bytes), "sha256": 64 hex digits (str)}``.
+
+    Raises
+    ------
+    OSError
+        The file cannot be stat'ed or read.
+    """
+    path = os.path.abspath(file)
+    stat = os.stat(path)
+    stamp = (path, stat.st_size, stat.st_mtime_ns)
+    if stamp not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        _DIGESTS[stamp] = {"file": path, "bytes": stat.st_size, "sha256": h.hexdigest()}
+    return dict(_DIGESTS[stamp])
+
+
 def problem_key(problem, split: str, split_seed: int) -> str:
     """The key of a GLM problem's reference solution: its data (file stamp and shape), lambda, loss, regularizer,
     the row split and n (the attributes ``data.source``, ``data.A``, ``lam``, ``name``, ``reg``, ``n`` it has)."""

@@ -23,8 +23,8 @@ from isparse.engines import DivergenceError, InProcessPool
 from isparse.engines.to_eps import criterion_text, to_eps
 
 from .errors import user_message
-from .lifecycle import (MetricsLog, checkpoint_saver, end_line, load_resume, logged_until, run_name, start_run,
-                        stop_on_signals, warn_if_predicted_beyond)
+from .lifecycle import (MetricsLog, check_resumed_data, checkpoint_saver, end_line, load_resume, logged_until,
+                        run_name, start_run, stop_on_signals, warn_if_predicted_beyond)
 from .schema import JobConfig, load_job
 from .jobenv import FAILURE_TAG
 from ._typed import job_overrides
@@ -65,6 +65,9 @@ def run_job(cfg, made: dict | None = None) -> dict:
     if job.engine == "dask":   # the cluster's checks that need no cluster (its extra installed, address, TLS files)
         job.cluster.check_run()
     check_reachable(job.tracking.uri)
+    data_file = job.data.fingerprint()   # what the run reads (its size and hash; a checkpoint records it)
+    if checkpoint is not None:           # the same data as the interrupted run's, or no resume (the run left as it is)
+        check_resumed_data(checkpoint, data_file, job.resume, output_dir() / "checkpoint.pkl")
     setup = build(job, cache_dir=job.cache_dir)
     client_for(job.tracking.uri).prepare()   # the store is opened (made) only for a run that builds: bad input makes none
     name = run_name(job, setup)
@@ -77,7 +80,7 @@ def run_job(cfg, made: dict | None = None) -> dict:
         status = "FAILED"
         end.update(run_id=logger.run_id, uri=job.tracking.uri, status=status, client=logger.client)
         try:
-            summary = _run_and_log(job, setup, pool, logger, name, stop, checkpoint)
+            summary = _run_and_log(job, setup, pool, logger, name, stop, checkpoint, data_file)
             status = "FINISHED"
             return summary
         except BaseException as exc:
@@ -142,7 +145,7 @@ def _uplink_convention(method) -> str:
     return f"{per} (block ids recomputed by the master)"
 
 
-def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
+def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_file=None) -> dict:
     import yaml
 
     derived, bound, method = setup.derived, setup.bound, setup.method
@@ -156,6 +159,9 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
                            "tau_setting": job.tau, "uplink_convention": _uplink_convention(method)})
         logger.log_text(yaml.safe_dump(config, sort_keys=False), "config.yaml")
         logger.set_tags({"predicted_iterations": predicted})
+        if data_file is not None:   # what the run read (a resume on other data is refused)
+            logger.set_tags({"data_file": data_file["file"], "data_file_bytes": data_file["bytes"],
+                             "data_file_sha256": data_file["sha256"]})
         if job.compare.role is not None:     # also a param (compare.role); a tag for the MLflow UI's filters
             logger.set_tags({"compare.role": job.compare.role, "compare.arm": str(job.compare.arm)})
         logger.log_metrics({"predicted_iterations": predicted}, step=0)
@@ -169,7 +175,8 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None) -> dict:
     result = setup.run(pool, max_iter=job.max_iter, tol=job.tol, log_every=job.tracking.log_every, observer=observer,
                        progress=job.progress, expected_iter=predicted, should_stop=stop, resume=checkpoint,
                        checkpoint_every=job.checkpoint.every,
-                       on_checkpoint=checkpoint_saver(logger, outdir, observer.logs))
+                       on_checkpoint=checkpoint_saver(logger, outdir, observer.logs,
+                                                      [data_file] if data_file is not None else []))
     stop.done()
     np.save(outdir / "x_final.npy", result.x)
     logger.log_artifact(outdir / "x_final.npy")

@@ -190,6 +190,49 @@ def _read_checkpoint(local: Path, run_id: str, client):
     return checkpoint
 
 
+def check_resumed_data(checkpoint, current: dict | None, run_id: str, download: Path | None = None) -> None:
+    """Refuse to resume on data other than the checkpoint's: the run would finish on a mixture of two data sets.
+
+    ``current``: what this invocation would read (``DataSource.fingerprint()``, None: no file); ``run_id``: the run
+    resumed. A checkpoint that records nothing (written before the record existed) is resumed with a one-line note.
+    ``download``: the checkpoint's downloaded copy, removed when the resume is refused (the run is left as it is).
+
+    Raises
+    ------
+    ConfigError
+        (key ``resume``) a data file whose size or SHA-256 differs from the checkpoint's record, naming the file,
+        the recorded and current size and hash prefix.
+    """
+    try:
+        _compare_data(checkpoint, current, run_id)
+    except ConfigError:
+        if download is not None:
+            with contextlib.suppress(OSError):
+                download.unlink()
+        raise
+
+
+def _compare_data(checkpoint, current: dict | None, run_id: str) -> None:
+    recorded = getattr(checkpoint, "data_files", None)
+    if recorded is None:
+        log.info("the checkpoint of iteration %d records no data file size and hash (written before they were "
+                 "recorded): the data is not compared with what the interrupted run read", checkpoint.t)
+        return
+    now = [current] if current is not None else []
+    for was, is_ in zip(recorded, now):
+        if (was["bytes"], was["sha256"]) != (is_["bytes"], is_["sha256"]):
+            raise ConfigError("resume", f"The 'resume' parameter names run {run_id!r}, whose data changed since its "
+                                        f"checkpoint: {is_['file']} had {was['bytes']} bytes, sha256 "
+                                        f"{was['sha256'][:12]}... and has {is_['bytes']} bytes, sha256 "
+                                        f"{is_['sha256'][:12]}... now; a resume would mix two data sets: restore the "
+                                        f"file, or start a new run without resume=.")
+    if len(recorded) != len(now):
+        raise ConfigError("resume", f"The 'resume' parameter names run {run_id!r}, which read "
+                                    f"{', '.join(r['file'] for r in recorded) or 'no data file'}; this resume would "
+                                    f"read {', '.join(r['file'] for r in now) or 'no data file'}: restore the data, "
+                                    f"or start a new run without resume=.")
+
+
 def logged_until(logger) -> tuple[int, float | None]:
     """(the last step logged of ``dist_sq``, the ``wall_s`` logged at it): what a resumed run has logged already
     ((-1, None) for a new run)."""
@@ -228,11 +271,13 @@ class MetricsLog:
         return step > self.skip_until
 
 
-def checkpoint_saver(logger, outdir: Path, fresh=lambda step: True):
+def checkpoint_saver(logger, outdir: Path, fresh=lambda step: True, data_files: list | None = None):
     """The loop's ``on_checkpoint``: pickle the checkpoint (it holds the states as values: the next steps do not
     write into them) to ``outdir/checkpoint.pkl`` atomically, then upload it, metrics first so nothing logged lags
-    it; its ``checkpoint_iteration`` metric only where ``fresh(step)`` (not again for a replayed step)."""
+    it; its ``checkpoint_iteration`` metric only where ``fresh(step)`` (not again for a replayed step). The
+    checkpoint records ``data_files`` (what the run read: :func:`check_resumed_data` compares it on resume)."""
     def save(ck):
+        ck.data_files = data_files
         tmp, path = outdir / "checkpoint.pkl.tmp", outdir / "checkpoint.pkl"
         with open(tmp, "wb") as fh:
             pickle.dump(ck, fh, protocol=pickle.HIGHEST_PROTOCOL)

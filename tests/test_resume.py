@@ -83,7 +83,7 @@ def test_resume_reproduces_the_uninterrupted_run_bit_for_bit(tmp_path, algorithm
     assert len(ck_steps) == len(set(ck_steps))
 
 
-# -- faults of the environment (issue 34): a damaged checkpoint ---------------------------------------------------
+# -- faults of the environment (issue 34): a damaged checkpoint, data changed since the checkpoint ---------------------
 def _interrupted(tmp_path):
     """A run on a copy of a1a (``data=libsvm``), 200 iterations with checkpoints at 70 and 140, then marked KILLED in
     its store as a Ctrl-C leaves it (the test above stops one for real): (client, run id, data file, the checkpoint
@@ -128,6 +128,49 @@ def _refused(tmp_path, name, run_id, client, text):
     return lines[0]
 
 
+def test_a_checkpoint_records_the_data_file_it_was_taken_on(interrupted):
+    import hashlib
+    import pickle
+
+    tmp_path, client, run_id, data, artifact = interrupted
+    record = {"file": str(data.resolve()), "bytes": data.stat().st_size,
+              "sha256": hashlib.sha256(data.read_bytes()).hexdigest()}
+    with open(artifact, "rb") as fh:
+        ck = pickle.load(fh)
+    assert ck.t == 140 and ck.data_files == [record]
+    tags = client.get_run(run_id).data.tags
+    assert (tags["data_file"], tags["data_file_bytes"], tags["data_file_sha256"]) == \
+        (record["file"], str(record["bytes"]), record["sha256"])
+
+
+def _flip_first_label(raw: bytes) -> bytes:
+    """The same bytes with the first line's label negated (``-1`` <-> ``+1``): the same size, another data set."""
+    assert raw[:2] in (b"-1", b"+1")
+    return (b"+1" if raw[:2] == b"-1" else b"-1") + raw[2:]
+
+
+@pytest.mark.parametrize("change", ["one_label_flipped", "truncated"])
+def test_a_resume_on_changed_data_is_refused_and_the_run_left_killed(interrupted, change):
+    """The data file changed since the checkpoint: a resume was a NumPy broadcast traceback that turned the run
+    FAILED (the file shortened), or went on silently on a mixture of two data sets (a label flipped). Now one line
+    names the file, the recorded and the current size and hash, exit status 2, the run left KILLED."""
+    import hashlib
+
+    tmp_path, client, run_id, data, _ = interrupted
+    raw = data.read_bytes()
+    new = _flip_first_label(raw) if change == "one_label_flipped" else raw[:50000]
+    try:
+        data.write_bytes(new)
+        line = _refused(tmp_path, f"resume-{change}", run_id, client, "")
+    finally:
+        data.write_bytes(raw)
+    was, now = hashlib.sha256(raw).hexdigest(), hashlib.sha256(new).hexdigest()
+    assert line == (f"isparse-run: error: The 'resume' parameter names run {run_id!r}, whose data changed since its "
+                    f"checkpoint: {data.resolve()} had {len(raw)} bytes, sha256 {was[:12]}... and has {len(new)} "
+                    f"bytes, sha256 {now[:12]}... now; a resume would mix two data sets: restore the file, or start a "
+                    f"new run without resume=.")
+
+
 @pytest.mark.parametrize("size, why", [(1000, "UnpicklingError: pickle data was truncated"),
                                        (0, "EOFError: Ran out of input")])
 def test_a_damaged_checkpoint_is_refused_naming_it(interrupted, size, why):
@@ -144,3 +187,25 @@ def test_a_damaged_checkpoint_is_refused_naming_it(interrupted, size, why):
                     f"{client.get_run(run_id).info.artifact_uri}/checkpoint.pkl is damaged ({size} bytes; {why}): it "
                     f"cannot be resumed; start the run again without resume= (what it logged stays in that run), or "
                     f"resume another run.")
+
+
+def test_a_checkpoint_without_a_data_record_still_resumes(tmp_path):
+    """A checkpoint written before the data record existed (no ``data_files``) resumes, with a one-line note, and
+    finishes."""
+    import pickle
+
+    client, run_id, data, artifact = _interrupted(tmp_path)
+    with open(artifact, "rb") as fh:
+        ck = pickle.load(fh)
+    del ck.data_files                                          # the pickle of a Checkpoint without the field
+    assert "data_files" not in ck.__dict__
+    artifact.write_bytes(pickle.dumps(ck, protocol=pickle.HIGHEST_PROTOCOL))
+    proc = _cli(tmp_path, "resumed", f"resume={run_id}")
+    notes = [line for line in (proc.stdout + proc.stderr).splitlines() if "records no data file" in line]
+    assert len(notes) == 1 and notes[0].endswith(
+        "the checkpoint of iteration 140 records no data file size and hash (written before they were recorded): the "
+        "data is not compared with what the interrupted run read"), notes
+    assert "from iteration 140, its last checkpoint" in proc.stdout
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["resumed_from_iteration"] == "140"
+    assert max(m.step for m in client.get_metric_history(run_id, "dist_sq")) == 200

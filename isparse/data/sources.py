@@ -138,6 +138,28 @@ class DataSource(Section):
         return Dataset(A=sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"])),
                        b=z["b"], name=str(z["name"]), source=str(z["source"]), labels=str(z["labels"]))
 
+    def fingerprint(self) -> dict | None:
+        """What a run of this source reads from its file (:meth:`file`): its absolute path, size and SHA-256.
+
+        A checkpoint records it, and a resume whose file differs is refused (``pipeline.lifecycle``). The file is
+        hashed once per process (:func:`isparse.cache.file_digest`).
+
+        Returns
+        -------
+        dict or None
+            ``{"file": str, "bytes": int, "sha256": str}`` (size in bytes, 64 hex digits); None for a source that
+            reads no file (``breast_cancer``, ``quadratic``).
+
+        Raises
+        ------
+        ConfigError
+            A missing directory or file (naming ``data.dir`` or ``data.path``).
+        """
+        from ..cache import file_digest
+
+        file = self.file()
+        return None if file is None else file_digest(file)
+
     def read(self):
         """Read the data set now (no cache)."""
         raise NotImplementedError

@@ -122,6 +122,11 @@ class Checkpoint:
     w : ndarray of shape (d,), optional
         With a compressed downlink (``messages.downlink``): w^{t-1}, the model the workers last computed at, which
         the next round's message updates (EF21-P's state); None without one.
+    data_files : list of dict, optional
+        What the run read: per data file ``{"file", "bytes", "sha256"}``
+        (:meth:`~isparse.data.sources.DataSource.fingerprint`; ``[]``: no file), set by whoever saves the checkpoint
+        (``pipeline.lifecycle.checkpoint_saver``); a resume whose files differ is refused. None: not recorded (a
+        checkpoint written before the record existed).
     """
 
     t: int
@@ -132,6 +137,7 @@ class Checkpoint:
     counters: dict = field(default_factory=dict)   # wall_s, the time split and the engine's counters so far
     records: list = field(default_factory=list)    # the records up to t (dicts, never written to later)
     w: np.ndarray | None = None                    # a compressed downlink's w^{t-1} (EF21-P), None without one
+    data_files: list | None = None                 # per data file read: {"file", "bytes", "sha256"}; None: unrecorded
 
 
 @dataclass
