@@ -26,6 +26,7 @@ from pathlib import Path
 
 from isparse.errors import ConfigError
 
+from isparse.theory.bound import source_tag
 from .jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
 from .tracking import RunLogger, client_for, ui_link
 
@@ -103,9 +104,10 @@ def start_run(job, setup, name: str, overrides: list[str], outdir: Path, checkpo
     logger = RunLogger(uri, job.tracking.experiment, name, parent_run_id=job_env(PARENT_ENV),
                        tags={"algorithm": setup.method.name, "data": job.data.name, "engine": job.engine,
                              "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
-                             "bound_quantity": bound.quantity, "bound_source": bound.source,
-                             **({"bound_derivation": bound.derivation} if bound.derivation else {}),
-                             "overrides": " ".join(overrides), **sweep_tags()},
+                             "bound_quantity": bound.quantity, "bound_source": source_tag(bound),
+                             **({"bound_derivation": bound.derivation}
+                                if bound.derivation and bound.applicable else {}),
+                             "overrides": " ".join(overrides), **sweep_tags(), **source_tags()},
                        spill_dir=outdir)
     log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, name, uri,
              ui_link(uri, logger.experiment_id, logger.run_id))
@@ -114,6 +116,51 @@ def start_run(job, setup, name: str, overrides: list[str], outdir: Path, checkpo
 
 #: what a resumed run takes from this invocation (the rest comes from the run's stored config)
 RESUME_KEYS = ("resume", "engine", "cluster", "tracking.uri", "progress", "paths", "hydra")
+#: the packages whose versions a run records (tag ``isparse.versions``)
+VERSIONED = ("isparse", "numpy", "scipy", "scikit-learn", "dask", "distributed", "mlflow", "hydra-core")
+
+
+@functools.lru_cache(maxsize=1)
+def source_tags() -> dict:
+    """MLflow's tags of what produced a run (the UI's Source and Version columns), computed once per process.
+
+    ``mlflow.source.type`` LOCAL, ``mlflow.source.name`` the command (``isparse-run``), ``mlflow.user``; where the
+    package runs from a git checkout, ``mlflow.source.git.commit`` (its HEAD), ``mlflow.source.git.repoURL`` (its
+    ``origin``, if any) and ``isparse.git_dirty`` (true: files differ from that commit); and ``isparse.versions``,
+    the installed versions of :data:`VERSIONED` (``isparse 0.1.0, numpy 2.1.3, ...``).
+    """
+    import getpass
+    import subprocess
+    from importlib import metadata
+
+    tags = {"mlflow.source.type": "LOCAL", "mlflow.source.name": Path(sys.argv[0]).name or "python"}
+    with contextlib.suppress(Exception):
+        tags["mlflow.user"] = getpass.getuser()
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args):
+        with contextlib.suppress(Exception):
+            proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+            if proc.returncode == 0:
+                return proc.stdout.strip()
+        return None
+
+    if (root / ".git").exists():
+        commit = git("rev-parse", "HEAD")
+        if commit:
+            tags["mlflow.source.git.commit"] = commit
+            tags["isparse.git_dirty"] = str(bool(git("status", "--porcelain", "--untracked-files=no"))).lower()
+        origin = git("config", "--get", "remote.origin.url")
+        if origin:
+            tags["mlflow.source.git.repoURL"] = origin
+    versions = []
+    for name in VERSIONED:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions.append(f"{name} {metadata.version(name)}")
+    tags["isparse.versions"] = ", ".join(versions)
+    return tags
+
+
 
 
 def load_resume(job, overrides: list[str], outdir, cls):

@@ -108,6 +108,7 @@ def test_log10_metrics_beside_the_raw_values(sweep):
         bound_rel, slack = _history(client, run, "log10_bound_rel"), _history(client, run, "log10_bound_slack")
         if run.data.tags["bound_applicable"] == "false":  # 4x Theorem 3's stepsize: no bound, no log10 of it
             assert float(run.data.params["step.multiplier"]) == 4 and not bound and not bound_rel and not slack
+            assert run.data.tags["bound_source"] == "none" and "bound_derivation" not in run.data.tags
             continue
         assert sorted(bound_rel) == sorted(slack) == sorted(bound) == sorted(dist)
         for t in dist:

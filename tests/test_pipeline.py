@@ -93,7 +93,7 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     failed = [r for r in by_status["FAILED"] if not r.data.tags.get("isparse.sweep")]
     assert len(failed) == 1 and "DivergenceError" in failed[0].data.tags["error"]
     assert failed[0].data.params["step.multiplier"] == "400"
-    assert failed[0].data.tags["bound_applicable"] == "false"
+    assert failed[0].data.tags["bound_applicable"] == "false" and failed[0].data.tags["bound_source"] == "none"
     assert float(failed[0].data.tags["diverged_gamma"]) == pytest.approx(400 * float(by_status["FINISHED"][0].data.params["gamma"]))
     assert "x_last_finite.npy" in {a.path for a in client.list_artifacts(failed[0].info.run_id)}
     assert len(client.get_metric_history(failed[0].info.run_id, "dist_sq")) >= 2   # what was logged is kept

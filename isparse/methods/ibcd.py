@@ -125,3 +125,4 @@ class GD(IBCD):
 
     name = "gd"
     traits = dataclasses.replace(IBCD.traits, full=True)
+    theory = dataclasses.replace(IBCD.theory, theorem="Theorem 1 at tau = 1 (GD)")

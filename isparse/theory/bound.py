@@ -6,21 +6,31 @@ import math
 from dataclasses import dataclass
 
 
-#: what ``source`` may be: a bound the paper states, one derived here, or no bound
-SOURCES = ("paper", "derived", "none")
+#: what ``source`` may be: a bound the paper states, one derived here, one the paper states garbled and this project
+#: reconstructed (its proof redone; docs/algorithms.md §3, Theorem 6), or no bound
+SOURCES = ("paper", "derived", "reconstructed", "none")
 
 
 def _check_source(bound) -> None:
     """Fill ``gamma_max`` (default ``gamma_theory``) and check ``source``.
 
-    A derived bound must say where it is derived.
+    A derived or reconstructed bound must say where it is written down.
     """
     if bound.gamma_max is None:
         object.__setattr__(bound, "gamma_max", bound.gamma_theory)
-    if bound.source not in SOURCES[:2]:
-        raise ValueError(f"bound source must be one of {SOURCES[:2]}; got {bound.source!r}")
-    if bound.source == "derived" and not bound.derivation:
-        raise ValueError(f"a derived bound must name its derivation ({bound.theorem})")
+    if bound.source not in SOURCES[:3]:
+        raise ValueError(f"bound source must be one of {SOURCES[:3]}; got {bound.source!r}")
+    if bound.source in ("derived", "reconstructed") and not bound.derivation:
+        raise ValueError(f"a {bound.source} bound must name its derivation ({bound.theorem})")
+
+
+def source_tag(bound) -> str:
+    """The run's tag ``bound_source``: the bound's ``source`` where it applies (``applicable``), else ``none``.
+
+    A bound whose conditions fail (a stepsize above its theorem's) claims nothing, so no source is named for it; its
+    ``theorem`` still says which theorem it would have been (tag ``bound_theorem``).
+    """
+    return bound.source if bound.applicable else "none"
 
 
 @dataclass(frozen=True)
@@ -51,7 +61,9 @@ class LinearBound:
     gamma_max : float, optional
         The largest stepsize the theorem allows (default: ``gamma_theory``, where the rule's stepsize is the limit).
     source : str
-        ``paper``: a bound the paper states; ``derived``: one this project derived (``derivation`` says where).
+        ``paper``: a bound the paper states; ``derived``: one this project derived (``derivation`` says where);
+        ``reconstructed``: one the paper states in a form that cannot be read as printed, proved again here
+        (``derivation`` says where).
     derivation : str
         For a derived bound, where the derivation is written down (module docstring, docs/algorithms.md).
     """

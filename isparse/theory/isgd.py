@@ -6,12 +6,17 @@ minibatch noise E||g_i - grad f_i||^2 <= sigma_i^2 added to each worker's varian
     E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu),
     D = sigma^2 + (1 - tau)(2/n) sum_i ||grad f_i(x*)||^2,  sigma^2 = (1/n) sum_i sigma_i^2.
 
-Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (Theorem 6) [paper]::
+Decreasing gamma_t = 1/(a + c t), a = 2(tau + 2(1 - tau)/n) L, c = mu tau / 4 (Theorem 6) [reconstructed]::
 
     E[f(x_hat^t) - f*] <= a^2 (1 - tau mu/a) r_0 / (tau (t+1) a + (c tau/2) t (t+1))
-                          + D / (n (1 + 1/t) a + (n c/2)(t + 1)),
+                          + D / (n (a + c t/2)),
 
-x_hat^t the average of x^0..x^t weighted by 1/gamma_s.
+x_hat^t the average of x^0..x^t weighted by 1/gamma_s. The paper's printed statement cannot be read as it stands,
+and the 1/gamma_s weighting of x_hat is this project's reading; for that weighting the proof gives the noise term
+(D/n)/(a + c t/2) above, which is (t + 1)/t times the paper's D/(n(1 + 1/t) a + (n c/2)(t + 1)) (twice it at t = 1),
+so the bound logged is the proved one, tagged ``bound_source=reconstructed``. The proof holds for the schedule's own
+(a, c): ``step.multiplier`` != 1 scales both (gamma_t = m/(a + c t)), and no bound is logged then (a NoBound that
+says so; above it, gamma_0 = m/a exceeds the theorem's 1/a).
 
 Non-convex f (Theorem 7, derived): for gamma <= 1/(L(tau + (1 - tau)/n)),
 
@@ -109,7 +114,8 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
     sigma_sq : float
         sigma^2 = (1/n) sum_i sigma_i^2, the minibatch noise bound (inf: none exists, and no bound is given).
     decreasing : bool
-        Theorem 6's decreasing schedule rather than a constant step.
+        Theorem 6's decreasing schedule rather than a constant step (``gamma`` = its gamma_0; a gamma other than
+        the schedule's 1/a, a scaled schedule, gives a NoBound).
     nu_sq : float
         nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 (Theorem 7 only).
     f0_minus_low : float
@@ -145,16 +151,20 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
                        gamma=gamma)
     if decreasing:
         a, c = isgd_schedule(L, mu, n, tau, omega)
+        if abs(gamma * a - 1.0) > 1e-12:   # step.multiplier scaled the schedule: the proof is for its own (a, c)
+            return NoBound(theorem=f"Theorem 6 (ISGD, decreasing steps) holds for its schedule gamma_t = 1/(a + c t) "
+                                   f"with gamma_0 = 1/a = {1.0 / a:.4g}; step.multiplier scales it (gamma_0 = "
+                                   f"{gamma:.4g})", gamma_theory=1.0 / a, gamma=gamma, quantity="subopt_avg")
 
         def formula(t, a=a, c=c):
             first = a * a * (1.0 - tau * mu / a) * r0 / (tau * (t + 1) * a + 0.5 * c * tau * t * (t + 1))
-            second = 0.0 if t == 0 else D / (n * (1.0 + 1.0 / t) * a + 0.5 * n * c * (t + 1))
-            return first + second
+            return first + D / (n * (a + 0.5 * c * t))
 
-        return SublinearBound(theorem="Theorem 6 (ISGD, decreasing steps), arXiv:1901.09437", quantity="subopt_avg",
-                              gamma_theory=1.0 / a, gamma=gamma, applicable=True, formula=formula,
-                              **(dict(source="derived", derivation="isparse/theory/isgd.py (Theorem 6" + with_codec
-                                      + ")") if omega > 0 else {}))
+        return SublinearBound(theorem="Theorem 6 (ISGD, decreasing steps), arXiv:1901.09437, reconstructed",
+                              quantity="subopt_avg", gamma_theory=1.0 / a, gamma=gamma, applicable=True,
+                              formula=formula, source="derived" if omega > 0 else "reconstructed",
+                              derivation="isparse/theory/isgd.py (Theorem 6 reconstructed: the 1/gamma_s weighting "
+                                         "of x_hat and its noise term D/(n(a + c t/2))" + with_codec + ")")
     gamma_max = theorem1_stepsize(L, mu, n, tau, omega)
     return LinearBound(theorem="ISGD constant step, derived from Lemma 2 of arXiv:1901.09437", quantity="dist_sq",
                        gamma_theory=gamma_max, gamma=gamma, applicable=gamma <= gamma_max * (1 + 1e-12),
