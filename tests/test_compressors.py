@@ -212,7 +212,7 @@ def test_the_uplink_chain_draws_and_codes_what_a_method_sends():
 
 
 def _omega_dither(s, q):
-    return min(q / s ** 2, math.sqrt(q) / s) * (1 + 2.0 ** -20)
+    return min(q / s ** 2, math.sqrt(q) / s) * (1 + 2.0 ** -18)
 
 
 @pytest.mark.parametrize("tau_m", [1, 2, 5, 10, 20])
@@ -244,15 +244,19 @@ def test_a_biased_or_contractive_piece_in_a_chain():
 
 def _dither_error(v, U, s):
     """E||Q(v_U) - v_U||^2 of dither with s levels given U, from its definition: each |v_j| is rounded to the two
-    levels around it, N l/s and N (l + 1)/s, with N = ||v_U|| rounded up to a float32: (N/s)^2 p (1 - p), p the
-    fractional part of s |v_j| / N. U: (subsets, tau*m) block ids."""
+    levels around it, N l/s and N (l + 1)/s, with N = ||v_U|| (1 + (q + 2) 2^-52) rounded up to 21 significant bits
+    (the norm on the wire): (N/s)^2 p (1 - p), p the fractional part of s |v_j| / N. U: (subsets, tau*m) block ids."""
     vu = v[U]
-    norm = np.sqrt(np.sum(vu ** 2, axis=1))
-    n32 = norm.astype(np.float32)
-    n32 = np.where(n32 < norm, np.nextafter(n32, np.float32(np.inf)), n32).astype(np.float64)
-    r = s * np.abs(vu) / n32[:, None]
+    N = _wire_norm(np.sqrt(np.sum(vu ** 2, axis=1)), vu.shape[1])
+    r = s * np.abs(vu) / N[:, None]
     p = r - np.floor(r)
-    return np.sum((n32[:, None] / s) ** 2 * p * (1 - p), axis=1)
+    return np.sum((N[:, None] / s) ** 2 * p * (1 - p), axis=1)
+
+
+def _wire_norm(norm, q):
+    """dither's norm as sent, from its definition: norm (1 + (q + 2) 2^-52) rounded up to 21 significant bits."""
+    f, e = np.frexp(np.asarray(norm, dtype=float) * (1 + (q + 2) * 2.0 ** -52))
+    return np.ldexp(np.ceil(np.ldexp(f, 21)), e - 21)
 
 
 @pytest.mark.parametrize("name, tau_m", [("natural", 2), ("natural", 5), ("natural", 10),
@@ -367,7 +371,7 @@ def test_the_methods_take_their_constants_from_the_uplink_chain(name, levels):
     diana = make("diana", n=4, codec=name, **extra).method
     q = isega.values_per_message
     omega_q = {"natural": 0.125 * (1 + 2.0 ** -20), "float64": 0.0,
-               "dither": min(q / 7 ** 2, math.sqrt(q) / 7) * (1 + 2.0 ** -20)}[name]
+               "dither": min(q / 7 ** 2, math.sqrt(q) / 7) * (1 + 2.0 ** -18)}[name]
     assert isega.uplink.pieces[0].tau == isega.tau == 8 / 30          # breast_cancer: d = m = 30, tau*m = ceil(30/4)
     assert isega.omega == pytest.approx(omega_q, rel=1e-15)
     assert isega.uplink_omega == pytest.approx((1 + omega_q) / isega.tau - 1, rel=1e-14)

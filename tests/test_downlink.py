@@ -30,7 +30,7 @@ def _relative_errors(piece, v, draws, seed=1):
 @pytest.mark.parametrize("make_piece, alpha", [
     (lambda q: RandomK(16, q), 16 / 64),
     (lambda q: Contractive(codec("natural7")), 1 / (1 + 0.125 * (1 + 2 ** -20))),
-    (lambda q: Contractive(codec("dither", levels=3)), 1 / (1 + min(64 / 9, 8 / 3) * (1 + 2 ** -20))),
+    (lambda q: Contractive(codec("dither", levels=3)), 1 / (1 + min(64 / 9, 8 / 3) * (1 + 2 ** -18))),
     (lambda q: chain(RandomK(16, q), Contractive(codec("natural7"))), (16 / 64) / (1 + 0.125 * (1 + 2 ** -20))),
     (lambda q: chain(TopK(16, q), Contractive(codec("natural"))), (16 / 64) / (1 + 0.125 * (1 + 2 ** -20))),
 ])

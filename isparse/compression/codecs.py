@@ -294,8 +294,19 @@ class DitherOptions(MessagesSpec):
                                                                "(1 + ceil(log2(s + 1)) bits per value)")
 
 
+#: dither's norm on the wire, one 32-bit word per message: 12 exponent bits (E + _NORM_BIAS) over the 20 fraction bits
+#: of M in [2^20, 2^21): the norm M 2^(E - 21) of every finite message (E from -1074 - 21 to 1042 + 1), rounded up
+_NORM_FRACTION, _NORM_BIAS = 20, 1100
+#: the word of a message whose norm is not finite (a NaN or an inf in it): its values decode to NaN
+_NORM_NAN = np.uint32(0xFFFFFFFF)
+
+
 class Dither(Codec):
-    """Random dithering with s levels and one float32 norm per message (QSGD).
+    """Random dithering with s levels and one 32-bit norm per message (QSGD).
+
+    The norm travels as a float of its own (12 exponent bits, 21 significant bits), rounded up: it holds the norm of
+    every finite message, so omega holds for every finite message (a float32 norm would lose its significant bits
+    below 1.2e-38 and overflow above 3.4e38).
 
     Parameters
     ----------
@@ -313,22 +324,58 @@ class Dither(Codec):
         self.value_bits = 1 + self.level_bits
 
     def omega(self, q):
-        """omega = min(q/s^2, sqrt(q)/s) (1 + 2^-20) for a message of ``q`` values (0 when q = 0).
+        """omega = min(q/s^2, sqrt(q)/s) (1 + 2^-18) for a message of ``q`` values (0 when q = 0).
 
-        The factor 1 + 2^-20 covers the norm rounded up to a float32 (QSGD's bound, Alistarh et al.,
-        arXiv:1610.02132, Lemma 3.1).
+        QSGD's bound (Alistarh et al., arXiv:1610.02132, Lemma 3.1) for the norm N = ||v||; the factor covers the
+        norm sent, N <= ||v|| (1 + 2^-20)(1 + 2^-21) (rounded up to 21 significant bits, after a float64 sum of q
+        squares), whose square the variance (N/s)^2 p(1 - p) per value carries.
         """
         s = self.levels
-        return min(q / s ** 2, math.sqrt(q) / s) * (1.0 + 2.0 ** -20) if q > 0 else 0.0
+        return min(q / s ** 2, math.sqrt(q) / s) * (1.0 + 2.0 ** -18) if q > 0 else 0.0
 
     @staticmethod
-    def norms(values, counts) -> np.ndarray:
-        """||v|| of each message rounded up to a float32, shape (k,)."""
+    def norms(values, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each message's norm as sent: (words, M, E), shapes (k,): the uint32 words of the wire, and the norm
+        N = M 2^(E - 21) they hold, M in [2^20, 2^21) (float64) and E (int64) (N = 0: M = 0; not finite: M = NaN).
+
+        N >= ||v||: the message is scaled by 2^-e exactly (2^e just above its largest abs(v_j)), its norm is taken in
+        float64 (no overflow or underflow: the scaled values are below 1, the largest at least 1/2), raised by
+        (q + 2) 2^-52 for the sum's and the square root's rounding, and rounded up to 21 significant bits.
+        """
+        counts = np.asarray(counts)
         k = len(counts)
-        norm = np.sqrt(np.bincount(np.repeat(np.arange(k), counts), weights=values * values, minlength=k))
-        with np.errstate(over="ignore"):
-            n32 = norm.astype(np.float32)
-        return np.where(n32 < norm, np.nextafter(n32, np.float32(np.inf)), n32)
+        a = np.abs(np.asarray(values, dtype=np.float64))
+        top, sends = np.zeros(k), counts > 0
+        if a.size:
+            top[sends] = np.maximum.reduceat(a, (np.cumsum(counts) - counts)[sends])
+        finite = np.isfinite(top)
+        _, e = np.frexp(np.where(finite, top, 1.0))     # top = f 2^e, f in [1/2, 1)
+        scaled = np.ldexp(a, -np.repeat(e, counts))      # exact: a power of two
+        with np.errstate(invalid="ignore", over="ignore"):
+            norm = np.sqrt(np.bincount(np.repeat(np.arange(k), counts), weights=scaled * scaled, minlength=k))
+        norm *= 1.0 + (counts + 2) * 2.0 ** -52
+        f, e2 = np.frexp(norm)                           # norm = f 2^e2, f in [1/2, 1)
+        M = np.ceil(np.ldexp(f, _NORM_FRACTION + 1))     # in [2^20, 2^21]
+        E = (e + e2).astype(np.int64)
+        carry = M == 2.0 ** (_NORM_FRACTION + 1)
+        M[carry], E[carry] = 2.0 ** _NORM_FRACTION, E[carry] + 1
+        zero, bad = top == 0, ~finite
+        fields = np.where(zero | bad, 0, E + _NORM_BIAS)
+        words = ((fields << _NORM_FRACTION) | np.where(zero | bad, 0, M - 2 ** _NORM_FRACTION).astype(np.int64))
+        words = words.astype(np.uint32)
+        words[bad] = _NORM_NAN
+        M[zero], M[bad], E[zero | bad] = 0.0, np.nan, 0
+        return words, M, E
+
+    @staticmethod
+    def _unword(words) -> tuple[np.ndarray, np.ndarray]:
+        """(M, E) of norm words (:meth:`norms`): N = M 2^(E - 21)."""
+        words = words.astype(np.int64)
+        field = words >> _NORM_FRACTION
+        M = ((words & ((1 << _NORM_FRACTION) - 1)) + (1 << _NORM_FRACTION)).astype(np.float64)
+        M[words == 0] = 0.0
+        M[words == int(_NORM_NAN)] = np.nan
+        return M, np.where(words == 0, 0, field - _NORM_BIAS)
 
     def encode(self, values, counts, u):
         """Dither each message to s levels of its norm and pack the codes.
@@ -345,19 +392,20 @@ class Dither(Codec):
         Returns
         -------
         ndarray of uint8
-            The float32 norm of each message that has values (4 B each), then the codes (level and sign,
+            The norm word of each message that has values (4 B each, :meth:`norms`), then the codes (level and sign,
             1 + ceil(log2(s + 1)) bits each) packed as bit planes.
         """
         counts = np.asarray(counts)
-        n32 = self.norms(values, counts)
-        N = np.repeat(n32.astype(np.float64), counts)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.minimum(np.where(N > 0, self.levels * np.abs(values) / N, 0.0), self.levels)
+        words, M, E = self.norms(values, counts)
+        shift = np.repeat(_NORM_FRACTION + 1 - E, counts)    # |v| 2^(21 - E) / M = |v| / N, without forming N
+        Mv = np.repeat(M, counts)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            r = np.minimum(np.where(Mv > 0, self.levels * np.ldexp(np.abs(values), shift) / Mv, 0.0), self.levels)
             lvl = np.floor(r)
             lvl += u < r - lvl
         lvl[np.isnan(lvl)] = self.levels                    # a NaN in the message (the divergence check reports it)
         codes = lvl.astype(np.int64) | (np.signbit(values).astype(np.int64) << self.level_bits)
-        return np.concatenate([n32[counts > 0].view(np.uint8), _pack(codes, self.value_bits)])
+        return np.concatenate([words[counts > 0].view(np.uint8), _pack(codes, self.value_bits)])
 
     def decode(self, payload, counts):
         """The float64 values of ``payload``, shape (counts.sum(),): N sign(v_j) xi_j / s per value, N its message's norm.
@@ -367,13 +415,13 @@ class Dither(Codec):
         counts = np.asarray(counts)
         sends = counts > 0                                  # a worker that sends nothing has no norm on the wire
         k, n = int(np.count_nonzero(sends)), int(counts.sum())
-        if k == counts.size:
-            n32 = payload[:4 * k].view(np.float32).astype(np.float64)
-        else:
-            n32 = np.zeros(counts.size)
-            n32[sends] = payload[:4 * k].view(np.float32)
+        words = np.zeros(counts.size, dtype=np.uint32)
+        words[sends] = payload[:4 * k].view(np.uint32)
+        M, E = self._unword(words)
         codes = _unpack(payload[4 * k:], n, self.value_bits)
-        out = np.repeat(n32, counts) * (codes & ((1 << self.level_bits) - 1)) / self.levels
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.ldexp(np.repeat(M, counts) * (codes & ((1 << self.level_bits) - 1)) / self.levels,
+                           np.repeat(E - _NORM_FRACTION - 1, counts))
         return np.where(codes >> self.level_bits, -out, out)
 
 

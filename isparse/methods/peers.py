@@ -285,6 +285,12 @@ class SharedBCD(Method):
         return self.averaged_step(x, batch), state
 
 
+def _omega_d(omega_uplink: float | None, tau: float) -> float:
+    """omega_D of DIANA's shift rate 1/(omega_D + 1): the uplink chain's omega by the composition rule, or, with a
+    biased codec (float32, bfloat16: no omega, and no bound), Rand-K's own 1/tau - 1, as without a codec."""
+    return 1.0 / tau - 1.0 if omega_uplink is None else omega_uplink
+
+
 class DIANA(ISEGA):
     """DIANA with Rand-K, ``algorithm=diana`` (a peer; Mishchenko, Gorbunov, Takac, Richtarik, arXiv:1901.09269).
 
@@ -308,7 +314,7 @@ class DIANA(ISEGA):
     def __init__(self, n, blocks, tau_m, gamma, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)
         alpha = self.opts.alpha
-        self.alpha = 1.0 / (self.uplink_omega + 1.0) if alpha is None else float(alpha)   # 1/(omega_D + 1)
+        self.alpha = 1.0 / (_omega_d(self.uplink_omega, self.tau) + 1.0) if alpha is None else float(alpha)
 
     @classmethod
     def check(cls, ctx):
@@ -325,7 +331,7 @@ class DIANA(ISEGA):
             ``algorithm.alpha`` above 1/(omega_D + 1), or a check of :meth:`Method.check` fails.
         """
         if ctx.options.alpha is not None:
-            top = 1.0 / (ctx.uplink.omega(ctx.problem.d) + 1.0)   # 1/(omega_D + 1), the chain's composition
+            top = 1.0 / (_omega_d(ctx.uplink.omega(ctx.problem.d), ctx.tau) + 1.0)   # 1/(omega_D + 1)
             check_range("algorithm.alpha", ctx.options.alpha, 0.0, top,
                         high_text="1/(omega+1) = tau" if not ctx.omega else "1/(omega_D+1) = tau/(1 + omega)",
                         low_open=True)
