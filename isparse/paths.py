@@ -128,3 +128,38 @@ def anchor_paths(cls, values: dict, base, key: str = "") -> dict:
 
 
 __all__ = ["PathValue", "anchor_paths"]
+
+
+def writable_dir_problem(path) -> str | None:
+    """Why ``path`` cannot be (made into) a directory this process writes, or None if it can.
+
+    The nearest existing one of ``path`` and its parents must be a directory, and one this process may write
+    (``os.access``, which also reports a read-only file system); ``path`` itself, if it exists, must be a directory.
+
+    Parameters
+    ----------
+    path : str or Path
+        A directory the run will make (or already has) and write into.
+
+    Returns
+    -------
+    str or None
+        e.g. ``"/tmp/x is a regular file, not a directory"``, ``"/ro is on a read-only file system"``.
+    """
+    import errno
+
+    p = Path(os.path.abspath(path))
+    here = p
+    while not os.path.lexists(here) and here != here.parent:
+        here = here.parent
+    if os.path.lexists(here) and not here.is_dir():
+        return f"{here} is {'a regular file' if here.is_file() else 'not a directory'}, not a directory"
+    if not os.access(here, os.W_OK | os.X_OK):
+        try:   # which: a read-only file system, or no permission
+            os.statvfs(here)
+            read_only = bool(os.statvfs(here).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        return f"{here} is on a read-only file system" if read_only else \
+            f"{here} cannot be written by this process ({os.strerror(errno.EACCES)})"
+    return None

@@ -31,7 +31,7 @@ from types import SimpleNamespace
 MAX_METRICS, MAX_PARAMS = 1000, 100
 #: methods of :class:`Store` whose result nothing waits for (sent without waiting for the helper's answer)
 NO_ANSWER = frozenset({"log_batch_plain", "set_tag", "log_artifact", "log_text", "delete_tag", "update_run",
-                       "set_experiment_tag", "prepare"})
+                       "set_experiment_tag", "prepare", "log_dataset"})
 
 
 class Store:
@@ -52,6 +52,20 @@ class Store:
 
         self.client.log_batch(run_id, metrics=[Metric(*m) for m in metrics], params=[Param(*p) for p in params],
                               tags=[RunTag(*t) for t in tags], synchronous=True)
+
+    def log_dataset(self, run_id, name: str, digest: str, source: str, profile: dict, context: str = "training"):
+        """MLflow's dataset input of the run (``log_inputs``): the UI's Dataset column and the run's Inputs.
+
+        ``name`` and ``digest`` (at most 36 characters: a content hash's prefix), ``source`` the file (or the
+        generator) it was read from, ``profile`` its shape; the input's tag ``mlflow.data.context`` is ``context``.
+        """
+        import json
+
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        ds = Dataset(name=name, digest=digest[:36], source_type="local" if source.startswith("/") else "code",
+                     source=json.dumps({"uri": source}), profile=json.dumps(profile))
+        self.client.log_inputs(run_id, datasets=[DatasetInput(ds, tags=[InputTag("mlflow.data.context", context)])])
 
     def prepare(self):
         """Nothing: making the Store opened the store (the helper makes it ahead of the first real call)."""

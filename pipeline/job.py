@@ -26,7 +26,7 @@ from .errors import user_message
 from .lifecycle import (MetricsLog, check_resumed_data, checkpoint_saver, end_line, load_resume, logged_until,
                         run_name, start_run, stop_on_signals, warn_if_predicted_beyond)
 from .schema import JobConfig, load_job
-from .jobenv import FAILURE_TAG
+from .jobenv import FAILURE_TAG, PARENT_ENV, job_env
 from ._typed import job_overrides
 from .tracking import check_reachable, client_for, flatten
 
@@ -103,7 +103,7 @@ def run_job(cfg, made: dict | None = None) -> dict:
             raise
         finally:
             end["status"] = status
-            logger.end(status)
+            end["stored"] = logger.end(status)   # False: the tracking server stayed away (the run is RUNNING there)
 
 
 @contextlib.contextmanager
@@ -120,7 +120,8 @@ def _pool(job, setup, stop):
     with contextlib.ExitStack() as stack:
         with stop.deferred():   # Ctrl-C while the cluster starts and the shards travel: taken once they are done
             client = stack.enter_context(dask_client(job.cluster, run_dir=output_dir))
-            print(f"Dask dashboard: {client.dashboard_link}", flush=True)
+            if not job_env(PARENT_ENV):   # a sweep's job: its run's tag dask_dashboard has it (not a line per job)
+                print(f"Dask dashboard: {client.dashboard_link}", flush=True)
             source = None
             if job.data.load == "on_worker":   # each Dask worker reads its rows of the shared file
                 from isparse.data.on_worker import ShardSource
@@ -132,6 +133,27 @@ def _pool(job, setup, stop):
                             rounds=job.cluster.rounds)
             stack.callback(pool.close)
         yield pool
+
+
+def _dataset_input(job, setup, data_file) -> tuple[str, str, str, dict]:
+    """(name, digest, source, profile) of the run's data for MLflow's dataset input: the file's SHA-256 (prefix) for a
+    data file, else a SHA-256 of the arrays (a generated or bundled set); the profile is its shape."""
+    import hashlib
+
+    data = setup.problem.data
+    profile = {"workers": int(setup.method.n), "d": int(setup.derived.get("d", 0))}
+    if data is not None:
+        profile.update(rows=int(data.A.shape[0]), features=int(data.A.shape[1]), nnz=int(data.A.nnz))
+    if data_file is not None:
+        return job.data.name, data_file["sha256"], data_file["file"], profile
+    h = hashlib.sha256()
+    if data is not None:
+        A = data.A.tocsr()
+        for part in (A.data, A.indices, A.indptr, np.asarray(data.b)):
+            h.update(np.ascontiguousarray(part).tobytes())
+    else:   # a generated problem: its options say what it is
+        h.update(json.dumps(job.data.to_dict(), sort_keys=True, default=str).encode())
+    return job.data.name, h.hexdigest(), f"isparse data={job.data.name}", profile
 
 
 def _uplink_convention(method) -> str:
@@ -162,6 +184,7 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_fil
         if data_file is not None:   # what the run read (a resume on other data is refused)
             logger.set_tags({"data_file": data_file["file"], "data_file_bytes": data_file["bytes"],
                              "data_file_sha256": data_file["sha256"]})
+        logger.log_dataset(*_dataset_input(job, setup, data_file))   # the MLflow UI's Dataset column
         if job.compare.role is not None:     # also a param (compare.role); a tag for the MLflow UI's filters
             logger.set_tags({"compare.role": job.compare.role, "compare.arm": str(job.compare.arm)})
         logger.log_metrics({"predicted_iterations": predicted}, step=0)

@@ -14,6 +14,7 @@ signals that stop it, and the line it ends with.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -25,8 +26,8 @@ import threading
 from pathlib import Path
 
 from isparse.errors import ConfigError
-
 from isparse.theory.bound import source_tag
+
 from .jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
 from .tracking import RunLogger, client_for, ui_link
 
@@ -109,13 +110,12 @@ def start_run(job, setup, name: str, overrides: list[str], outdir: Path, checkpo
                                 if bound.derivation and bound.applicable else {}),
                              "overrides": " ".join(overrides), **sweep_tags(), **source_tags()},
                        spill_dir=outdir)
+    in_sweep = bool(job_env(PARENT_ENV))   # the sweep's own line says how to open the UI, once
     log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, name, uri,
-             ui_link(uri, logger.experiment_id, logger.run_id))
+             ui_link(uri, logger.experiment_id, logger.run_id, hint=not in_sweep))
     return logger
 
 
-#: what a resumed run takes from this invocation (the rest comes from the run's stored config)
-RESUME_KEYS = ("resume", "engine", "cluster", "tracking.uri", "progress", "paths", "hydra")
 #: the packages whose versions a run records (tag ``isparse.versions``)
 VERSIONED = ("isparse", "numpy", "scipy", "scikit-learn", "dask", "distributed", "mlflow", "hydra-core")
 
@@ -161,6 +161,8 @@ def source_tags() -> dict:
     return tags
 
 
+#: what a resumed run takes from this invocation (the rest comes from the run's stored config)
+RESUME_KEYS = ("resume", "engine", "cluster", "tracking.uri", "progress", "paths", "hydra")
 
 
 def load_resume(job, overrides: list[str], outdir, cls):
@@ -186,8 +188,9 @@ def load_resume(job, overrides: list[str], outdir, cls):
     try:
         status = client.get_run(run_id).info.status
     except Exception as exc:
-        raise ConfigError("resume", f"The 'resume' parameter must be the id of a run in {uri}; got {run_id!r}: "
-                                    f"{type(exc).__name__}") from None
+        raise ConfigError("resume", f"The 'resume' parameter must be the id of a run in {uri} (the run id the "
+                                    f"interrupted run printed, or the MLflow UI's Run ID); got {run_id!r}: "
+                                    f"{_exc_text(exc)}.") from None
     if status == "FINISHED":
         raise ConfigError("resume", f"The 'resume' parameter must name a run that did not finish (KILLED, FAILED or "
                                     f"RUNNING); run {run_id!r} is FINISHED: nothing to resume.")
@@ -199,11 +202,16 @@ def load_resume(job, overrides: list[str], outdir, cls):
     except Exception as exc:
         raise ConfigError("resume", f"The 'resume' parameter must name a run with a checkpoint (checkpoint.every "
                                     f"> 0 and at least that many iterations); {run_id!r} has none: "
-                                    f"{type(exc).__name__}") from None
+                                    f"{_exc_text(exc)}") from None
     checkpoint = _read_checkpoint(local, run_id, client)
     here = {"engine": job.engine, "cluster": job.cluster, "progress": job.progress, "resume": job.resume,
             "paths": job.paths, "tracking": dataclasses.replace(cls.from_dict(stored).tracking, uri=uri)}
     return dataclasses.replace(cls.from_dict(stored), **here), checkpoint
+
+
+def _exc_text(exc: BaseException) -> str:
+    """An exception's message on one line (MLflow's ``message``, cut to 300 characters), or its class's name."""
+    return " ".join(str(getattr(exc, "message", None) or exc).split())[:300] or type(exc).__name__
 
 
 def _read_checkpoint(local: Path, run_id: str, client):
@@ -440,15 +448,19 @@ def end_line(job, end: dict, overrides: list[str], asynchronous: bool):
     finally:
         if end.get("run_id"):
             run_id, uri, status = end["run_id"], end["uri"], end.get("status", "FAILED")
-            if status == "FINISHED":
+            if end.get("stored") is False:   # the server never came back: it holds the run RUNNING
+                log.error("MLflow run %s %s here, but %s still holds it RUNNING: the tracking server did not come "
+                          "back; import the unsent metrics (the command above) to end it there", run_id, status, uri)
+            elif status == "FINISHED":
                 log.info("MLflow run %s FINISHED in %s", run_id, uri)
             elif status == "KILLED":
                 ck = _checkpoint_iteration(end["client"], run_id)
                 if asynchronous:
                     how = "an asynchronous run cannot be resumed"
-                elif ck is None:
-                    how = (f"it cannot be resumed: no checkpoint yet (checkpoint.every={job.checkpoint.every}); "
-                           f"what was logged is kept")
+                elif ck is None:   # checkpoints off, or stopped before the loop's first iteration (which writes one)
+                    why = ("checkpoint.every=0" if not job.checkpoint.every else
+                           "it stopped before its first iteration")
+                    how = f"it cannot be resumed: no checkpoint ({why}); what was logged is kept"
                 else:
                     how = f"continue it from iteration {ck} with: {resume_command(run_id, overrides)}"
                 log.warning("MLflow run %s KILLED (%s) in %s; %s", run_id, end.get("reason", "interrupted"), uri, how)
@@ -468,6 +480,7 @@ def warn_if_predicted_beyond(job, bound, r0: float, predicted: float) -> None:
                f"{bound.neighbourhood:.3e}): predicted_iterations = inf to reach tol={job.tol:g}")
     else:
         why = f"the bound ({theorem}) does not contract: predicted_iterations = inf to reach tol={job.tol:g}"
-    log.warning("%s, more than max_iter=%d: the run may stop at max_iter without reaching tol (the theorem's count "
-                "is an upper estimate: many runs converge sooner); raise max_iter (or tol) to be sure", why,
-                job.max_iter)
+    # in a sweep an INFO line: the sweep's summary at its end says which jobs stopped at max_iter
+    log.log(logging.INFO if job_env(PARENT_ENV) else logging.WARNING,
+            "%s, more than max_iter=%d: the run may stop at max_iter without reaching tol (the theorem's count "
+            "is an upper estimate: many runs converge sooner); raise max_iter (or tol) to be sure", why, job.max_iter)

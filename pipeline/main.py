@@ -21,6 +21,7 @@ if os.environ.get("ISPARSE_WORKER_IGNORE_SIGINT") == str(os.getppid()):
     # from here on, through the seconds of imports below too, it ignores the terminal's Ctrl-C
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
+import contextlib
 import logging
 import traceback
 from pathlib import Path
@@ -50,6 +51,8 @@ def task(cfg: DictConfig):
     sweep = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     made: dict = {}
     try:
+        if not sweep and HydraConfig.initialized():
+            refuse_sweep_as_single_run(HydraConfig.get())
         return run_job(cfg, made)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal", None) or (str(exc).split()[-1] if str(exc).startswith("signal ") else "SIGINT")
@@ -69,14 +72,52 @@ def task(cfg: DictConfig):
             if run_id else ""
         if sweep:
             job = f"job #{HydraConfig.get().job.num} ({' '.join(overrides)})"
-            print_error(PROG, f"{job}: {message or f'{type(exc).__name__}: {exc}'}" + (f" [{where}]" if where else ""))
+            line = f"{job}: {message or f'{type(exc).__name__}: {exc}'}" + (f" [{where}]" if where else "")
+            print_error(PROG, line)
+            to_log_file(f"{PROG}: error: {line}", None if message else traceback.format_exc())
             if (cfg.get("compare") or {}).get("objective"):   # a minimizing sweeper (Optuna) gets a number
                 return float("inf")
             return {"failed": True, "bad_input": message is not None}
         if message is None:
+            to_log_file(f"{PROG}: error: {type(exc).__name__}: {exc}", traceback.format_exc())
             raise
         print_error(PROG, message + (f" [{where}]" if where else ""))
+        to_log_file(f"{PROG}: error: {message}" + (f" [{where}]" if where else ""))
         sys.exit(2)
+
+
+def to_log_file(line: str, trace: str | None = None) -> None:
+    """Write the job's error line (and its traceback) to the job's log file (Hydra's ``<job>.log``, e.g. a sweep job's
+    ``main.log``), which otherwise stays empty: the line goes to stderr, not through logging, so the console shows it
+    once."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            with contextlib.suppress(Exception):
+                handler.handle(logging.makeLogRecord({"name": "isparse", "levelno": logging.ERROR,
+                                                      "levelname": "ERROR", "msg": line + (f"\n{trace}" if trace else "")}))
+                handler.flush()
+
+
+def refuse_sweep_as_single_run(hydra_cfg) -> None:
+    """A config whose sweeper has parameters (every ``+experiment``: ``hydra.sweeper.params``) is a sweep: run without
+    ``-m`` Hydra would run one job of the base config instead, into the experiment's MLflow experiment.
+
+    Raises
+    ------
+    ConfigError
+        (key ``experiment``, or ``hydra.sweeper.params``) naming the swept keys and the command with ``-m``.
+    """
+    from isparse.errors import ConfigError
+
+    params = dict((hydra_cfg.sweeper or {}).get("params") or {})
+    if not params:
+        return
+    experiment = (hydra_cfg.runtime.choices or {}).get("experiment")
+    what = f"+experiment={experiment}" if experiment else "this config"
+    key = "experiment" if experiment else "hydra.sweeper.params"
+    args = " ".join(hydra_cfg.overrides.task)
+    raise ConfigError(key, f"{what} is a sweep (hydra.sweeper.params: {', '.join(map(str, params))}): without -m "
+                           f"one job of the base config would run instead; run it with -m: isparse-run -m {args}")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

@@ -160,6 +160,8 @@ class SweepParentRun(Callback):
         if not self.completed:      # interrupted, or the launcher failed
             log.warning("sweep %s did not complete; report its finished jobs with: isparse-report --parent %s",
                         logger.run_id, logger.run_id)
+        if runs:
+            log.info("%s", jobs_summary(runs))
         if failed:
             jobs = ", ".join(f"#{r.data.tags.get('sweep_job', '?')}" for r in failed)
             print(f"isparse-run: sweep: {len(failed)} of {len(runs)} jobs FAILED ({jobs}): parent MLflow run "
@@ -170,6 +172,21 @@ class SweepParentRun(Callback):
         else:
             _STATUS.append(1 if _SWEEP_ERROR else 0)
             log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
+
+
+def jobs_summary(runs) -> str:
+    """The sweep's jobs, a line each in job order: number, the swept overrides, status, iterations, whether tol
+    was reached and the uplink bytes (the child runs' metrics ``iterations``, ``converged``, ``uplink_bytes_total``).
+    """
+    lines = [f"sweep: {len(runs)} jobs (iterations, tol reached, uplink bytes):"]
+    for r in sorted(runs, key=_job_number):
+        m, t = r.data.metrics, r.data.tags
+        swept = t.get("overrides", "")
+        it = f"{m['iterations']:,.0f} it" if "iterations" in m else "-"
+        conv = {1.0: "converged", 0.0: "not converged"}.get(m.get("converged"), "-")
+        up = f"{m['uplink_bytes_total'] / 1e6:,.3f} MB up" if "uplink_bytes_total" in m else "-"
+        lines.append(f"  #{t.get('sweep_job', '?')} {swept}: {r.info.status}, {it}, {conv}, {up}")
+    return "\n".join(lines)
 
 
 def _job_number(run) -> tuple:

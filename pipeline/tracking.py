@@ -73,6 +73,13 @@ def check_reachable(uri: str, timeout: float = 5.0, *, key: str = "tracking.uri"
         if header != b"SQLite format 3\x00":
             raise ConfigError(key, f"{prefix} must name a sqlite database (an MLflow store); got {uri!r}: the file is "
                                    f"not a sqlite database.")
+    from isparse.paths import writable_dir_problem
+
+    problem = None if must_exist else writable_dir_problem(path.parent)
+    if problem is None and not must_exist and path.is_file() and not os.access(path, os.W_OK):
+        problem = f"{path} cannot be written"
+    if problem is not None:   # a run writes the store: a read-only one fails at its first write otherwise
+        raise ConfigError(key, f"{prefix} names a sqlite file this run cannot write: {uri!r}: {problem}.")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -139,18 +146,20 @@ def experiment_id(client, name: str, uri: str | None = None) -> str:
     return exp.experiment_id
 
 
-def ui_link(uri: str, experiment: str, run_id: str | None = None) -> str:
+def ui_link(uri: str, experiment: str, run_id: str | None = None, hint: bool = True) -> str:
     """The address of an experiment's runs view (or of one run) in the MLflow UI, and how to start the UI.
 
     MLflow 3.17's UI opens an experiment on the view its GenAI / Model training switch selects (kept in the
     browser; GenAI, the traces overview, until it is clicked), not on its ``mlflow.experimentKind`` tag: the link
     carries ``workflowType=machine_learning``, which selects the runs view. For an http(s) tracking URI the UI is
-    the server's; otherwise ``mlflow ui`` on 127.0.0.1:5000 for the store.
+    the server's; otherwise ``mlflow ui`` on 127.0.0.1:5000 for the store (``hint``: how to start it, after the
+    link; a sweep's jobs leave it out, their sweep's line has it).
     """
     remote = uri.startswith(("http://", "https://"))
     base = uri.rstrip("/") if remote else "http://127.0.0.1:5000"
     link = f"{base}/#/experiments/{experiment}/runs{'/' + run_id if run_id else ''}?workflowType=machine_learning"
-    return link if remote else f"{link} (after: mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000)"
+    return link if remote or not hint else \
+        f"{link} (after: mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000)"
 
 
 def flatten(cfg, prefix: str = "") -> dict:
@@ -307,21 +316,31 @@ class RunLogger:
     def log_text(self, text: str, name: str) -> None:
         self._do(lambda: self.client.log_text(self.run_id, text, name))
 
+    def log_dataset(self, name: str, digest: str, source: str, profile: dict) -> None:
+        """The run's data set as MLflow's dataset input (:meth:`pipeline._store.Store.log_dataset`)."""
+        self._do(lambda: self.client.log_dataset(self.run_id, name, digest, source, profile))
+
     def log_dict(self, obj, name: str) -> None:
         self.log_text(json.dumps(obj, indent=2, default=str), name)
 
-    def end(self, status: str = "FINISHED") -> None:
+    def end(self, status: str = "FINISHED") -> bool:
         """Flush everything, then mark the run (retrying up to ``end_grace`` seconds through an outage).
 
         If the server stays away, the unsent metric points are written to ``spill_path`` and the
         command that imports them is logged.
+
+        Returns
+        -------
+        bool
+            True: the store holds the run as ``status``; False: the server stayed away (the store still holds it
+            RUNNING until the spilled file is imported, which sets ``status``).
         """
         deadline = time.monotonic() + (self.end_grace if self.remote else 0.0)
         while True:
             if self.flush(force=True):
                 try:
                     self.client.set_terminated(self.run_id, status=status)
-                    return
+                    return True
                 except Exception as exc:  # noqa: BLE001
                     self._outage(exc)
             if time.monotonic() >= deadline:
@@ -335,6 +354,7 @@ class RunLogger:
                   "Import them later with: python -m pipeline.tracking import %s --uri %s "
                   "(it also sets the run's status, %s; artifacts stay in the Hydra run dir)", self.uri, len(self._ops), self.spill_path,
                   self.spill_path, self.uri, status)
+        return False
 
 
 def main(argv=None) -> None:

@@ -319,7 +319,8 @@ def test_ctrl_c_during_a_dask_run(tmp_path):
     ck = int(re.search(r"continue it from iteration (\d+)", killed).group(1))
     after = client.get_run(run_id)
     assert after.info.status == "KILLED" and "KeyboardInterrupt" in after.data.tags["error"]
-    assert ck == after.data.metrics["checkpoint_iteration"] and ck % 100 == 0 and ck >= 100
+    stopped = int(re.search(r"stopped at iteration (\d+)", killed).group(1))
+    assert ck == after.data.metrics["checkpoint_iteration"] == stopped and ck >= 100   # a checkpoint at the interrupt
     assert len(client.get_metric_history(run_id, "dist_sq")) >= 3       # what was logged is kept
     assert "checkpoint.pkl" in {a.path for a in client.list_artifacts(run_id)}
     time.sleep(1.0)
@@ -375,3 +376,32 @@ def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
     last = lines(out)[-1]
     assert last == "isparse-run: interrupted (SIGINT) before its MLflow run was made: nothing was logged" or \
         "KILLED (SIGINT, stopped at iteration 0)" in last, out
+
+
+def test_a_run_says_what_produced_it_and_on_what(tmp_path):
+    """Issue 34: runs carried no code version and no data set (the UI's Source "-", Dataset "-"). Now MLflow's
+    conventions: the mlflow.source.* tags (the command, the checkout's git commit), the packages' versions, and the
+    data set as a dataset input with its digest (here the SHA-256 of the data file, computed by the test)."""
+    import hashlib
+    from importlib import metadata
+
+    data_dir = Path(os.environ.get("ISPARSE_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+    if not (data_dir / "a1a").is_file():
+        pytest.skip("needs ../shared/datasets/a1a")
+    proc = cli(tmp_path, *TINY, "data=a1a", f"data.dir={data_dir}", "max_iter=3", "workers.n=2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client, runs = store(tmp_path)
+    (run,) = runs
+    tags = run.data.tags
+    assert tags["mlflow.source.name"] == "isparse-run" and tags["mlflow.source.type"] == "LOCAL"
+    root = Path(__file__).resolve().parents[1]
+    if (root / ".git").exists():
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        assert tags["mlflow.source.git.commit"] == head.strip() and tags["isparse.git_dirty"] in ("true", "false")
+    assert f"numpy {metadata.version('numpy')}" in tags["isparse.versions"]
+    assert f"mlflow {metadata.version('mlflow')}" in tags["isparse.versions"]
+    (inp,) = client.get_run(run.info.run_id).inputs.dataset_inputs
+    sha = hashlib.sha256((data_dir / "a1a").read_bytes()).hexdigest()
+    assert inp.dataset.name == "a1a" and inp.dataset.digest == sha[:36]
+    assert str((data_dir / "a1a").resolve()) in inp.dataset.source or str(data_dir / "a1a") in inp.dataset.source
+    assert [t.value for t in inp.tags if t.key == "mlflow.data.context"] == ["training"]

@@ -4,6 +4,7 @@ traceback comes first only with HYDRA_FULL_ERROR=1. In a sweep: one line per fai
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,6 +162,15 @@ def test_a_sweep_prints_each_failed_job_once_and_a_summary(tmp_path):
     assert lines[1].startswith("isparse-run: error: job #2 (") and "got -2." in lines[1]
     assert lines[2].startswith("isparse-run: sweep: 2 of 3 jobs FAILED (#0, #2): parent MLflow run ")
     assert "Traceback" not in proc.stdout + proc.stderr and "Error executing job" not in proc.stderr
+    # issue 34: each failed job's main.log holds its error line (it was empty); the end lists every job
+    (sweep_dir,) = (tmp_path / "multirun").glob("*/*")
+    assert lines[0] in (sweep_dir / "0" / "main.log").read_text()
+    assert lines[1] in (sweep_dir / "2" / "main.log").read_text()
+    out = proc.stdout
+    assert "sweep: 3 jobs (iterations, tol reached, uplink bytes):" in out, out[-3000:]
+    assert re.search(r"#0 [^\n]*tol=-1 [^\n]*: FAILED, -, -, -", out) and re.search(r"#2 [^\n]*tol=-2 [^\n]*: FAILED, -, -, -", out)
+    assert re.search(r"#1 [^\n]*tol=1e-4 [^\n]*: FINISHED, \d+ it, (not )?converged, [\d.]+ MB up", out), out[-3000:]
+    assert out.count("mlflow ui --backend-store-uri") == 1      # the sweep's line, not one per job
 
 
 @pytest.mark.needs_data
@@ -197,3 +207,60 @@ def test_a_truncated_cache_file_is_made_again_and_the_run_goes_on(tmp_path):
     exp = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_experiment_by_name("isparse")
     runs = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").search_runs([exp.experiment_id])
     assert [r.info.status for r in runs] == ["FINISHED", "FINISHED"]
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A directory on a read-only tmpfs (root mounts it; unmounted after the test)."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield ro
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+
+
+def test_outputs_or_store_that_cannot_be_written_is_one_line_naming_its_key(tmp_path, read_only_dir):
+    """Issue 34: ``paths.outputs`` under a regular file ("Not a directory: ...") or on a read-only file system, and a
+    sqlite store there ("Read-only file system"), are one line naming the key and why, exit 2, and nothing made."""
+    (tmp_path / "afile").write_text("x")
+    cases = [
+        ([f"paths.outputs={tmp_path}/afile/out"], "The 'paths.outputs' parameter must be a directory this run can "
+                                                  "make and write", f"{tmp_path}/afile is a regular file"),
+        ([f"paths.outputs={read_only_dir}/out"], "The 'paths.outputs' parameter", f"{read_only_dir} is on a read-only "
+                                                                                   "file system"),
+        ([f"paths.outputs={tmp_path}/out", f"tracking.uri=sqlite:///{read_only_dir}/mlflow.db"],
+         "The 'tracking.uri' parameter names a sqlite file this run cannot write",
+         f"{read_only_dir} is on a read-only file system"),
+    ]
+    for args, key_text, why in cases:
+        proc = subprocess.run([*PROGRAMS["isparse-run"], *TINY, *args], capture_output=True, text=True, timeout=300,
+                              cwd=tmp_path)
+        one_line(proc, "isparse-run", key_text)
+        assert why in proc.stderr, proc.stderr
+    assert not (tmp_path / "out" / "mlflow.db").exists() and not list(read_only_dir.iterdir())
+
+
+@pytest.mark.parametrize("experiment, swept", [("isega_vs_gd", "+arm, data, workers.n"),
+                                               ("tau_sweep_quick", "algorithm, data, workers.n, tau, seed")])
+def test_a_sweep_experiment_without_m_is_refused(tmp_path, experiment, swept):
+    """Issue 34: ``isparse-run +experiment=isega_vs_gd`` without ``-m`` ran one ISEGA job on breast_cancer into the
+    experiment's MLflow experiment and exited 0. Now: one line naming the swept keys and the command with -m, exit 2,
+    no MLflow store made."""
+    proc = run("isparse-run", f"+experiment={experiment}", tmp_path=tmp_path)
+    one_line(proc, "isparse-run", f"+experiment={experiment} is a sweep (hydra.sweeper.params: {swept}): without -m "
+                                  f"one job of the base config would run instead; run it with -m: isparse-run -m "
+                                  f"+experiment={experiment}")
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_missing_named_set_shows_the_data_dir_as_given(tmp_path):
+    """Issue 34: the error named the resolved target of a link; now the path as given (the link)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    proc = run("isparse-run", *TINY, "data=a1a", f"data.dir={tmp_path}/link", tmp_path=tmp_path)
+    one_line(proc, "isparse-run", f"The data set 'a1a' was not found: no file '{tmp_path}/link/a1a' (set 'data.dir'")
+    assert f"{tmp_path}/real" not in proc.stderr

@@ -118,7 +118,8 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["algorithm=iasgd"], "algorithm.rho", "'algorithm.rho' parameter must be set"),
     (["checkpoint.every=-1"], "checkpoint.every", r"'checkpoint.every' parameter must be in \[0, inf\); got -1"),
     (["data=a1a", "data.empty_rows=maybe"], "data.empty_rows", "'data.empty_rows' parameter must be one of keep, drop, error"),
-    (["resume=0123456789abcdef"], "resume", "'resume' parameter must be the id of a run"),
+    (["resume=0123456789abcdef"], "resume", "'resume' parameter must be the id of a run .*; got '0123456789abcdef': "
+                                            "Run with id=0123456789abcdef not found"),   # MLflow's words, not its class
     (["engine=dask", "cluster=address"], "cluster.address", r"'cluster.address' parameter must be set \(tcp://HOST:PORT or "
                                                             r"tls://HOST:PORT of a running scheduler, for cluster=address\)"),
     (["engine=spark"], "engine", "'engine' parameter must be one of dask, inprocess; got 'spark'"),

@@ -209,3 +209,42 @@ def test_a_checkpoint_without_a_data_record_still_resumes(tmp_path):
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED" and run.data.tags["resumed_from_iteration"] == "140"
     assert max(m.step for m in client.get_metric_history(run_id, "dist_sq")) == 200
+
+
+def test_an_interrupt_before_the_first_checkpoint_writes_one_and_the_run_resumes(tmp_path):
+    """Issue 34: Ctrl-C before the first ``checkpoint.every`` left a run that "cannot be resumed: no checkpoint yet".
+    Now the interrupt writes a checkpoint of the iteration it stopped at: the end line gives the resume command, and
+    the resumed run ends on the uninterrupted run's iterate, to the bit."""
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    experiment_id(client, "isparse", f"sqlite:///{tmp_path}/mlflow.db")
+    common = ["engine=inprocess", "data=a9a", "workers.n=2", "max_iter=5000", "tol=1e-300", "checkpoint.every=100000",
+              "tracking.log_every=20"]
+    _cli(tmp_path, "full", *common)
+    full_run = _runs(client)[0]
+    x_full = np.load(client.download_artifacts(full_run.info.run_id, "x_final.npy", str(tmp_path)))
+    out = open(tmp_path / "stopped.out", "w+")
+    proc = subprocess.Popen([CLI, f"paths.outputs={tmp_path}", f"hydra.run.dir={tmp_path}/stopped", "progress=false",
+                             *common], stdout=out, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 180
+    while time.time() < deadline:   # stop it once it has logged past iteration 100
+        runs = _runs(client)
+        if len(runs) == 2 and max((m.step for m in client.get_metric_history(runs[1].info.run_id, "dist_sq")),
+                                  default=0) >= 100:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=90) == 130
+    out.seek(0)
+    text = out.read()
+    stopped = client.get_run(_runs(client)[1].info.run_id)
+    assert stopped.info.status == "KILLED"
+    k = int(stopped.data.metrics["checkpoint_iteration"])
+    assert 100 <= k < 5000
+    assert f"continue it from iteration {k} with: isparse-run resume={stopped.info.run_id}" in text, text[-3000:]
+    assert "no checkpoint yet" not in text
+    proc = _cli(tmp_path, "resumed", f"resume={stopped.info.run_id}")
+    resumed = client.get_run(stopped.info.run_id)
+    assert resumed.info.status == "FINISHED" and resumed.data.tags["resumed_from_iteration"] == str(k)
+    (tmp_path / "dl").mkdir()
+    x_resumed = np.load(client.download_artifacts(resumed.info.run_id, "x_final.npy", str(tmp_path / "dl")))
+    assert np.array_equal(x_resumed, x_full)

@@ -95,7 +95,7 @@ def test_points_unsent_at_the_end_are_written_and_import_back(tmp_path):
         _stop(server)
         for t in range(5, 12):
             logger.log_metrics({"dist_sq": 1.0 / (t + 1)}, step=t)
-        logger.end("FINISHED")                        # the server is still away: the points go to disk
+        assert logger.end("FINISHED") is False        # the server is still away: the points go to disk
         spill = tmp_path / "unsent_metrics.jsonl"
         assert spill.is_file() and len(spill.read_text().splitlines()) == 7 + 1   # 7 points and the status
         server = _server(tmp_path, port)
@@ -103,6 +103,23 @@ def test_points_unsent_at_the_end_are_written_and_import_back(tmp_path):
         history = MlflowClient(uri).get_metric_history(logger.run_id, "dist_sq")
         assert sorted(m.step for m in history) == list(range(12))
         assert MlflowClient(uri).get_run(logger.run_id).info.status == "FINISHED"
+        # the run's last line (pipeline.lifecycle.end_line) says the server holds it RUNNING, not "FINISHED in"
+        import logging
+
+        from pipeline.lifecycle import end_line
+        records = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        logging.getLogger("isparse").addHandler(handler)
+        try:
+            with end_line(None, {"run_id": logger.run_id, "uri": uri, "status": "FINISHED", "stored": False}, [],
+                          False):
+                pass
+        finally:
+            logging.getLogger("isparse").removeHandler(handler)
+        (line,) = [r.getMessage() for r in records]
+        assert f"MLflow run {logger.run_id} FINISHED here, but {uri} still holds it RUNNING" in line
+        assert "FINISHED in" not in line
     finally:
         if server.poll() is None:
             _stop(server)

@@ -277,8 +277,9 @@ class NamedLibsvm(_LibsvmSource):
             (``data.dir``) no directory is set, it does not exist, or it does not hold the set's file.
         """
         file = self.directory() / NAMED_FILES[self.name]
-        if not file.is_file():
-            raise ConfigError("data.dir", f"The data set {self.name!r} was not found: no file {str(file)!r} (set "
+        if not file.is_file():   # the path as given (a link shown as named, not resolved)
+            shown = Path(str(self.dir or os.environ.get(DATA_DIR_ENV))).expanduser() / NAMED_FILES[self.name]
+            raise ConfigError("data.dir", f"The data set {self.name!r} was not found: no file {str(shown)!r} (set "
                                           f"'data.dir' or ${DATA_DIR_ENV} to the directory holding "
                                           f"{NAMED_FILES[self.name]!r}).")
         return file

@@ -95,6 +95,29 @@ class RunResult:
     uplink_per_worker: np.ndarray | None = None
     iterates: list | None = None
 
+    def frame(self):
+        """The records as a pandas DataFrame: one row per logged iteration, indexed by ``step``, one float64 column
+        per key of :attr:`records` (a key a record lacks is NaN there; NumPy scalars become plain floats).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Shape (len(records), number of keys - 1); index ``step`` (int64).
+
+        Raises
+        ------
+        ImportError
+            pandas is not installed (it comes with MLflow, a dependency of the pipeline).
+        """
+        import pandas as pd
+
+        df = pd.DataFrame.from_records([{k: math.nan if v is None else float(v) for k, v in r.items()}
+                                        for r in self.records])
+        if df.empty:
+            return df
+        df["step"] = df["step"].astype(np.int64)
+        return df.set_index("step")
+
 
 @dataclass
 class Checkpoint:
@@ -160,7 +183,8 @@ class RunOptions:
     should_stop : callable() -> bool, optional
         Checked every iteration; True raises KeyboardInterrupt.
     checkpoint_every : int
-        A :class:`Checkpoint` to ``on_checkpoint`` every this many iterations (0: never).
+        A :class:`Checkpoint` to ``on_checkpoint`` every this many iterations, and one where ``should_stop`` stops
+        the run (0: never).
     on_checkpoint : callable(Checkpoint), optional
     resume : Checkpoint, optional
         Continue from it; the iterates are those of the uninterrupted run.
@@ -474,7 +498,8 @@ class MasterLoop:
         DivergenceError
             The iterate diverged.
         KeyboardInterrupt
-            ``should_stop`` returned True.
+            ``should_stop`` returned True; with checkpoints on (``checkpoint_every`` > 0), one of the iteration it
+            stopped at was handed to ``on_checkpoint`` first, so every interrupted run can be resumed.
         ConfigError
             (``resume``) A checkpoint for an asynchronous method.
         """
@@ -495,15 +520,20 @@ class MasterLoop:
             self.track_gradient()
             self.record(dist_sq, None)
         hook = opt.on_iteration
+        checkpoints = bool(opt.checkpoint_every) and opt.on_checkpoint is not None
+        saved = opt.resume.t if opt.resume is not None else None   # the iteration of the last checkpoint
         try:
             if hook is not None and hook(self) is False:
                 return self.result
             while self.t < opt.max_iter and dist_sq > self.target:
                 if opt.should_stop is not None and opt.should_stop():
+                    if checkpoints and saved != self.t:   # every interrupted run can be resumed, where it stopped
+                        self.checkpoint()
                     raise KeyboardInterrupt(f"stopped at iteration {self.t}")
                 dist_sq = self.iteration()
-                if opt.checkpoint_every and opt.on_checkpoint is not None and self.t % opt.checkpoint_every == 0:
+                if checkpoints and self.t % opt.checkpoint_every == 0:
                     self.checkpoint()
+                    saved = self.t
                 if bar is not None:
                     bar.update(1)
                 if hook is not None and hook(self) is False:
