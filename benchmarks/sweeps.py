@@ -52,13 +52,13 @@ def _sweep(out: Path, max_iter: int, extra, tag: str) -> float:
 
 
 def _job_seconds(out: Path, tag: str) -> tuple[int, float]:
-    """(jobs, sum of the jobs' iteration wall time ``wall_s_total``) of the sweep ``tag``."""
+    """(jobs, sum of the jobs' iteration wall time ``summary/wall_s_total``) of the sweep ``tag``."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name(f"bench-sweeps-{tag}")
     runs = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("isparse.sweep") != "true"]
-    return len(runs), sum(r.data.metrics.get("wall_s_total", 0.0) for r in runs)
+    return len(runs), sum(r.data.metrics.get("summary/wall_s_total", 0.0) for r in runs)
 
 
 def measure(quick: bool = False) -> dict:

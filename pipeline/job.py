@@ -24,11 +24,11 @@ from isparse.engines.to_eps import criterion_text, to_eps
 
 from .errors import user_message
 from .lifecycle import (MetricsLog, check_resumed_data, checkpoint_saver, end_line, load_resume, logged_until,
-                        run_name, start_run, stop_on_signals, warn_if_predicted_beyond)
+                        lost_cluster, run_name, start_run, stop_on_signals, warn_if_predicted_beyond)
 from .schema import JobConfig, load_job
 from .jobenv import FAILURE_TAG, PARENT_ENV, job_env
 from ._typed import job_overrides
-from .tracking import check_reachable, client_for, flatten
+from .tracking import BOUND, SUMMARY, check_reachable, client_for, flatten
 
 log = logging.getLogger("isparse")
 
@@ -83,7 +83,8 @@ def run_job(cfg, made: dict | None = None) -> dict:
             summary = _run_and_log(job, setup, pool, logger, name, stop, checkpoint, data_file)
             status = "FINISHED"
             return summary
-        except BaseException as exc:
+        except BaseException as caught:
+            exc = lost_cluster(job, pool, caught, logger, overrides) or caught   # the cluster's end, said as such
             end["reason"] = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, KeyboardInterrupt):
                 with contextlib.suppress(Exception):   # for the task's exit status and its message
@@ -100,6 +101,8 @@ def run_job(cfg, made: dict | None = None) -> dict:
                     np.save(path, exc.x_last)
                     logger.log_artifact(path)
                     logger.set_tags({"diverged_at_iteration": exc.t, "diverged_gamma": exc.gamma})
+            if exc is not caught:
+                raise exc from caught
             raise
         finally:
             end["status"] = status
@@ -187,7 +190,7 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_fil
         logger.log_dataset(*_dataset_input(job, setup, data_file))   # the MLflow UI's Dataset column
         if job.compare.role is not None:     # also a param (compare.role); a tag for the MLflow UI's filters
             logger.set_tags({"compare.role": job.compare.role, "compare.arm": str(job.compare.arm)})
-        logger.log_metrics({"predicted_iterations": predicted}, step=0)
+        logger.log_metrics({SUMMARY + "predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
     if pool.name == "dask":
         logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none",
@@ -221,7 +224,7 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_fil
                            "uplink_serialized_measure": "len(distributed.protocol.serialize_bytes(reply)) per host reply, "
                                                         f"every {pool.measure_every} rounds"})
     summary.update(_time_to_eps(job, result, logger, checkpoint))
-    logger.log_metrics(summary, step=result.iterations)
+    logger.log_metrics({SUMMARY + k: v for k, v in summary.items()}, step=result.iterations)
     logger.log_dict({str(i): (int(b) if float(b).is_integer() else float(b)) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
     _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived, bound)
     if not result.converged:
@@ -307,19 +310,23 @@ def _log_recovery(logger, pool, event):
 def metrics(rec: dict, n: int, r0: float, quantity: str = "dist_sq") -> dict:
     """The metrics logged for one record of the master loop.
 
-    Beside the record's values: ``uplink_bytes_per_worker``, and three that read on a linear axis (each only where
-    its arguments are finite and > 0): ``log10_dist_sq_rel`` = log10(dist_sq / r0), ``log10_bound_rel`` =
-    log10(bound / r0) and ``log10_bound_slack`` = log10(bound / rec[quantity]), the bound over the quantity it
-    bounds (``quantity`` = the bound's ``bound_quantity``: dist_sq, subopt, subopt_avg or grad_norm_sq_avg),
-    >= 0 where the measured value is within the bound. ``bound`` itself is left out where it is NaN.
+    Beside the record's values: ``uplink_bytes_per_worker``, ``log10_dist_sq_rel`` = log10(dist_sq / r0) (the
+    convergence of every method on one scale), and the MLflow UI's ``bound`` section (:data:`pipeline.tracking.BOUND`),
+    the theorem's bound beside what it bounds, on one scale: ``bound/log10_bound_rel`` = log10(bound / r0),
+    ``bound/log10_measured_rel`` = log10(rec[quantity] / r0) and ``bound/log10_slack`` = log10(bound / rec[quantity]),
+    >= 0 while the measured value is within the bound (``quantity`` = the bound's ``bound_quantity``: dist_sq,
+    subopt, subopt_avg or grad_norm_sq_avg; all three divided by the same r0, so the bound and the bounded quantity
+    share a chart for each). Each log10 only where its arguments are finite and > 0; ``bound`` itself is left out
+    where it is NaN (no theorem applies), and the ``bound/`` ones with it.
     """
     out = {k: v for k, v in rec.items() if k != "step"}
     out["uplink_bytes_per_worker"] = rec["uplink_bytes"] / n
     bound, measured = rec["bound"], rec.get(quantity)
     if not math.isfinite(bound):
         out.pop("bound")
-    for key, num, den in (("log10_dist_sq_rel", rec["dist_sq"], r0), ("log10_bound_rel", bound, r0),
-                          ("log10_bound_slack", bound, measured)):
+    for key, num, den in (("log10_dist_sq_rel", rec["dist_sq"], r0), (BOUND + "log10_bound_rel", bound, r0),
+                          (BOUND + "log10_measured_rel", measured if math.isfinite(bound) else None, r0),
+                          (BOUND + "log10_slack", bound, measured)):
         if num is not None and den is not None and 0 < num < math.inf and 0 < den < math.inf:
             out[key] = math.log10(num) - math.log10(den)
     return out

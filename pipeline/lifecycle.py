@@ -29,16 +29,19 @@ from isparse.errors import ConfigError
 from isparse.theory.bound import source_tag
 
 from .jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
-from .tracking import RunLogger, client_for, ui_link
+from .tracking import CHECKPOINT, RunLogger, client_for, ui_link
 
 log = logging.getLogger("isparse")
 
 
 # -- names ---------------------------------------------------------------------------------------------------------
 def run_name(job, setup, swept: list[str] | None = None) -> str:
-    """``tracking.run_name``, or the swept keys' values first (MLflow's runs table cuts long names), then
-    ``n<n>-b<b>-tau<tau>-g<multiplier>[<rule>]-s<seed>-<algorithm>-<data>``, e.g. ``n16-b8-tau0.0625-g1-s0-isega-a9a``
-    (the sweep ``algorithm=isega,ibcd workers.n=4,16 blocks.size=1,8`` gives ``isega-n4-b1-tau0.25-...``).
+    """``tracking.run_name``, or the swept keys' values first (MLflow's runs table cuts names at ~20 characters),
+    then ``n<n>-b<b>-tau<tau>-g<multiplier>[<rule>]-s<seed>-<algorithm>-<data>``, e.g.
+    ``n16-b8-tau0.0625-g1-s0-isega-a9a``. Of the swept keys, those with a short form (workers.n, blocks.size, tau,
+    step.multiplier, step.rule, seed) come first, then the others (an arm by its bare name), each group in the
+    sweep's order: ``algorithm=isega,ibcd workers.n=4,16 blocks.size=1,8`` gives ``n4-b1-isega-tau0.25-...``,
+    ``+arm=isega,gd_whole data=a1a,w1a workers.n=10,100`` gives ``n100-gd_whole-w1a-...``.
 
     ``swept``: the keys the sweep varies (default: the sweep's, ``$ISPARSE_SWEPT_KEYS``)."""
     if job.tracking.run_name:
@@ -51,7 +54,7 @@ def run_name(job, setup, swept: list[str] | None = None) -> str:
     parts["step.rule"] = parts["step.multiplier"]
     swept = (job_env(SWEPT_ENV) or "").split(",") if swept is None else swept
     first = []
-    for key in (k for k in swept if k):
+    for key in sorted((k for k in swept if k), key=lambda k: k not in parts or k in ("algorithm", "data")):
         part = parts.get(key) or _part(job, key)
         if part and part not in first:
             first.append(part)
@@ -60,9 +63,10 @@ def run_name(job, setup, swept: list[str] | None = None) -> str:
 
 
 def _part(job, key: str) -> str | None:
-    """``<last part of key><value>`` of a swept key without a short form (``lam0.01``, ``rho16``, ``armisgd_n10``)."""
+    """``<last part of key><value>`` of a swept key without a short form (``lam0.01``, ``rho16``), an arm by its
+    name (``isgd_n10``)."""
     if key == "arm":
-        return f"arm{job.compare.arm}" if job.compare.arm else None
+        return str(job.compare.arm) if job.compare.arm else None
     node = job
     for part in key.split("."):
         node = getattr(node, part, None)
@@ -329,20 +333,101 @@ class MetricsLog:
 def checkpoint_saver(logger, outdir: Path, fresh=lambda step: True, data_files: list | None = None):
     """The loop's ``on_checkpoint``: pickle the checkpoint (it holds the states as values: the next steps do not
     write into them) to ``outdir/checkpoint.pkl`` atomically, then upload it, metrics first so nothing logged lags
-    it; its ``checkpoint_iteration`` metric only where ``fresh(step)`` (not again for a replayed step). The
-    checkpoint records ``data_files`` (what the run read: :func:`check_resumed_data` compares it on resume)."""
+    it; its ``checkpoint/iteration`` metric (:data:`pipeline.tracking.CHECKPOINT`) only where ``fresh(step)`` (not
+    again for a replayed step). The
+    checkpoint records ``data_files`` (what the run read: :func:`check_resumed_data` compares it on resume).
+
+    A write the file system refuses (no space, a quota, read-only, an I/O error) raises :func:`storage_error`'s
+    one-line ConfigError, the partial file removed."""
+    uploaded = []   # the iterations of the checkpoints uploaded
+
     def save(ck):
         ck.data_files = data_files
         tmp, path = outdir / "checkpoint.pkl.tmp", outdir / "checkpoint.pkl"
-        with open(tmp, "wb") as fh:
-            pickle.dump(ck, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as fh:
+                pickle.dump(ck, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise storage_error(exc, tmp, logger.run_id, uploaded[-1] if uploaded else None) from exc
         logger.flush()
         logger.log_artifact(path)
+        uploaded.append(ck.t)
         if fresh(ck.t):
-            logger.log_metrics({"checkpoint_iteration": ck.t}, step=ck.t)
+            logger.log_metrics({CHECKPOINT: ck.t}, step=ck.t)
 
     return save
+
+
+def _scheduler_answers(address: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the Dask scheduler at ``address`` (``tcp://host:port``, ``tls://...``) opens."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(address)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return True
+    if not host or not port:   # not a network address (inproc://): nothing to tell
+        return True
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def lost_cluster(job, pool, exc: BaseException, logger, overrides) -> ConfigError | None:
+    """The error of a Dask run whose scheduler stopped answering (killed, its machine gone: every Dask worker is lost
+    with it), as one line naming the scheduler's address, the key and how to continue the run from its last uploaded
+    checkpoint; None for any other failure (the scheduler answers, or the error is the user's or an interrupt)."""
+    from isparse.engines import DivergenceError
+    from isparse.errors import DataError
+
+    if job.engine != "dask" or isinstance(exc, (KeyboardInterrupt, ConfigError, DataError, DivergenceError)):
+        return None
+    client = getattr(pool, "client", None)
+    address = getattr(getattr(client, "scheduler", None), "address", None)
+    if not address or _scheduler_answers(address):
+        return None
+    kind = getattr(job.cluster, "kind", "local")
+    key = "cluster.address" if kind == "address" else "cluster"
+    ck = _checkpoint_iteration(logger.client, logger.run_id)
+    if ck is None:
+        then = "the run cannot be resumed: no checkpoint was uploaded before; what was logged is kept"
+    else:
+        then = (f"{'start it again (or set cluster.address to a running one), then ' if kind == 'address' else ''}"
+                f"continue the run from iteration {ck} with: {resume_command(logger.run_id, overrides)}")
+    why = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return ConfigError(key, f"The Dask scheduler {address} ({key}) stopped answering mid-run and every Dask worker "
+                            f"was lost with it ({why[:300]}{'...' if len(why) > 300 else ''}); {then}")
+
+
+#: what a file system says when it refuses a write that a user can do something about
+_STORAGE_ERRNOS = ("ENOSPC", "EDQUOT", "EROFS", "EIO", "EFBIG")
+
+
+def storage_error(exc: OSError, path: Path, run_id: str, checkpoint: int | None) -> BaseException:
+    """The error of a write of the run's own files (under ``paths.outputs``) that the file system refused, as one
+    line: the file system's reason, the file, the key, what to do and how to continue the run (from ``checkpoint``,
+    the iteration of its last uploaded checkpoint); ``exc`` itself for other errors."""
+    import errno
+
+    if errno.errorcode.get(exc.errno) not in _STORAGE_ERRNOS:
+        return exc
+    from ._typed import job_overrides
+
+    if checkpoint is None:
+        then = "the run cannot be resumed: no checkpoint was uploaded before; what was logged is kept"
+    else:
+        then = (f"then continue the run from iteration {checkpoint} with: "
+                f"{resume_command(run_id, job_overrides())} (paths.outputs set to the new place, if moved)")
+    return ConfigError("paths.outputs", f"{os.strerror(exc.errno)} writing {path}, in the run's directory under "
+                                         f"paths.outputs: free space there or set paths.outputs to another file "
+                                         f"system; {then}")
 
 
 # -- signals -------------------------------------------------------------------------------------------------------
@@ -429,11 +514,13 @@ def resume_command(run_id: str, overrides) -> str:
 
 
 def _checkpoint_iteration(client, run_id):
-    """The iteration of the run's last uploaded checkpoint (its metric ``checkpoint_iteration``), or None."""
-    with contextlib.suppress(Exception):
-        history = client.get_metric_history(run_id, "checkpoint_iteration")
-        if history:
-            return int(max(history, key=lambda m: m.step).value)
+    """The iteration of the run's last uploaded checkpoint (its metric ``checkpoint/iteration``; a run logged
+    before 2026-12-04: ``checkpoint_iteration``), or None."""
+    for key in (CHECKPOINT, "checkpoint_iteration"):
+        with contextlib.suppress(Exception):
+            history = client.get_metric_history(run_id, key)
+            if history:
+                return int(max(history, key=lambda m: m.step).value)
     return None
 
 

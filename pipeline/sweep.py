@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from .errors import exits_on_user_error
 from .jobenv import FAILURE_TAG, PARENT_ENV, SWEPT_ENV, TYPED_ENV, job_env
 from .lifecycle import sweep_tags
-from .tracking import RunLogger, check_reachable, flatten, ui_link
+from .tracking import RunLogger, check_reachable, flatten, summary_metrics, ui_link
 
 log = logging.getLogger(__name__)
 
@@ -176,11 +176,12 @@ class SweepParentRun(Callback):
 
 def jobs_summary(runs) -> str:
     """The sweep's jobs, a line each in job order: number, the swept overrides, status, iterations, whether tol
-    was reached and the uplink bytes (the child runs' metrics ``iterations``, ``converged``, ``uplink_bytes_total``).
+    was reached and the uplink bytes (the child runs' metrics ``summary/iterations``, ``summary/converged``,
+    ``summary/uplink_bytes_total``).
     """
     lines = [f"sweep: {len(runs)} jobs (iterations, tol reached, uplink bytes):"]
     for r in sorted(runs, key=_job_number):
-        m, t = r.data.metrics, r.data.tags
+        m, t = summary_metrics(r.data.metrics), r.data.tags
         swept = t.get("overrides", "")
         it = f"{m['iterations']:,.0f} it" if "iterations" in m else "-"
         conv = {1.0: "converged", 0.0: "not converged"}.get(m.get("converged"), "-")

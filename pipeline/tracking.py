@@ -97,6 +97,81 @@ ARTIFACTS_DIR = "mlartifacts"
 MAX_PARAM_VALUE, MAX_KEY = 6000, 250
 #: MLflow's limit on a tag value (``mlflow.utils.validation.MAX_TAG_VAL_LENGTH``)
 MAX_TAG_VALUE = 8000
+#: Metric name prefixes. The MLflow UI's chart view puts a metric in the section named by the part of its name
+#: before the last "/" (MLflow 3's ``extractChartSectionName``), sections sorted by name, the metrics without a
+#: prefix after them ("Model metrics"). ``bound/``: the theorem's bound and the quantity it bounds, on one scale
+#: (:func:`pipeline.job.metrics`); ``summary/``: the numbers a run logs once (its end's summary, the predicted
+#: iteration count at its start), which would otherwise be one-bar charts among the series.
+BOUND, SUMMARY = "bound/", "summary/"
+#: The iteration of each checkpoint a run uploads (at its step): a section of its own, out of the series' way
+CHECKPOINT = "checkpoint/iteration"
+
+
+#: The experiment tag prefix of MLflow's shared views (``mlflow.sharedViewState.<key>``): the UI opened with
+#: ``viewStateShareKey=<key>`` in its address applies the view state the tag holds (JSON).
+SHARED_VIEW_TAG, SHARED_VIEW_KEY = "mlflow.sharedViewState.", "isparse-bound"
+_SHARED_SECTION = "isparse-bound-vs-measured"
+
+
+def _line_chart(uuid: str, title: str, keys: list[str], x_metric: str | None = None) -> dict:
+    """One line chart of the MLflow UI's chart view (the fields of MLflow 3's ``RunsChartsLineCardConfig``):
+    ``keys`` against ``step``, or against the metric ``x_metric``."""
+    return {"uuid": uuid, "type": "LINE", "runsCountToCompare": 100, "metricSectionId": _SHARED_SECTION,
+            "deleted": False, "isGenerated": False, "displayName": title, "metricKey": keys[0],
+            "selectedMetricKeys": keys, "lineSmoothness": 0, "xAxisScaleType": "linear", "scaleType": "linear",
+            "range": {"xMin": None, "xMax": None, "yMin": None, "yMax": None},
+            "xAxisKey": "metric" if x_metric else "step", "selectedXAxisMetricKey": x_metric or "",
+            "yAxisKey": "metric", "yAxisExpressions": [], "ignoreOutliers": False, "useGlobalXaxisKey": False,
+            "useGlobalLineSmoothing": False}
+
+
+def shared_view_state() -> dict:
+    """The chart view isparse's experiment links open on (the experiment tag ``mlflow.sharedViewState.isparse-bound``).
+
+    A first section, "Bound vs measured", of three charts, each the theorem's bound (``bound/log10_bound_rel``,
+    solid) and the quantity it bounds (``bound/log10_measured_rel``, dashed), both log10 of their value over
+    r_0: against the iteration, the cumulative uplink bytes and the wall time. Then the sections MLflow makes from
+    the metric names' prefixes (``bound``, ``summary``; see :data:`BOUND`), then the series without a prefix.
+    The runs table shows, beside each run's data set and source, its tau, bound_source and summary (iterations,
+    converged, predicted iterations, uplink bytes, wall time). Every run of the experiment is shown, grouped by its
+    ``algorithm`` tag (a sweep's parent run, which has no
+    metrics, goes to the collapsed "Additional runs"); charts draw each run, not its group's aggregate.
+
+    The keys are MLflow 3's view state (``compareRunCharts``, ``compareRunSections``, ``groupBy``, ...), read by
+    the UI only: an MLflow whose UI reads another shape shows its default view instead.
+    """
+    pair = [BOUND + "log10_bound_rel", BOUND + "log10_measured_rel"]
+    charts = [_line_chart("isparse-bound-step", "bound (solid) and measured (dashed), log10 of / r0, by iteration",
+                          pair),
+              _line_chart("isparse-bound-uplink", "... by cumulative uplink bytes", pair, "uplink_bytes"),
+              _line_chart("isparse-bound-wall", "... by wall time (s)", pair, "wall_s")]
+    return {"compareRunCharts": charts,
+            "compareRunSections": [{"uuid": _SHARED_SECTION, "name": "Bound vs measured", "display": True,
+                                    "isReordered": True}],
+            "selectedColumns": [f"{kind}.`{key}`" for kind, key in (
+                ("attributes", "Dataset"), ("attributes", "Source"), ("params", "tau"), ("tags", "bound_source"),
+                ("metrics", SUMMARY + "iterations"), ("metrics", SUMMARY + "converged"),
+                ("metrics", SUMMARY + "predicted_iterations"), ("metrics", SUMMARY + "uplink_bytes_total"),
+                ("metrics", SUMMARY + "wall_s_total"))],
+            "isAccordionReordered": True, "runsHiddenMode": "SHOW_ALL", "useGroupedValuesInCharts": False,
+            "groupBy": {"aggregateFunction": "min", "groupByKeys": [{"mode": "tag", "groupByData": "algorithm"}]}}
+
+
+def summary_metrics(metrics: dict) -> dict:
+    """A run's summary numbers: the ``summary/`` metrics of ``metrics`` (``run.data.metrics``), without the prefix.
+
+    Parameters
+    ----------
+    metrics : dict
+        Metric name -> value, as MLflow returns a run's latest values.
+
+    Returns
+    -------
+    dict
+        ``{"iterations": ..., "converged": ..., "time_to_eps_s": ..., ...}`` (the keys :func:`pipeline.job.run_job`
+        logs under ``summary/``).
+    """
+    return {k[len(SUMMARY):]: v for k, v in metrics.items() if k.startswith(SUMMARY)}
 
 
 def _cut(value: str, limit: int) -> str:
@@ -125,7 +200,8 @@ def artifact_location(uri: str | None, experiment: str) -> str | None:
 
 
 def experiment_id(client, name: str, uri: str | None = None) -> str:
-    """The id of experiment ``name``, created if missing, tagged ``mlflow.experimentKind=custom_model_development``.
+    """The id of experiment ``name``, created if missing, tagged ``mlflow.experimentKind=custom_model_development``
+    and with the shared view :func:`shared_view_state` (the view :func:`ui_link`'s address opens).
 
     A new experiment gets its artifact location from :func:`artifact_location` (``uri`` is the store's tracking
     URI; default the client's); an existing one keeps its location and gets the kind tag if it lacks it (a kind a
@@ -136,13 +212,17 @@ def experiment_id(client, name: str, uri: str | None = None) -> str:
     if exp is None:
         try:
             return client.create_experiment(name, artifact_location=artifact_location(uri, name),
-                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND,
+                                                  SHARED_VIEW_TAG + SHARED_VIEW_KEY: json.dumps(shared_view_state())})
         except Exception:  # noqa: BLE001 - MLflow's error when another process created it in between
             exp = client.get_experiment_by_name(name)
             if exp is None:
                 raise
     if EXPERIMENT_KIND_TAG not in exp.tags:
         client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    view = json.dumps(shared_view_state())
+    if exp.tags.get(SHARED_VIEW_TAG + SHARED_VIEW_KEY) != view:   # an experiment made before, or by another version
+        client.set_experiment_tag(exp.experiment_id, SHARED_VIEW_TAG + SHARED_VIEW_KEY, view)
     return exp.experiment_id
 
 
@@ -153,11 +233,14 @@ def ui_link(uri: str, experiment: str, run_id: str | None = None, hint: bool = T
     browser; GenAI, the traces overview, until it is clicked), not on its ``mlflow.experimentKind`` tag: the link
     carries ``workflowType=machine_learning``, which selects the runs view. For an http(s) tracking URI the UI is
     the server's; otherwise ``mlflow ui`` on 127.0.0.1:5000 for the store (``hint``: how to start it, after the
-    link; a sweep's jobs leave it out, their sweep's line has it).
+    link; a sweep's jobs leave it out, their sweep's line has it). The experiment's link opens its chart view on
+    the shared view :func:`shared_view_state` (``viewStateShareKey``).
     """
     remote = uri.startswith(("http://", "https://"))
     base = uri.rstrip("/") if remote else "http://127.0.0.1:5000"
     link = f"{base}/#/experiments/{experiment}/runs{'/' + run_id if run_id else ''}?workflowType=machine_learning"
+    if run_id is None:   # the experiment's runs: the chart view of the bound beside what it bounds
+        link += f"&viewStateShareKey={SHARED_VIEW_KEY}&compareRunsMode=CHART"
     return link if remote or not hint else \
         f"{link} (after: mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000)"
 

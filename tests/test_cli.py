@@ -171,7 +171,7 @@ def test_tol_zero_end_line_and_no_bound_reason(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, runs = store(tmp_path)
     (run,) = runs
-    assert run.info.status == "FINISHED" and run.data.metrics["iterations"] == 300
+    assert run.info.status == "FINISHED" and run.data.metrics["summary/iterations"] == 300
     assert run.data.tags["bound_applicable"] == "false"
     reason = run.data.tags["bound_theorem"]
     out = lines(proc.stdout)
@@ -202,7 +202,7 @@ def test_warning_at_start_when_the_theorem_predicts_more_than_max_iter(tmp_path)
     proc = cli(tmp_path, *TINY, "max_iter=40", "tracking.log_every=10")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = store(tmp_path)[1]
-    predicted = run.data.metrics["predicted_iterations"]
+    predicted = run.data.metrics["summary/predicted_iterations"]
     assert 40 < predicted < math.inf
     out = lines(proc.stdout)
     warn = [i for i, line in enumerate(out) if "more than max_iter=40" in line]
@@ -297,7 +297,7 @@ def test_ctrl_c_during_a_dask_run(tmp_path):
         deadline, run = time.time() + 60, None
         while time.time() < deadline:   # until it iterates and has a checkpoint
             runs = client.search_runs([experiment])
-            if runs and runs[0].data.metrics.get("checkpoint_iteration", 0) >= 100:
+            if runs and runs[0].data.metrics.get("checkpoint/iteration", 0) >= 100:
                 run = runs[0]
                 break
             time.sleep(0.5)
@@ -320,7 +320,7 @@ def test_ctrl_c_during_a_dask_run(tmp_path):
     after = client.get_run(run_id)
     assert after.info.status == "KILLED" and "KeyboardInterrupt" in after.data.tags["error"]
     stopped = int(re.search(r"stopped at iteration (\d+)", killed).group(1))
-    assert ck == after.data.metrics["checkpoint_iteration"] == stopped and ck >= 100   # a checkpoint at the interrupt
+    assert ck == after.data.metrics["checkpoint/iteration"] == stopped and ck >= 100   # a checkpoint at the interrupt
     assert len(client.get_metric_history(run_id, "dist_sq")) >= 3       # what was logged is kept
     assert "checkpoint.pkl" in {a.path for a in client.list_artifacts(run_id)}
     time.sleep(1.0)

@@ -72,7 +72,7 @@ def _cmd(out, *overrides):
 def _finished_run(out):
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     run = client.search_runs([client.get_experiment_by_name("isparse").experiment_id])[0]
-    assert run.info.status == "FINISHED" and run.data.metrics["converged"] == 1.0
+    assert run.info.status == "FINISHED" and run.data.metrics["summary/converged"] == 1.0
     return np.load(client.download_artifacts(run.info.run_id, "x_final.npy", str(out))), run
 
 

@@ -217,8 +217,8 @@ def test_a_run_gives_the_inprocess_iterates_logs_the_links_and_removes_everythin
     runs = {r.data.tags["engine"]: r for r in
             client.search_runs([client.get_experiment_by_name("isparse").experiment_id])}
     dask, local = runs["dask"], runs["inprocess"]
-    assert dask.data.metrics["iterations"] == local.data.metrics["iterations"] == 200
-    assert dask.data.metrics["final_dist_sq"] == pytest.approx(local.data.metrics["final_dist_sq"], rel=1e-12, abs=0)
+    assert dask.data.metrics["summary/iterations"] == local.data.metrics["summary/iterations"] == 200
+    assert dask.data.metrics["summary/final_dist_sq"] == pytest.approx(local.data.metrics["summary/final_dist_sq"], rel=1e-12, abs=0)
     x = {e: np.load(client.download_artifacts(r.info.run_id, "x_final.npy", str(tmp_path / e)))
          for e, r in runs.items()}
     np.testing.assert_allclose(x["dask"], x["inprocess"], rtol=1e-12, atol=0)

@@ -63,7 +63,7 @@ def test_tls_cluster_accepts_the_certificates_and_refuses_other_clients(tmp_path
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         _, run = _finished_run(out)
-        assert run.data.metrics["iterations"] > 100 and run.data.tags["dask_scheduler"] == address
+        assert run.data.metrics["summary/iterations"] > 100 and run.data.tags["dask_scheduler"] == address
     finally:
         stop_cli_cluster(procs)
     for name in ("none", "plain", "intruder"):   # refused before any MLflow run was made

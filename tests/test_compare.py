@@ -249,7 +249,7 @@ def _check_table(client, parent, runs, expected_rows, pick=None):
         assert float(r["uplink_ratio"]) == pytest.approx(up, rel=1e-9)
         assert r["measure"] == ("iterations to ε" if reach else "final error")
         if pick is None:   # the run metrics to eps: the median of the method arm's logged time_to_eps_s, if all have one
-            mine = [run.data.metrics.get("time_to_eps_s") for run in runs
+            mine = [run.data.metrics.get("summary/time_to_eps_s") for run in runs
                     if run.data.params["compare.arm"] == r["method"] and int(run.data.params["n"]) == int(r["n"])]
             assert r["time_eps"] == "F - F* <= 1e-06 (F(x0) - F*)"
             expected_time = statistics.median(mine) if None not in mine else None

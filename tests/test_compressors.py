@@ -96,7 +96,7 @@ def test_a_codec_from_one_module_and_one_config_file_runs_on_both_engines(outsid
         runs[engine] = np.load(client.download_artifacts(run.info.run_id, "x_final.npy", str(out))), run
     (x_in, run_in), (x_dask, run_dask) = runs["inprocess"], runs["dask"]
     np.testing.assert_array_equal(x_in, x_dask)                       # the same iterates on both engines
-    assert np.abs(x_in).max() > 0 and run_in.data.metrics["iterations"] == 60
+    assert np.abs(x_in).max() > 0 and run_in.data.metrics["summary/iterations"] == 60
     p = run_in.data.params
     assert (p["messages.codec"], p["messages.module"], p["messages.gain"]) == ("scaled_sign", "scaled_sign", "0.25")
     assert p["codec"] == "scaled_sign(gain=0.25)" and p["bits_per_value"] == "1"

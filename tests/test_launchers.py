@@ -72,7 +72,7 @@ def test_failing_and_diverging_jobs_among_good_ones(tmp_path, launcher):
             expected_failed[num] = "DivergenceError"
         else:                                                    # a good job: complete
             assert r.info.status == "FINISHED", r.data.tags.get("error")
-            assert r.data.metrics["iterations"] == 50 and r.data.metrics["final_dist_sq"] > 0
+            assert r.data.metrics["summary/iterations"] == 50 and r.data.metrics["summary/final_dist_sq"] > 0
             assert len(client.get_metric_history(r.info.run_id, "dist_sq")) == 50 // 10 + 1
             assert {"x_final.npy", "convergence.png"} <= {a.path for a in client.list_artifacts(r.info.run_id)}
     assert len(expected_failed) == 4
@@ -149,10 +149,10 @@ def test_dask_launched_sweep_on_a_running_scheduler_and_mlflow_server(tmp_path, 
         assert parent.info.status == "FINISHED" and sorted(jobs) == [0, 1]
         assert {r.data.tags["engine"] for r in jobs.values()} == {"inprocess", "dask"}
         for r in jobs.values():
-            assert r.info.status == "FINISHED" and r.data.metrics["iterations"] == 50
+            assert r.info.status == "FINISHED" and r.data.metrics["summary/iterations"] == 50
             assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", r.data.tags["sweep_worker"])
             assert "convergence.png" in {a.path for a in client.list_artifacts(r.info.run_id)}
-        assert jobs[0].data.metrics["final_dist_sq"] == pytest.approx(jobs[1].data.metrics["final_dist_sq"], rel=1e-9)
+        assert jobs[0].data.metrics["summary/final_dist_sq"] == pytest.approx(jobs[1].data.metrics["summary/final_dist_sq"], rel=1e-9)
     finally:
         stop_cli_cluster(procs)
         if server.poll() is None:

@@ -15,7 +15,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from pipeline.job import metrics as _metrics
-from pipeline.tracking import RunLogger, artifact_location, experiment_id, ui_link
+from pipeline.tracking import (RunLogger, artifact_location, experiment_id, shared_view_state, summary_metrics,
+                               ui_link)
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
 KIND = "mlflow.experimentKind"
@@ -105,28 +106,50 @@ def test_log10_metrics_beside_the_raw_values(sweep):
         for t, v in dist.items():
             assert rel[t] == pytest.approx(math.log10(v / r0), abs=1e-12)
         assert rel[0] == pytest.approx(0.0, abs=1e-12)     # x^0 is where r0 is measured
-        bound_rel, slack = _history(client, run, "log10_bound_rel"), _history(client, run, "log10_bound_slack")
-        if run.data.tags["bound_applicable"] == "false":  # 4x Theorem 3's stepsize: no bound, no log10 of it
-            assert float(run.data.params["step.multiplier"]) == 4 and not bound and not bound_rel and not slack
+        # the UI's "bound" section: the bound and what it bounds, both over r0, and their gap
+        bound_rel, measured_rel, slack = (_history(client, run, f"bound/{k}")
+                                          for k in ("log10_bound_rel", "log10_measured_rel", "log10_slack"))
+        if run.data.tags["bound_applicable"] == "false":  # 4x Theorem 3's stepsize: no bound, no section
+            assert float(run.data.params["step.multiplier"]) == 4 and not (bound or bound_rel or measured_rel or slack)
             assert run.data.tags["bound_source"] == "none" and "bound_derivation" not in run.data.tags
             continue
-        assert sorted(bound_rel) == sorted(slack) == sorted(bound) == sorted(dist)
+        assert sorted(bound_rel) == sorted(slack) == sorted(measured_rel) == sorted(bound) == sorted(dist)
         for t in dist:
             assert bound_rel[t] == pytest.approx(math.log10(bound[t] / r0), abs=1e-12)
+            assert measured_rel[t] == pytest.approx(math.log10(measured[t] / r0), abs=1e-12)
             assert slack[t] == pytest.approx(math.log10(bound[t] / measured[t]), abs=1e-12)
+            assert slack[t] == pytest.approx(bound_rel[t] - measured_rel[t], abs=1e-9)   # one scale
             assert slack[t] >= 0, (run.info.run_name, t)   # Theorem 3 holds along the run
         assert slack[200] > slack[0]   # the iterates contract faster than the bound (1 - gamma mu)^t
     assert not _history(client, parent, "log10_dist_sq_rel")
+
+
+def test_single_numbers_go_to_the_summary_section(sweep):
+    """What a run logs once is under ``summary/`` (one section of the UI's chart view, apart from the series) or
+    ``checkpoint/``: no metric without a prefix has a single point, and the summary holds what the sweep's end line
+    reads."""
+    _, _, client, _, children, _ = sweep
+    for run in children:
+        keys = set(run.data.metrics)
+        single = {k for k in keys if len(client.get_metric_history(run.info.run_id, k)) == 1}
+        assert single and all(k.startswith(("summary/", "checkpoint/")) for k in single), single
+        summary = summary_metrics(run.data.metrics)
+        assert summary["iterations"] == 200 and {"converged", "uplink_bytes_total"} <= set(summary)
+        assert ("predicted_iterations" in summary) == (run.data.tags["bound_applicable"] == "true")   # NaN: not kept
+        applicable = run.data.tags["bound_applicable"] == "true"   # no bound (4x Theorem 3's step): no bound/ section
+        assert {k.split("/")[0] for k in keys if "/" in k} == \
+            {"summary"} | ({"bound"} if applicable else set()) | ({"checkpoint"} & {k[:10] for k in keys})
 
 
 def test_log10_metrics_are_skipped_where_undefined():
     rec = {"step": 5, "dist_sq": 0.0, "subopt": 1e-3, "bound": math.nan, "uplink_bytes": 80}
     out = _metrics(rec, n=2, r0=4.0)
     assert out["uplink_bytes_per_worker"] == 40 and "bound" not in out
-    assert not {"log10_dist_sq_rel", "log10_bound_rel", "log10_bound_slack"} & set(out)
+    assert not {"log10_dist_sq_rel", "bound/log10_bound_rel", "bound/log10_measured_rel", "bound/log10_slack"} & set(out)
     out = _metrics({**rec, "dist_sq": 0.04, "bound": 0.4}, n=2, r0=4.0, quantity="subopt")
-    assert out["log10_dist_sq_rel"] == pytest.approx(-2) and out["log10_bound_rel"] == pytest.approx(-1)
-    assert out["log10_bound_slack"] == pytest.approx(math.log10(0.4 / 1e-3))   # against subopt, the bounded one
+    assert out["log10_dist_sq_rel"] == pytest.approx(-2) and out["bound/log10_bound_rel"] == pytest.approx(-1)
+    assert out["bound/log10_measured_rel"] == pytest.approx(math.log10(1e-3 / 4))   # subopt, the bounded one
+    assert out["bound/log10_slack"] == pytest.approx(math.log10(0.4 / 1e-3))
 
 
 def test_existing_experiment_gets_the_kind_tag_unless_it_has_one(sweep, tmp_path):
@@ -172,8 +195,26 @@ def test_ui_link_selects_the_runs_view():
     assert ui_link("http://127.0.0.1:5001/", "3", "abc") == \
         "http://127.0.0.1:5001/#/experiments/3/runs/abc?workflowType=machine_learning"
     assert ui_link("sqlite:////o/mlflow.db", "1") == (
-        "http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning "
-        "(after: mlflow ui --backend-store-uri sqlite:////o/mlflow.db --host 127.0.0.1 --port 5000)")
+        "http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning&viewStateShareKey=isparse-bound"
+        "&compareRunsMode=CHART (after: mlflow ui --backend-store-uri sqlite:////o/mlflow.db --host 127.0.0.1 "
+        "--port 5000)")
+
+
+def test_the_experiment_link_opens_a_view_of_each_bound_beside_what_it_bounds(sweep):
+    """The experiment carries the shared view its link names; its charts draw metrics the runs have: the bound and
+    the measured quantity, against the iteration, the uplink bytes and the wall time."""
+    _, _, client, _, children, _ = sweep
+    exp = client.get_experiment_by_name("isparse")
+    view = json.loads(exp.tags["mlflow.sharedViewState.isparse-bound"])
+    assert view == json.loads(json.dumps(shared_view_state()))
+    logged = set().union(*(r.data.metrics for r in children))
+    charts = view["compareRunCharts"]
+    assert [c["selectedXAxisMetricKey"] or c["xAxisKey"] for c in charts] == ["step", "uplink_bytes", "wall_s"]
+    for chart in charts:
+        assert chart["selectedMetricKeys"] == ["bound/log10_bound_rel", "bound/log10_measured_rel"]
+        assert set(chart["selectedMetricKeys"]) | {chart["selectedXAxisMetricKey"] or "bound/log10_slack"} <= logged
+        assert chart["metricSectionId"] == view["compareRunSections"][0]["uuid"]
+    assert "viewStateShareKey=isparse-bound" in ui_link("sqlite:///x.db", exp.experiment_id)
 
 
 def test_a_tag_over_8000_characters_shows_its_cut(sweep, tmp_path):
@@ -185,3 +226,30 @@ def test_a_tag_over_8000_characters_shows_its_cut(sweep, tmp_path):
     assert tags["fits"] == "f" * 8000                               # up to MLflow's limit, whole
     assert len(tags["error"]) == 8000 and tags["error"].endswith(" ... [cut: 9000 characters]")
     assert tags["error"].startswith("e" * 7000)
+
+
+def test_names_of_a_comparison_sweep_differ_in_their_first_16_characters():
+    """The runs table cuts a run's name at ~20 characters, its ellipsis included: the jobs of
+    ``+experiment=isega_vs_gd`` (its sweeper's params, as swept_keys reads them) must differ within the first 16
+    (with the arm and its ``arm`` prefix first, gd_whole's runs read ``armgd_whole-w1a-`` for n = 10 and 100 alike)."""
+    import itertools
+    from types import SimpleNamespace as NS
+
+    import yaml
+
+    from conftest import CONF_DIR
+    from pipeline.lifecycle import run_name
+    from pipeline.sweep import swept_keys
+
+    params = yaml.safe_load((CONF_DIR / "experiment" / "isega_vs_gd.yaml").read_text())["hydra"]["sweeper"]["params"]
+    swept = swept_keys([], params)
+    assert swept == ["arm", "data", "workers.n"]
+    values = [str(params[k]).split(",") for k in ("+arm", "data", "workers.n")]
+    names = []
+    for arm, data, n in itertools.product(*values):
+        job = NS(tracking=NS(run_name=None), step=NS(rule="paper", multiplier=1.0), blocks=NS(size=1), seed=0,
+                 data=NS(name=data), compare=NS(arm=arm))
+        method = NS(n=int(n), tau=1 / int(n), name="gd" if arm.startswith("gd") else arm)
+        names.append(run_name(job, NS(method=method), swept=swept))
+    assert len(names) == 24 and len({name[:16] for name in names}) == 24, sorted(names)
+    assert "n100-gd_whole-w1a-b1-tau0.01-g1paper-s0-gd" in names

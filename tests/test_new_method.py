@@ -75,7 +75,7 @@ def test_a_method_from_one_module_and_one_config_file_runs_on_both_engines(new_m
         runs[engine] = _x_final(out)
     (x_in, run_in), (x_dask, _) = runs["inprocess"], runs["dask"]
     np.testing.assert_array_equal(x_in, x_dask)                      # the same iterates on both engines
-    assert run_in.data.metrics["iterations"] == 60 and np.abs(x_in).max() > 0
+    assert run_in.data.metrics["summary/iterations"] == 60 and np.abs(x_in).max() > 0
     # its option reached the method: gamma is 0.25 x Theorem 1's 1/(2L(tau + 2(1 - tau)/n)), from the logged L, tau, n
     p = run_in.data.params
     L, tau, n = float(p["L"]), float(p["tau"]), int(p["n"])

@@ -40,17 +40,18 @@ def test_default_run_on_local_dask_cluster(tmp_path):
     run = runs[0]
     assert run.info.status == "FINISHED"
     m, p = run.data.metrics, run.data.params
-    for key in ("dist_sq", "subopt", "bound", "uplink_bytes", "downlink_bytes", "wall_s", "predicted_iterations"):
+    for key in ("dist_sq", "subopt", "bound", "uplink_bytes", "downlink_bytes", "wall_s", "summary/predicted_iterations",
+                "bound/log10_bound_rel", "bound/log10_measured_rel", "bound/log10_slack", "summary/iterations"):
         assert key in m, key
     for key in ("n", "m", "d", "N", "tau", "tau_m", "L", "mu", "gamma", "r0", "f_star", "workers.n", "engine"):
         assert key in p, key
     assert p["engine"] == "dask" and p["data.name"] == "breast_cancer" and p["algorithm.name"] == "isega"
     assert p["data.labels"] == "0 -> -1, 1 -> +1 (0 malignant, 1 benign)"   # how the labels were mapped to +-1
-    assert m["converged"] == 1.0
+    assert m["summary/converged"] == 1.0
     assert m["dist_sq"] <= m["bound"]
     assert m["dist_sq"] <= float(p["tol"]) * float(p["r0"])
     # uplink: every iteration each of the n workers sends tau*m values (8 B), no ids (the master derives them)
-    n, tau_m, iters = int(p["n"]), int(p["tau_m"]), int(m["iterations"])
+    n, tau_m, iters = int(p["n"]), int(p["tau_m"]), int(m["summary/iterations"])
     assert m["uplink_bytes"] == iters * n * tau_m * 8
     assert p["uplink_convention"].startswith("values x 8 B (block ids recomputed")
     history = client.get_metric_history(run.info.run_id, "dist_sq")
@@ -228,7 +229,7 @@ def test_stopped_tag_says_the_prediction_or_why_there_is_none(tmp_path):
     _, runs = store(tmp_path)
     tags = {r.data.params["messages.codec"]: r.data.tags["stopped"] for r in runs}
     predicted = float(next(r for r in runs if r.data.params["messages.codec"] == "float64").data.metrics[
-        "predicted_iterations"])
+        "summary/predicted_iterations"])
     assert tags["float64"] == f"max_iter=5 reached before tol=1e-08 (predicted iterations: {predicted:g})"
     assert tags["bfloat16"] == ("max_iter=5 reached before tol=1e-08 (no iteration count is predicted: "
                                 "messages.codec=bfloat16 is biased (contractive, no omega): no bound is derived with it)")

@@ -64,7 +64,7 @@ def logged_predictions(tmp_path) -> dict:
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     runs = client.search_runs([client.get_experiment_by_name("isparse").experiment_id],
                               "attributes.status = 'FINISHED'")
-    return {round(float(r.data.params["tau"]) * 123): r.data.metrics["predicted_iterations"] for r in runs
+    return {round(float(r.data.params["tau"]) * 123): r.data.metrics["summary/predicted_iterations"] for r in runs
             if "tau" in r.data.params}
 
 

@@ -119,8 +119,8 @@ def _time_to_eps(client, run):
     k = min(s for s in sub if sub[s] <= 1e-6 * sub[0])
     rounds = hist["wall_s"][k] - hist["time_monitor_s"][k] - (hist["wall_s"][0] - hist["time_monitor_s"][0])
     got = (rounds, k, hist["downlink_bytes"][k])
-    assert (run.data.metrics["time_to_eps_s"], run.data.metrics["rounds_to_eps"],
-            run.data.metrics["downlink_bytes_to_eps"]) == pytest.approx(got, rel=1e-9)
+    assert (run.data.metrics["summary/time_to_eps_s"], run.data.metrics["summary/rounds_to_eps"],
+            run.data.metrics["summary/downlink_bytes_to_eps"]) == pytest.approx(got, rel=1e-9)
     return got
 
 

@@ -11,6 +11,7 @@ from mlflow.tracking import MlflowClient
 
 from isparse import ConfigError, RunSpec, build
 from isparse.engines.to_eps import rounds_time, to_eps
+from pipeline.tracking import summary_metrics
 
 CLI = str(Path(sys.executable).parent / "isparse-run")
 N = 4
@@ -106,7 +107,7 @@ def test_dask_engine_gives_the_same_rounds_and_bytes_and_leaves_the_cluster_star
     assert got.time_s == pytest.approx(rounds_time(hit) - rounds_time(res.records[0]), rel=1e-12)
     assert res.records[0]["wall_s"] < 0.05 and res.records[0]["time_monitor_s"] == 0.0   # the loop's clock starts at 0
     assert made + got.time_s <= total
-    assert got.time_s > 0.001 * got.rounds        # a Dask round takes milliseconds (an actor round trip)
+    assert got.time_s > 0.0002 * got.rounds       # a Dask round is a loopback round trip: tenths of a millisecond
 
 
 # ------------------------------------------------------------------------------------------------ isparse-run
@@ -129,7 +130,7 @@ def _history(client, run, key):
 def test_isparse_run_logs_the_metrics_to_eps_recomputed_from_its_histories(tmp_path, engine):
     client, run = _run(tmp_path, f"engine={engine}", "cluster.n_workers=2", "tol=1e-10", "eps_on=dist_sq",
                        "eps=1e-5")
-    m = run.data.metrics
+    m = summary_metrics(run.data.metrics)
     dist, wall, mon = (_history(client, run, k) for k in ("dist_sq", "wall_s", "time_monitor_s"))
     steps = sorted(dist)
     k = next(s for s in steps if dist[s] <= 1e-5 * dist[0])
@@ -148,7 +149,7 @@ def test_isparse_run_that_does_not_reach_eps_logs_no_number(tmp_path):
     client, run = _run(tmp_path, "engine=inprocess", "max_iter=30", "tol=0")
     assert run.info.status == "FINISHED"
     metrics = {"time_to_eps_s", "rounds_to_eps", "uplink_bytes_to_eps", "downlink_bytes_to_eps"}
-    assert not metrics & set(run.data.metrics)
+    assert not metrics & set(summary_metrics(run.data.metrics)) and "summary/iterations" in run.data.metrics
     assert run.data.tags["time_to_eps"] == ("not reached: no F - F* <= 1e-06 (F(x0) - F*) at a logged iterate "
                                             "(every tracking.log_every=10 iterations) in 30 iterations")
     subopt = _history(client, run, "subopt")

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from isparse.compression.tau import resolve_tau
 from isparse.errors import ConfigError
 
+from ..tracking import summary_metrics
+
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
@@ -309,7 +311,7 @@ def load_children(client: MlflowClient, parent, notes: list | None = None,
                         bound_quantity=t.get("bound_quantity", "dist_sq"), config=config_params(p, top),
                         role=role, arm=arm, tune=tune, codec=p.get("codec", "float64"),
                         eps=float(p["eps"]) if "eps" in p else None, eps_on=p.get("eps_on"),
-                        at_eps={k: run.data.metrics[k] for k in TO_EPS if k in run.data.metrics})
+                        at_eps={k: v for k, v in summary_metrics(run.data.metrics).items() if k in TO_EPS})
         if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
             log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
             if notes is not None:
