@@ -14,12 +14,16 @@ Only ``sqlite:///`` stores go through the helper (an ``http(s)://`` server's out
 the report, a notebook, a parallel launcher's workers) uses MLflow in-process, through the same :class:`Store`.
 
 The helper ignores SIGINT (a terminal's Ctrl-C reaches the whole process group: the job ends the run KILLED through
-it) and exits when the job process closes the pipe or dies.
+it) and exits when the job process closes the pipe or dies. If the helper dies (killed, out of memory), the job
+process says so in one line and goes on with MLflow in-process: the calls the helper had not confirmed are made
+again there (MLflow keeps one copy of a metric point logged twice), so the run loses nothing and ends as it would.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import logging
 import socket
 import subprocess
 import sys
@@ -32,6 +36,14 @@ MAX_METRICS, MAX_PARAMS = 1000, 100
 #: methods of :class:`Store` whose result nothing waits for (sent without waiting for the helper's answer)
 NO_ANSWER = frozenset({"log_batch_plain", "set_tag", "log_artifact", "log_text", "delete_tag", "update_run",
                        "set_experiment_tag", "prepare", "log_dataset"})
+#: after this many calls sent without an answer, a ``ping`` waits for one: the calls kept for a replay stay few
+SYNC_EVERY = 256
+
+log = logging.getLogger("isparse")
+
+
+class HelperGone(Exception):
+    """The pipe to the helper broke: the helper process is gone."""
 
 
 class Store:
@@ -69,6 +81,9 @@ class Store:
 
     def prepare(self):
         """Nothing: making the Store opened the store (the helper makes it ahead of the first real call)."""
+
+    def ping(self):
+        """Nothing, answered: the helper's answer confirms every call sent before it (:class:`Helper`)."""
 
     def __getattr__(self, name):
         method = getattr(self.client, name)
@@ -169,31 +184,81 @@ class Helper:
         self.conn = Connection(ours.detach())
         self.lock = threading.Lock()
         self.closed = False
+        self.gone = False          # the helper died: calls run in this process
+        self.unconfirmed = []      # (uri, name, args, kwargs) sent since the last answer, for a replay
 
     def call(self, uri, name, args, kwargs):
         """Send the call; wait for its answer unless ``name`` is in :data:`NO_ANSWER`. Raises the error of this call
-        or of an earlier unanswered one."""
+        or of an earlier unanswered one. Once the helper is gone, the call runs in this process
+        (:func:`local_store`)."""
         answer = name not in NO_ANSWER
         with self.lock:
+            if not self.gone:
+                try:
+                    ok, value = self._send(uri, name, args, kwargs, answer)
+                except HelperGone as exc:
+                    self._take_over(exc)
+                else:
+                    if not ok:
+                        raise value
+                    return value
+        return getattr(local_store(uri), name)(*args, **kwargs)
+
+    def _send(self, uri, name, args, kwargs, answer):
+        """(ok, value) of the call; (True, None) for a call sent without waiting. Raises HelperGone."""
+        try:
             self.conn.send((uri, name, args, kwargs, answer))
             if not answer:
-                return None
+                self.unconfirmed.append((uri, name, args, kwargs))
+                if len(self.unconfirmed) < SYNC_EVERY:
+                    return True, None
+                self.conn.send((uri, "ping", (), {}, True))
             ok, value = self.conn.recv()
-        if not ok:
-            raise value
-        return value
+        except (OSError, EOFError) as exc:
+            raise HelperGone(exc) from exc
+        self.unconfirmed.clear()   # an answer: the helper did every call before it
+        return (ok, value) if answer or not ok else (True, None)
+
+    def _take_over(self, exc) -> None:
+        """The helper died: one line, then the calls it had not confirmed, made again in this process."""
+        self.gone = True
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        replay, self.unconfirmed = self.unconfirmed, []
+        log.warning("the MLflow helper process (pid %d) %s (%s); this process logs the run from now on, the %d "
+                    "calls it had not confirmed sent again", self.proc.pid, how, type(exc.__cause__).__name__,
+                    len(replay))
+        for uri, name, args, kwargs in replay:
+            try:
+                getattr(local_store(uri), name)(*args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - what the helper would have reported at the next answer
+                log.warning("MLflow %s, sent again after the helper died, failed: %s: %s", name,
+                            type(err).__name__, err)
+        with contextlib.suppress(OSError):
+            self.conn.close()
 
     def close(self):
         """Wait for every call sent to be done, then let the helper exit."""
-        if self.closed:
+        if self.closed or self.gone:
+            self.closed = True
             return
         self.closed = True
         try:
             with self.lock:
-                self.conn.send(None)
-                self.conn.recv()
-        except (OSError, EOFError):
-            pass
+                try:
+                    self.conn.send(None)
+                    self.conn.recv()
+                except (OSError, EOFError) as exc:
+                    if self.unconfirmed:   # died before it did them
+                        gone = HelperGone(exc)
+                        gone.__cause__ = exc
+                        self._take_over(gone)
+                    return
+                self.unconfirmed.clear()
         finally:
             self.conn.close()
             try:
