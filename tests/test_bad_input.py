@@ -256,3 +256,20 @@ def test_relative_outputs_and_sqlite_uri_mean_the_command_directory_under_chdir(
         assert job.tracking.uri == f"sqlite:///{uri}"
         assert Path(job.paths.outputs).is_absolute()
     assert job.paths.outputs == str(tmp_path.resolve() / "outputs")   # the default: the command's directory
+
+
+def test_resume_of_an_unknown_run_says_mlflows_reason(compose, tmp_path):
+    """resume=<an id the store does not hold>: one line naming the key, the store and MLflow's reason (it was a bare
+    exception class name, 'MlflowException')."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.tracking import experiment_id
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    experiment_id(MlflowClient(uri), "isparse", uri)   # the store exists; the run does not
+    cfg = compose([f"paths.outputs={tmp_path}", "engine=inprocess", "resume=deadbeef"])
+    with pytest.raises(ConfigError) as err:
+        run_job(cfg)
+    assert err.value.key == "resume" and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"The 'resume' parameter must be the id of a run in {uri} ")
+    assert str(err.value).endswith("got 'deadbeef': Run with id=deadbeef not found.")
