@@ -119,8 +119,20 @@ def check_slurm_job(script: str, timeout: float = 120) -> None:
 IGNORE_SIGINT_ENV = "ISPARSE_WORKER_IGNORE_SIGINT"
 
 
+class HeartbeatLossFilter(logging.Filter):
+    """Drops distributed's ``Failed to communicate with scheduler during heartbeat`` record (and its traceback).
+
+    A worker of the run's own cluster whose heartbeat is in flight while the cluster closes (after Ctrl-C, the
+    scheduler's comm may close before the worker's) logs it with a 25-line traceback; a scheduler lost mid-run is
+    said by the run itself, in one line (``pipeline.lifecycle.lost_cluster``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to communicate with scheduler during heartbeat")
+
+
 def dask_setup(worker) -> None:
-    """Dask preload of the LocalCluster's worker processes (:func:`local_cluster`): they ignore SIGINT.
+    """Dask preload of the LocalCluster's worker processes (:func:`local_cluster`): they ignore SIGINT, and their
+    ``distributed.worker`` logger drops the heartbeat failure of a closing cluster (:class:`HeartbeatLossFilter`).
 
     Ctrl-C in a terminal sends SIGINT to every process of the foreground group, the worker processes too; killed
     mid-round they made their nannies restart them while the client was closing the cluster, with pages of
@@ -132,6 +144,9 @@ def dask_setup(worker) -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    heartbeat = logging.getLogger("distributed.worker")
+    if not any(isinstance(f, HeartbeatLossFilter) for f in heartbeat.filters):
+        heartbeat.addFilter(HeartbeatLossFilter())
 
 
 def local_cluster(*, malloc_trim_threshold=None, malloc_mmap_threshold=None, **kwargs):
