@@ -77,7 +77,13 @@ class Store:
 
         ds = Dataset(name=name, digest=digest[:36], source_type="local" if source.startswith("/") else "code",
                      source=json.dumps({"uri": source}), profile=json.dumps(profile))
-        self.client.log_inputs(run_id, datasets=[DatasetInput(ds, tags=[InputTag("mlflow.data.context", context)])])
+        inputs = [DatasetInput(ds, tags=[InputTag("mlflow.data.context", context)])]
+        try:
+            self.client.log_inputs(run_id, datasets=inputs)
+        except Exception as exc:  # noqa: BLE001 - MLflow's check-then-insert of the experiment's dataset row raced
+            if "UNIQUE constraint failed: datasets" not in str(exc):   # another job's insert of the same data set:
+                raise                                                  # the row is there now, and is linked
+            self.client.log_inputs(run_id, datasets=inputs)
 
     def prepare(self):
         """Nothing: making the Store opened the store (the helper makes it ahead of the first real call)."""

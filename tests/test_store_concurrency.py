@@ -35,3 +35,37 @@ def test_two_sweeps_on_a_fresh_store_each_get_their_parent(tmp_path):
         for job in ("0", "1"):                     # each job's files in its own sweep's directory
             assert (sweep_dir / job / "x_final.npy").is_file()
             assert (sweep_dir / job / "main.log").read_text().count("MLflow run ") >= 1
+
+
+def _log_same_dataset(uri, run_id, barrier, digest):
+    from pipeline._store import local_store
+
+    store = local_store(uri)
+    barrier.wait()
+    store.log_dataset(run_id, "a1a", digest, "/data/a1a", {"rows": 1605})
+
+
+def test_jobs_logging_the_same_data_set_at_once_each_get_it(tmp_path):
+    """A sweep's parallel jobs (the Dask launcher's threads, here 4 processes released together) log the same data
+    set as their runs' input: MLflow checks for the experiment's dataset row and then inserts it, so the losers of
+    the race hit "UNIQUE constraint failed: datasets" (a FAILED job in CI); each run must get its input."""
+    import multiprocessing
+
+    from pipeline.tracking import experiment_id
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    exp = experiment_id(client, "isparse", uri)
+    ctx = multiprocessing.get_context("spawn")
+    for attempt in range(3):
+        runs = [client.create_run(exp).info.run_id for _ in range(4)]
+        barrier = ctx.Barrier(4)
+        procs = [ctx.Process(target=_log_same_dataset, args=(uri, r, barrier, f"digest{attempt}")) for r in runs]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+        for r in runs:
+            inputs = client.get_run(r).inputs.dataset_inputs
+            assert [(i.dataset.name, i.dataset.digest) for i in inputs] == [("a1a", f"digest{attempt}")]
