@@ -15,6 +15,8 @@ link's rate in each direction; the scheduler and the master in the root namespac
   the coordinates of x − w, the same ones to every host from a shared seed, in 8 bits: 1/64 of the dense
   downlink's bytes, but α = 1/9, which the iterations pay for when the uplink's compression costs little (small
   n);
+- **ISEGA τ=1/H natural7, natural7 down** (the time check only): the issue's τ = 1/H, each of a host's two workers
+  sending 2/n of the blocks (``tau=2/n``), natural7 both ways;
 - **DIANA**: ``algorithm=diana`` (Rand-K, τ = 1/n, its own stepsize);
 - **dask-ml L-BFGS**: ``dask_ml.linear_model.LogisticRegression(solver="lbfgs")`` (dask-glm's L-BFGS: scipy's
   L-BFGS-B on the client, every evaluation of the loss and gradient a Dask computation over the chunks) with the
@@ -84,13 +86,19 @@ METHODS = (("GD", "gd", {}),
            ("ISEGA natural7, randk·natural7 down", "isega", {"tau": "auto", "step.rule": "paper",
                                                             "messages.codec": "natural7",
                                                             "messages.downlink": "randk:0.125+natural7"}),
+           # the issue's τ = 1/H: each of a host's 2 workers sends 1/H of the blocks (τ = 2/n)
+           ("ISEGA τ=1/H natural7, natural7 down", "isega", {"tau": "2/n", "step.rule": "paper",
+                                                           "messages.codec": "natural7",
+                                                           "messages.downlink": "natural7"}),
            ("DIANA", "diana", {"tau": "auto"}),
            ("dask-ml L-BFGS", None, {}))
 LBFGS = "dask-ml L-BFGS"
 #: ISEGA with a compressed downlink: natural7 (few more iterations), and randk:0.125+natural7 (fewest bytes)
 DOWN, DOWN_RANDK = "ISEGA natural7, natural7 down", "ISEGA natural7, randk·natural7 down"
-#: the map's methods (the randk downlink only in the time check)
-MAP_METHODS = tuple(m[0] for m in METHODS if m[0] != DOWN_RANDK)
+#: ISEGA at τ = 1/H (2/n) with natural7 both ways: the issue's τ for the time check (run with --methods)
+DOWN_H = "ISEGA τ=1/H natural7, natural7 down"
+#: the map's methods (the randk downlink and τ = 1/H only in the time check)
+MAP_METHODS = tuple(m[0] for m in METHODS if m[0] not in (DOWN_RANDK, DOWN_H))
 #: the synthetic data: rows, feature draws per row, power law's exponent, lambda; named sets use their own N
 N_ROWS, NNZ, ALPHA, LAM_SYN, LAM_NAMED = 20_000, 40, 1.0, 1e-2, 1e-3
 WORKERS_PER_HOST = 2
@@ -140,8 +148,9 @@ DEFAULT = Grid(skip=((100_000, "10mbit"),), methods=MAP_METHODS, left_out=[
 #: the issue's time check (issue 33): H = 16 hosts, d = 10⁶; at 100 Mbit GD against ISEGA natural7 with and without
 #: the compressed downlink, at 10:1 ISEGA natural7 with it against dask-ml's L-BFGS
 TIME = Grid(H=(16,), d=(1_000_000,), links=("100mbit", "10:1 asym"), named=(), cap=300.0,
-            methods=("GD", "ISEGA τ=1/n natural7", DOWN, DOWN_RANDK, LBFGS),
-            skip_runs=(("10:1 asym", "GD"), ("10:1 asym", "ISEGA τ=1/n natural7"), ("100mbit", LBFGS)),
+            methods=("GD", "ISEGA τ=1/n natural7", DOWN, DOWN_RANDK, DOWN_H, LBFGS),
+            skip_runs=(("10:1 asym", "GD"), ("10:1 asym", "ISEGA τ=1/n natural7"), ("10:1 asym", DOWN_H),
+                       ("100mbit", LBFGS)),
             left_out=["ISEGA τ = 1/n in float64 and DIANA (the map above has them at H = 4)",
                       "GD and ISEGA natural7 with the dense downlink at 10:1: x down is 8 MB a host and round (0.64 s "
                       "at 100 Mbit), GD's sum up 8 MB (6.4 s at 10 Mbit)",
@@ -150,8 +159,9 @@ TIME = Grid(H=(16,), d=(1_000_000,), links=("100mbit", "10:1 asym"), named=(), c
 TIME_GOAL_GD = 0.15
 TIME_CHECK_TEXT = (
     "The issue's time check, on one `cluster=emulated` cluster of H = 16 hosts (n = 32 logical workers) with the "
-    "synthetic d = 10⁶: at 100 Mbit symmetric, ISEGA τ = 1/n with natural7 up and the faster of the two compressed "
-    f"downlinks ({DOWN}; {DOWN_RANDK}) against full-communication GD (host sums, float64), goal ≤ {TIME_GOAL_GD:g} × "
+    "synthetic d = 10⁶: at 100 Mbit symmetric, ISEGA with natural7 up and the fastest of the compressed "
+    f"downlinks ({DOWN}; {DOWN_RANDK}; at the issue's τ = 1/H, {DOWN_H}) against full-communication GD (host sums, "
+    f"float64), goal ≤ {TIME_GOAL_GD:g} × "
     "GD's time to ε; on 10:1 links (10 Mbit up, 100 Mbit down), against dask-ml's L-BFGS, goal: faster. The 16 "
     "hosts' Dask processes, the scheduler and the master share this machine's 2 cores, so a round's compute is the 32 "
     "workers' steps queued on 2 cores, not one host's step: the planner's split of the round (floor + up + down + "
@@ -164,7 +174,7 @@ def time_verdicts(res: dict) -> list[str]:
     out = []
     for c in res.get("cells", []):
         runs, cap = c["runs"], res["grid"]["cap"]
-        ours = {k: runs[k] for k in (DOWN, DOWN_RANDK) if k in runs}
+        ours = {k: runs[k] for k in (DOWN, DOWN_RANDK, DOWN_H) if k in runs}
         reached = {k: r for k, r in ours.items() if r.get("reached")}
         best = min(reached, key=lambda k: reached[k]["time"]) if reached else next(iter(ours), None)
         if best is None:
@@ -179,7 +189,7 @@ def time_verdicts(res: dict) -> list[str]:
 
         mine = ", ".join(f"{k} {secs(r)}" + (f" ({r['rounds']} rounds)" if r.get("rounds") else "")
                          for k, r in ours.items())
-        key = {DOWN: "down", DOWN_RANDK: "randk"}[best]
+        key = {DOWN: "down", DOWN_RANDK: "randk", DOWN_H: "downh"}[best]
         if c["link"] == "100mbit" and "GD" in runs:
             r = c[f"{key}_gd"]
             ok = r["kind"] in ("=", "<") and r["value"] <= TIME_GOAL_GD
@@ -576,7 +586,8 @@ def summarize(cell: dict, cap: float) -> dict:
 
     return {"winner": winner, "is_gd": ratio("ISEGA τ=1/n", "GD"), "is_lbfgs": ratio("ISEGA τ=1/n", LBFGS),
             "down_gd": ratio(DOWN, "GD"), "down_lbfgs": ratio(DOWN, LBFGS),
-            "randk_gd": ratio(DOWN_RANDK, "GD"), "randk_lbfgs": ratio(DOWN_RANDK, LBFGS)}
+            "randk_gd": ratio(DOWN_RANDK, "GD"), "randk_lbfgs": ratio(DOWN_RANDK, LBFGS),
+            "downh_gd": ratio(DOWN_H, "GD"), "downh_lbfgs": ratio(DOWN_H, LBFGS)}
 
 
 def fmt_ratio(r: dict | None) -> str:
@@ -610,8 +621,9 @@ def plot(res: dict, path: str) -> str:
     from matplotlib.patches import Patch
 
     labels = [m[0] for m in METHODS] + ["none within the cap"]
-    colours = dict(zip(labels, ["#4c72b0", "#dd8452", "#c44e52", "#937860", "#da8bc3", "#8172b3", "#55a868",
-                                "#dddddd"]))
+    # one colour per method (tab10 has ten), light grey for none
+    colours = dict(zip(labels[:-1], plt.get_cmap("tab10").colors), **{labels[-1]: "#dddddd"})
+    assert len(colours) == len(labels), "more methods than colours"
     Hs = sorted({c["H"] for c in res["cells"]})
     fig, axes = plt.subplots(1, len(Hs), figsize=(4.2 * len(Hs) + 1.5, 3.6), squeeze=False)
     for ax, H in zip(axes[0], Hs):
@@ -748,6 +760,7 @@ def main(argv=None) -> int:
     p.add_argument("--full", action="store_true", help="the issue's whole grid (hours on 2 cores)")
     p.add_argument("--H"), p.add_argument("--d"), p.add_argument("--links"), p.add_argument("--named")
     p.add_argument("--cap", type=float)
+    p.add_argument("--methods", help="labels of METHODS to run, separated by ';' (default: the grid's)")
     p.add_argument("--json", default="outputs/crossover.json")
     p.add_argument("--figure", default="outputs/crossover.png")
     p.add_argument("--time", action="store_true", help="the time check's grid (H = 16, d = 10^6; TIME)")
@@ -755,7 +768,7 @@ def main(argv=None) -> int:
                    "with item 12) to show beside this one")
     a = p.parse_args(argv)
     base = FULL if a.full else QUICK if a.quick else TIME if a.time else DEFAULT
-    grid = grid_from(base, a.H, a.d, a.links, a.named, a.cap)
+    grid = grid_from(base, a.H, a.d, a.links, a.named, a.cap, a.methods)
     before = None
     if a.before:
         saved = json.loads(Path(a.before).read_text())
@@ -764,10 +777,12 @@ def main(argv=None) -> int:
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)
     Path(a.json).write_text(json.dumps(res, indent=1, default=str))
     print("\n".join(report(res, a.figure)))
+    if a.time:
+        print("\n".join(["", "The time check's verdicts:", ""] + [f"- {x}" for x in time_verdicts(res)]))
     return 0
 
 
-def grid_from(base: Grid, H=None, d=None, links=None, named=None, cap=None) -> Grid:
+def grid_from(base: Grid, H=None, d=None, links=None, named=None, cap=None, methods=None) -> Grid:
     """``base`` with the fields given as comma-separated text replaced (a changed grid lists nothing as left out)."""
     kw = asdict(base)
     if H:
@@ -783,9 +798,15 @@ def grid_from(base: Grid, H=None, d=None, links=None, named=None, cap=None) -> G
         kw["named"] = tuple(tuple(x.split("@")) for x in named.split(",") if x)
     if cap:
         kw["cap"] = float(cap)
+    if methods:
+        kw["methods"] = tuple(x.strip() for x in methods.split(";") if x.strip())
+        labels = [m[0] for m in METHODS]
+        bad = [x for x in kw["methods"] if x not in labels]
+        if bad:
+            raise SystemExit(f"--methods: labels separated by ';', of {'; '.join(labels)}; got {bad[0]!r}")
     if d or links:
         kw["skip"] = ()
-    if any(v for v in (H, d, links, named)):
+    if any(v for v in (H, d, links, named, methods)):
         kw["left_out"] = ["(a grid given on the command line)"]
     return Grid(**kw)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -169,6 +170,18 @@ def test_side_by_side_and_time_verdicts():
     new["cells"][0]["runs"][crossover.DOWN]["time"] = 20.0
     new["cells"][0].update(crossover.summarize(new["cells"][0], 300.0))
     assert "0.2 × GD (goal ≤ 0.15: **not met**)" in crossover.time_verdicts(new)[0]
+    # the issue's τ = 1/H, when it is the fastest, is the one judged
+    new["cells"][0]["runs"][crossover.DOWN_H] = {"reached": True, "time": 14.0, "rounds": 235}
+    new["cells"][0].update(crossover.summarize(new["cells"][0], 300.0))
+    assert "0.14 × GD (goal ≤ 0.15: **met**)" in crossover.time_verdicts(new)[0]
+
+
+def test_the_figure_has_a_colour_for_every_method_as_winner(tmp_path):
+    """Each method of the table (and none) can win a cell of the figure (a ninth method once had no colour)."""
+    labels = [m[0] for m in crossover.METHODS] + [None]
+    res = {"cells": [{"H": 16, "d_label": f"d{i}", "link": "100mbit", "winner": w, "is_gd": None}
+                     for i, w in enumerate(labels)]}
+    assert Path(crossover.plot(res, str(tmp_path / "map.png"))).stat().st_size > 0
 
 
 def test_grid_from_the_command_line():
@@ -179,4 +192,9 @@ def test_grid_from_the_command_line():
     assert crossover.grid_from(crossover.DEFAULT, cap=90).skip == crossover.DEFAULT.skip
     with pytest.raises(SystemExit, match="--links"):
         crossover.grid_from(crossover.DEFAULT, links="56kbit")
+    picked = crossover.grid_from(crossover.TIME, methods=f"GD; {crossover.DOWN_H}")
+    assert picked.methods == ("GD", crossover.DOWN_H) and picked.runs("GD", "100mbit")
+    assert not picked.runs(crossover.DOWN, "100mbit")
+    with pytest.raises(SystemExit, match="--methods: labels separated by ';'.*got 'ISEGA'"):
+        crossover.grid_from(crossover.TIME, methods="GD;ISEGA")
     assert crossover.d_label(100_000) == "1e5" and crossover.d_label(3000) == "3000"
