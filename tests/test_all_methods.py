@@ -120,7 +120,7 @@ def _mean_under_bound(s, T, seeds=20, log_every=None, key=None):
     ("ibgd", {}, 600),                          # Theorem 4 with the derived neighbourhood
     ("isgd", {"batch": 2}, 600),                # constant step: rate plus neighbourhood
     ("isgd", {"schedule": "decreasing"}, 600),  # Theorem 6 on f(x_hat) - f*
-    ("saga", {}, 2000),                         # Theorem 5 at tau = 1
+    pytest.param("saga", {}, 2000, marks=pytest.mark.slow),  # Theorem 5 at tau = 1
 ])
 def test_mean_over_seeds_stays_under_bound_on_real_data(hetero, algorithm, options, T):
     s = make(algorithm=algorithm, options=options, **hetero)
@@ -222,6 +222,7 @@ def test_baselines_stay_under_their_bounds(request, algorithm, problem):
     _mean_under_bound(s, 400, seeds=20 if algorithm in ("sgd", "isega") else 2)
 
 
+@pytest.mark.slow
 def test_theorem5_applies_up_to_its_own_stepsize_limit(quadratic):
     """ISAGA at 0.95 x 1/(L(3/n + tau)), above the rule's 1/(L(tau + 4/n)): Theorem 5 still applies (the theorem's
     own limit), and the mean over 20 seeds of dist_sq and of the Lyapunov function stays under it."""

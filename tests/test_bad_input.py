@@ -216,6 +216,7 @@ def test_huge_value_file_is_refused_before_any_run(compose, tmp_path):
 
 
 # -- 5. hydra.job.chdir=true: relative paths mean the directory the command ran in; one MLflow store -----------
+@pytest.mark.slow
 def test_chdir_resolves_relative_paths_against_the_command_directory_and_makes_one_store(tmp_path):
     (tmp_path / "sub").mkdir()
     rows = "".join(f"{1 if k % 2 else -1} 1:{(k % 5) / 5:.1f} 2:{(k % 3) / 3:.3f} 3:1\n" for k in range(40))

@@ -165,6 +165,7 @@ def test_tol_zero_runs_all_of_max_iter():
     assert full.iterations == 5000 and not full.converged
 
 
+@pytest.mark.slow
 def test_tol_zero_end_line_and_no_bound_reason(tmp_path):
     """tol=0 on the CLI runs all of max_iter; the last lines name the run, its store, and why there is no bound."""
     proc = cli(tmp_path, *TINY, "tol=0", "max_iter=300", "algorithm=diana")
@@ -198,6 +199,7 @@ def test_bound_text():
     assert bound_text(iasgd, 0.125) == "bound on subopt 1.250e-01"
 
 
+@pytest.mark.slow
 def test_warning_at_start_when_the_theorem_predicts_more_than_max_iter(tmp_path):
     proc = cli(tmp_path, *TINY, "max_iter=40", "tracking.log_every=10")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -353,6 +355,7 @@ def _spawned(child) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
     """SIGINT to the process group while the LocalCluster starts (its two worker processes spawned and already
     ignoring SIGINT, still importing): the client takes it once the cluster is up and closes it quietly (interrupted
@@ -378,6 +381,7 @@ def test_ctrl_c_while_the_dask_cluster_starts(tmp_path):
         "KILLED (SIGINT, stopped at iteration 0)" in last, out
 
 
+@pytest.mark.slow
 def test_a_run_says_what_produced_it_and_on_what(tmp_path):
     """Issue 34: runs carried no code version and no data set (the UI's Source "-", Dataset "-"). Now MLflow's
     conventions: the mlflow.source.* tags (the command, the checkout's git commit), the packages' versions, and the

@@ -262,6 +262,7 @@ def _check_table(client, parent, runs, expected_rows, pick=None):
     return rows
 
 
+@pytest.mark.slow
 def test_isgd_vs_sgd_compares_n10_isgd_with_the_single_worker_sgd(short_sweeps):
     client, parent, runs = short_sweeps["isgd_vs_sgd"]
     assert len(runs) == 4 and {r.data.tags.get("compare.role") for r in runs} == {"method", "baseline"}
@@ -272,6 +273,7 @@ def test_isgd_vs_sgd_compares_n10_isgd_with_the_single_worker_sgd(short_sweeps):
     assert row["measure"] == "final error" and int(row["seeds"]) == 2
 
 
+@pytest.mark.slow
 def test_iasgd_vs_asgd_picks_each_sides_best_rho_of_the_grid(short_sweeps):
     client, parent, runs = short_sweeps["iasgd_vs_asgd"]
     assert len(runs) == 4
@@ -288,12 +290,14 @@ def test_iasgd_vs_asgd_picks_each_sides_best_rho_of_the_grid(short_sweeps):
     assert (row["method_best"], row["baseline_best"]) == (best["iasgd_n10"], best["asgd_n1"])
 
 
+@pytest.mark.slow
 def test_isaga_vs_saga_compares_with_the_single_worker_saga(short_sweeps):
     client, parent, runs = short_sweeps["isaga_vs_saga"]
     assert len(runs) == 2
     _check_table(client, parent, runs, [("isaga_shared_n10", 10, "saga_n1", 1)])
 
 
+@pytest.mark.slow
 def test_isega_vs_gd_compares_iterations_to_eps_at_the_same_n(short_sweeps):
     client, parent, runs = short_sweeps["isega_vs_gd"]
     paper, whole = _check_table(client, parent, runs, [("isega", 4, "gd", 4), ("isega", 4, "gd_whole", 4)])

@@ -83,6 +83,7 @@ def _run(tmp_path, env, out, *overrides):
     return run_outside(tmp_path, env, out, "+messages=scaled_sign", *overrides)
 
 
+@pytest.mark.slow
 def test_a_codec_from_one_module_and_one_config_file_runs_on_both_engines(outside_codec):
     tmp_path, env = outside_codec
     runs = {}

@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from composing import check_command
+from composing import SLOW_TO_COMPOSE, check_command
 
 from doc_snippets import PAGES, ROOT, blocks
 
@@ -45,7 +45,9 @@ def test_the_pages_have_commands():
     assert any(p == "isparse-plan" for _, p, _ in COMMANDS)
 
 
-@pytest.mark.parametrize("page, program, command", COMMANDS, ids=[f"{pg}: {p} {c}"[:90] for pg, p, c in COMMANDS])
+@pytest.mark.parametrize("page, program, command", [
+    pytest.param(*x, marks=pytest.mark.slow) if any(f"+experiment={e}" in x[2] for e in SLOW_TO_COMPOSE) else x
+    for x in COMMANDS], ids=[f"{pg}: {p} {c}"[:90] for pg, p, c in COMMANDS])
 def test_a_documented_command_composes(page, program, command, monkeypatch, tmp_path):
     monkeypatch.setenv("PWD", str(tmp_path))
     words = shlex.split(command.replace("$PWD", str(tmp_path)))

@@ -152,6 +152,7 @@ def test_the_traceback_only_with_hydra_full_error(tmp_path):
     assert proc.stderr.splitlines()[-1] == "isparse-run: error: The 'tol' parameter must be in [0, inf); got -1."
 
 
+@pytest.mark.slow
 def test_a_sweep_prints_each_failed_job_once_and_a_summary(tmp_path):
     """Two of three jobs fail on their config: one line each when it fails, one summary line at the end; exit 2."""
     proc = run("isparse-run", "-m", *TINY, "tol=-1,1e-4,-2", "max_iter=10", tmp_path=tmp_path)
@@ -174,6 +175,7 @@ def test_a_sweep_prints_each_failed_job_once_and_a_summary(tmp_path):
 
 
 @pytest.mark.needs_data
+@pytest.mark.slow
 def test_a_truncated_cache_file_is_made_again_and_the_run_goes_on(tmp_path):
     """Issue 34: the cache holds derived data; a cache file cut short (``truncate -s 1000``) was two tracebacks and
     exit status 1 with no run. Now one warning line names the file, the entry is made again, the run finishes."""
@@ -223,6 +225,7 @@ def read_only_dir(tmp_path):
         subprocess.run(["umount", str(ro)], check=True)
 
 
+@pytest.mark.slow
 def test_outputs_or_store_that_cannot_be_written_is_one_line_naming_its_key(tmp_path, read_only_dir):
     """Issue 34: ``paths.outputs`` under a regular file ("Not a directory: ...") or on a read-only file system, and a
     sqlite store there ("Read-only file system"), are one line naming the key and why, exit 2, and nothing made."""

@@ -65,6 +65,7 @@ def _x_final(out):
     return np.load(client.download_artifacts(run.info.run_id, "x_final.npy", str(out))), run
 
 
+@pytest.mark.slow
 def test_a_method_from_one_module_and_one_config_file_runs_on_both_engines(new_method):
     tmp_path, env = new_method
     runs = {}
@@ -153,6 +154,7 @@ def _run_heavy_ball(tmp_path, env, out, *overrides):
                        "workers.n=4", "tau=1", "engine=inprocess", *overrides, max_iter=40)
 
 
+@pytest.mark.slow
 def test_a_method_without_theory_gets_its_option_in_the_constructor_and_runs_without_bound(heavy_ball):
     """beta = 0.3 reaches the method: the run's x^40 is heavy-ball GD's, computed here from the data with the logged
     gamma (tau = 1: every worker sends its whole gradient, so x^{t+1} = x^t - gamma grad f(x^t) + beta (x^t -

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 
+@pytest.mark.slow
 def test_a_short_optuna_search_returns_the_best_trial_of_the_store(tmp_path):
     from mlflow.tracking import MlflowClient
 

@@ -164,7 +164,8 @@ def test_unreachable_scheduler_names_cluster_address(compose, tmp_path):
     assert store(tmp_path)[1] == []   # the cluster is reached before any MLflow run is made
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_marks_run_killed_and_leaves_no_worker_processes(tmp_path, sig):
     """Ctrl-C (SIGINT) or SIGTERM to isparse-run alone: the run ends KILLED, the LocalCluster's processes are gone."""
     import psutil
@@ -221,6 +222,7 @@ def test_resuming_a_finished_run_is_refused_and_leaves_it_finished(tmp_path):
     assert client.get_run(runs[0].info.run_id).info.status == "FINISHED"
 
 
+@pytest.mark.slow
 def test_stopped_tag_says_the_prediction_or_why_there_is_none(tmp_path):
     """A run that reaches max_iter first is tagged ``stopped`` with the bound's predicted iteration count, or, with no
     bound (a biased codec), the reason there is none (not 'nan')."""

@@ -13,6 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from isparse.compression.tau import resolve_tau
 from pipeline.report import build_report
+from composing import SLOW_TO_COMPOSE
 
 import matplotlib.pyplot as plt  # noqa: E402  (after pipeline.report, which selects the Agg backend)
 
@@ -46,6 +47,7 @@ def _artifact_text(client, run_id, path):
     return Path(local).read_text()
 
 
+@pytest.mark.slow
 def test_quick_sweep_writes_the_report_to_the_parent_run(quick_sweep):
     out, client, parent, children = quick_sweep
     assert len(children) == 6 and all(c.info.status == "FINISHED" for c in children)
@@ -68,6 +70,7 @@ def _to_eps(client, run):
     return step, up[step]
 
 
+@pytest.mark.slow
 def test_table_equals_numbers_recomputed_from_logged_metrics(quick_sweep):
     _, client, parent, children = quick_sweep
     rows = list(csv.DictReader(io.StringIO(_artifact_text(client, parent.info.run_id, "report/table99.csv"))))
@@ -124,6 +127,7 @@ def _time_to_eps(client, run):
     return got
 
 
+@pytest.mark.slow
 def test_tau_curve_has_measured_median_and_prediction(quick_sweep):
     _, client, parent, children = quick_sweep
     rows = list(csv.DictReader(io.StringIO(_artifact_text(client, parent.info.run_id, "report/iterations_vs_tau.csv"))))
@@ -138,6 +142,7 @@ def test_tau_curve_has_measured_median_and_prediction(quick_sweep):
     assert all(float(r["high"]) <= float(r["predicted"]) for r in rows)
 
 
+@pytest.mark.slow
 def test_isparse_report_cli_rebuilds_the_same_table(quick_sweep, tmp_path):
     out, client, parent, _ = quick_sweep
     proc = subprocess.run([REPORT, "--uri", f"sqlite:///{out}/mlflow.db", "--experiment", "paper-quick",
@@ -152,7 +157,8 @@ def test_isparse_report_cli_rebuilds_the_same_table(quick_sweep, tmp_path):
         "not exist."]
 
 
-@pytest.mark.parametrize("name", EXPERIMENTS)
+@pytest.mark.parametrize("name", [pytest.param(x, marks=pytest.mark.slow) if x in SLOW_TO_COMPOSE else x
+                                  for x in EXPERIMENTS])
 def test_every_experiment_composes_and_its_sweep_values_are_valid(compose, name):
     """Every job of each experiment's sweep composes and passes the config's checks (``composing``: the basic
     sweeper's expansion of its hydra.sweeper.params), and its tau values resolve for its n."""
@@ -184,6 +190,7 @@ def test_tau_written_per_n():
         resolve_tau("-1/n", 112, 10)
 
 
+@pytest.mark.slow
 def test_report_of_unknown_parent_names_the_field(quick_sweep):
     out, *_ = quick_sweep
     from isparse import ConfigError
@@ -464,6 +471,7 @@ def test_step_L_f_is_the_smoothness_of_f_itself_and_refused_where_no_rule_takes_
             spec(algorithm, step_L="f").check()
 
 
+@pytest.mark.slow
 def test_table99_with_a_codec_reports_the_share_of_dense_float64(tmp_path):
     """A real multirun of the quick sweep with messages.codec=natural (seed 0): table99 names the codec, its
     uplink is the codec's 9 bits per value, and uplink_ratio_float64 is the tau = 1/n run's bytes over the tau = 1

@@ -95,6 +95,7 @@ def test_a_string_key_gets_the_text_as_typed(override, key, text):
     assert (getattr(job.tracking, key) if key else job.resume) == text
 
 
+@pytest.mark.slow
 def test_the_text_as_typed_reaches_the_run(tmp_path):
     """Through the real isparse-run: the experiment and the run are named as typed."""
     import subprocess
@@ -113,6 +114,7 @@ def test_the_text_as_typed_reaches_the_run(tmp_path):
     assert run.info.run_name == "1.10" and run.data.params["tracking.run_name"] == "1.10"
 
 
+@pytest.mark.slow
 def test_the_text_as_typed_reaches_each_job_of_a_sweep(tmp_path):
     """In a multirun each job's overrides come from the sweep's text (Hydra's sweeper re-types 1.10 as 1.1)."""
     import subprocess
