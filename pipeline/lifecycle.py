@@ -364,14 +364,12 @@ def checkpoint_saver(logger, outdir: Path, fresh=lambda step: True, data_files: 
 def _scheduler_answers(address: str, timeout: float = 3.0) -> bool:
     """Whether a TCP connection to the Dask scheduler at ``address`` (``tcp://host:port``, ``tls://...``) opens."""
     import socket
-    from urllib.parse import urlsplit
+
+    from distributed.comm.addressing import get_address_host_port
 
     try:
-        parts = urlsplit(address)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return True
-    if not host or not port:   # not a network address (inproc://): nothing to tell
+        host, port = get_address_host_port(address)
+    except ValueError:   # not a network address (inproc://): nothing to tell
         return True
     try:
         socket.create_connection((host, port), timeout=timeout).close()
@@ -395,15 +393,20 @@ def lost_cluster(job, pool, exc: BaseException, logger, overrides) -> ConfigErro
         return None
     kind = getattr(job.cluster, "kind", "local")
     key = "cluster.address" if kind == "address" else "cluster"
-    ck = _checkpoint_iteration(logger.client, logger.run_id)
-    if ck is None:
-        then = "the run cannot be resumed: no checkpoint was uploaded before; what was logged is kept"
-    else:
-        then = (f"{'start it again (or set cluster.address to a running one), then ' if kind == 'address' else ''}"
-                f"continue the run from iteration {ck} with: {resume_command(logger.run_id, overrides)}")
+    then = _continue_from(_checkpoint_iteration(logger.client, logger.run_id), logger.run_id, overrides,
+                          "start it again (or set cluster.address to a running one), then " if kind == "address"
+                          else "")
     why = f"{type(exc).__name__}: {exc}".replace("\n", " ")
     return ConfigError(key, f"The Dask scheduler {address} ({key}) stopped answering mid-run and every Dask worker "
                             f"was lost with it ({why[:300]}{'...' if len(why) > 300 else ''}); {then}")
+
+
+def _continue_from(checkpoint: int | None, run_id: str, overrides, before: str = "", after: str = "") -> str:
+    """The end of a failed run's line: how to continue it from ``checkpoint`` (its last uploaded checkpoint's
+    iteration; ``before``/``after`` around the command), or that it cannot be resumed (None)."""
+    if checkpoint is None:
+        return "the run cannot be resumed: no checkpoint was uploaded before; what was logged is kept"
+    return f"{before}continue the run from iteration {checkpoint} with: {resume_command(run_id, overrides)}{after}"
 
 
 #: what a file system says when it refuses a write that a user can do something about
@@ -420,11 +423,8 @@ def storage_error(exc: OSError, path: Path, run_id: str, checkpoint: int | None)
         return exc
     from ._typed import job_overrides
 
-    if checkpoint is None:
-        then = "the run cannot be resumed: no checkpoint was uploaded before; what was logged is kept"
-    else:
-        then = (f"then continue the run from iteration {checkpoint} with: "
-                f"{resume_command(run_id, job_overrides())} (paths.outputs set to the new place, if moved)")
+    then = _continue_from(checkpoint, run_id, job_overrides(), "then ",
+                          " (paths.outputs set to the new place, if moved)")
     return ConfigError("paths.outputs", f"{os.strerror(exc.errno)} writing {path}, in the run's directory under "
                                          f"paths.outputs: free space there or set paths.outputs to another file "
                                          f"system; {then}")

@@ -208,21 +208,20 @@ def experiment_id(client, name: str, uri: str | None = None) -> str:
     user chose is kept).
     """
     uri = uri if uri is not None else client.tracking_uri
+    view_tag, view = SHARED_VIEW_TAG + SHARED_VIEW_KEY, json.dumps(shared_view_state())
     exp = client.get_experiment_by_name(name)
     if exp is None:
         try:
             return client.create_experiment(name, artifact_location=artifact_location(uri, name),
-                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND,
-                                                  SHARED_VIEW_TAG + SHARED_VIEW_KEY: json.dumps(shared_view_state())})
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND, view_tag: view})
         except Exception:  # noqa: BLE001 - MLflow's error when another process created it in between
             exp = client.get_experiment_by_name(name)
             if exp is None:
                 raise
     if EXPERIMENT_KIND_TAG not in exp.tags:
         client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
-    view = json.dumps(shared_view_state())
-    if exp.tags.get(SHARED_VIEW_TAG + SHARED_VIEW_KEY) != view:   # an experiment made before, or by another version
-        client.set_experiment_tag(exp.experiment_id, SHARED_VIEW_TAG + SHARED_VIEW_KEY, view)
+    if exp.tags.get(view_tag) != view:   # an experiment made before, or by another version
+        client.set_experiment_tag(exp.experiment_id, view_tag, view)
     return exp.experiment_id
 
 
