@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pipeline.tracking import summary_metrics
+
 from .common import data_dir, load, median_time
 
 #: the issue's goals: seconds (cold 1-iteration run, a later job of a sweep outside its iterations, the set-up at
@@ -81,7 +83,7 @@ def sweep_jobs(out: Path, jobs: int) -> dict:
     exp = client.get_experiment_by_name("bench-fixed-sweep")
     runs = sorted((r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("isparse.sweep") != "true"),
                   key=lambda r: r.info.start_time)
-    outside = [(b.info.start_time - a.info.start_time) / 1e3 - a.data.metrics.get("summary/wall_s_total", 0.0)
+    outside = [(b.info.start_time - a.info.start_time) / 1e3 - summary_metrics(a.data.metrics).get("wall_s_total", 0.0)
                for a, b in zip(runs, runs[1:])]
     return {"jobs": len(runs), "sweep_wall_s": wall, "after_first": _stats(outside[1:] or outside),
             "first": outside[0] if outside else float("nan"), "command": " ".join(cmd[1:6])}
@@ -123,7 +125,8 @@ def iteration(out: Path, n: int, iters: int) -> dict:
         client = MlflowClient(f"sqlite:///{out}/mlflow.db")
         exp = client.get_experiment_by_name(f"bench-fixed-n{n}")
         run = client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"])[0]
-        ratios.append(run.data.metrics["summary/wall_s_total"] / run.data.metrics["summary/iterations"] / t_grad)
+        summary = summary_metrics(run.data.metrics)
+        ratios.append(summary["wall_s_total"] / summary["iterations"] / t_grad)
     return {"n": n, "iters": iters, "full_gradient_s": t_grad, "ratio": _stats(ratios),
             "command": " ".join(cmd[1:8])}
 

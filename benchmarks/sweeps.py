@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pipeline.tracking import summary_metrics
+
 from .common import data_dir
 
 MODES = {"serial (basic launcher)": [],
@@ -58,7 +60,7 @@ def _job_seconds(out: Path, tag: str) -> tuple[int, float]:
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name(f"bench-sweeps-{tag}")
     runs = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("isparse.sweep") != "true"]
-    return len(runs), sum(r.data.metrics.get("summary/wall_s_total", 0.0) for r in runs)
+    return len(runs), sum(summary_metrics(r.data.metrics).get("wall_s_total", 0.0) for r in runs)
 
 
 def measure(quick: bool = False) -> dict:
