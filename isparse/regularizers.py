@@ -45,6 +45,19 @@ class Regularizer:
     upper: float = math.inf
 
     @property
+    def is_zero(self) -> bool:
+        """R = 0: no weight and no finite bound, whatever ``name`` says (every rule that asks whether a run needs a
+        proximal step, or which theorem covers it, asks this)."""
+        return not self.l1 and not self.l2 and not self.has_box
+
+    @property
+    def describe(self) -> str:
+        """R in words, e.g. ``l1 (l1 = 0.1)``."""
+        parts = [f"l1 = {self.l1:g}"] * bool(self.l1) + [f"l2 = {self.l2:g}"] * bool(self.l2) \
+            + [f"box [{self.lower:g}, {self.upper:g}]"] * self.has_box
+        return f"{self.name} ({', '.join(parts)})" if parts else self.name
+
+    @property
     def has_box(self) -> bool:
         """Whether a bound of the box is finite."""
         return math.isfinite(self.lower) or math.isfinite(self.upper)
@@ -62,7 +75,7 @@ class Regularizer:
 
     def prox(self, v, step):
         """prox_{step R}(v), shape of v."""
-        if self.name == "none":
+        if self.is_zero:
             return v
         out = v
         if self.l1:

@@ -143,10 +143,12 @@ class Method(Box):
         Raises
         ------
         ConfigError
-            The problem lacks a capability ``traits.needs`` names (:func:`check_needs`), or the states
+            The problem lacks a capability ``traits.needs`` names (:func:`check_needs`), its regularizer needs a
+            proximal step the method does not take (:func:`check_regularizer`), or the states
             (:meth:`state_bytes`) do not fit in the available memory (the message names GiB).
         """
         check_needs(cls, ctx.problem)
+        check_regularizer(cls, ctx.problem)
         need = cls.state_bytes(ctx)
         if need:
             from ..problems.reference import available_memory_bytes
@@ -277,5 +279,24 @@ def check_needs(cls, problem) -> None:
                                        f"{', '.join(sorted(problem.capabilities)) or 'nothing'}).")
 
 
-__all__ = ["AlgorithmOptions", "Context", "Method", "MinibatchOptions", "Sampled", "Theory", "Traits", "check_needs",
+def check_regularizer(cls, problem) -> None:
+    """Refuse a problem whose own regularizer R (``problem.reg``, wherever the problem came from: the spec or
+    ``build(spec, problem=...)``) is not zero for a method that takes no proximal step: it would run on f alone and
+    its theorem would be logged for a problem it does not cover.
+
+    Raises
+    ------
+    ConfigError
+        Key ``problem.reg``, naming R, the method and the methods that take a proximal step.
+    """
+    reg = getattr(problem, "reg", None)
+    if reg is None or reg.is_zero or cls.traits.prox:
+        return
+    allowed = ", ".join(k for k, c in METHODS.items() if c.traits.prox)
+    raise ConfigError("problem.reg", f"The problem's regularizer R = {reg.describe} needs a proximal step, which "
+                                     f"algorithm={cls.name} does not take (only {allowed} do): give a problem with "
+                                     f"R = 0 or choose one of those.")
+
+
+__all__ = ["AlgorithmOptions", "Context", "Method", "MinibatchOptions", "Sampled", "Theory", "Traits", "check_needs", "check_regularizer",
            "strongly_convex_or_none", "with_constants"]

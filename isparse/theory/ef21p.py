@@ -143,7 +143,7 @@ def downlink_bound(method, problem, reference, x0, bound):
     if name not in ("gd", "isega", "diana"):
         why = f"no bound is derived for {name} with messages.downlink={down.label} (the EF21-P bound covers gd, " \
               f"isega and diana: docs/algorithms.md §9)"
-    elif not getattr(problem, "convex", True) or getattr(problem.reg, "name", "none") != "none":
+    elif not getattr(problem, "convex", True) or not problem.reg.is_zero:
         why = "the EF21-P bound needs convex f_i and no proximal term (problem.reg=none)"
     elif not method.uplink.unbiased or (name == "gd" and not method.uplink.exact):
         why = (f"the EF21-P bound needs an unbiased uplink (messages.codec={method.codec.label} is "
