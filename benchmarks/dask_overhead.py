@@ -185,7 +185,7 @@ class EchoStreamHost:
         self.reply = np.zeros(int(count))
 
     def _answer(self, body, lengths):
-        from isparse.engines.dask import _frames, _read_frames
+        from isparse.engines.stream import frames as _frames, read_frames as _read_frames
 
         _read_frames(body, lengths)
         return _frames((True, (self.reply, 0.0, None, None)))
@@ -203,15 +203,20 @@ def bare_stream_round_trip(client, plan_counts: dict, x, calls: int, reps: int) 
     """Median seconds of one bare round over streams: one request of x to an echo host per Dask worker (written to
     all first), then every reply read, as :class:`isparse.engines.dask.DaskPool` makes a round with
     ``rounds="stream"``."""
-    from isparse.engines.dask import _frames, _Stream
+    from distributed.comm.addressing import get_address_host_port
+
+    from isparse.engines.dask import request_limit, reply_limit
+    from isparse.engines.stream import Stream, frames as _frames
 
     hosts = []
     for addr, count in plan_counts.items():
         fut = client.submit(_echo_stream_host_class(), count, workers=[addr], actor=True, allow_other_workers=False,
                             pure=False)
         actor = fut.result(timeout=60)
-        hosts.append((fut, actor, _Stream(actor.open_stream().result(timeout=60), 60.0,
-                                          client.security.get_connection_args("client")["ssl_context"])))
+        address, secret = actor.open_stream(request_limit(x.size), 60.0).result(timeout=60)
+        ssl_context = client.security.get_connection_args("client")["ssl_context"] if address.startswith("tls") else None
+        hosts.append((fut, actor, Stream(*get_address_host_port(address), secret, reply_limit(count, 1), 60.0,
+                                         ssl_context)))
 
     def one():
         deadline = time.monotonic() + 60

@@ -114,3 +114,62 @@ def test_the_rounds_travel_over_tls_streams_on_a_tls_cluster(tmp_path):
         res = s.run(pool, max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
         pool.close()
     np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))
+
+
+def test_strangers_without_the_certificate_are_refused_and_the_tls_run_is_unchanged(tmp_path):
+    """On a TLS cluster a stranger's connection to a host's stream before the master's, without a client certificate
+    (a TLS handshake with the cluster's CA but no certificate) or in plain TCP (the TLS handshake fails), is logged at
+    the host and closed; the host keeps listening and the master's run has the unattacked iterates, to the bit."""
+    import socket
+    import ssl
+
+    import numpy as np
+    from distributed import Client, LocalCluster
+    from distributed.comm.addressing import get_address_host_port
+    from distributed.security import Security
+
+    from isparse import InProcessPool, load_dataset
+    from isparse.engines.dask import DaskPool
+    from specs import make
+
+    cert, key = _self_signed(tmp_path, "streams")
+    files = {f"tls_{role}_{part}": str(path) for role in ("client", "scheduler", "worker")
+             for part, path in (("cert", cert), ("key", key))}
+    security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
+    attempts = []
+
+    class TLSAttackedPool(DaskPool):
+        def _connect_streams(self, hosts, listened):
+            for address, _ in listened:
+                where = get_address_host_port(address)
+                no_cert = ssl.create_default_context(cafile=str(cert))
+                no_cert.check_hostname = False
+                try:   # TLS 1.3: the server's refusal of the missing certificate arrives on the first read
+                    with no_cert.wrap_socket(socket.create_connection(where, timeout=10)) as sock:
+                        sock.sendall(b"x" * 64)
+                        attempts.append(("no certificate", sock.recv(64)))
+                except (ssl.SSLError, OSError) as exc:
+                    attempts.append(("no certificate", type(exc).__name__))
+                with socket.create_connection(where, timeout=10) as sock:
+                    sock.sendall(b"\x00" * 512)
+                    try:
+                        attempts.append(("plain tcp", sock.recv(64)))
+                    except OSError as exc:
+                        attempts.append(("plain tcp", type(exc).__name__))
+            super()._connect_streams(hosts, listened)
+
+    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
+    local = s.run(InProcessPool(*s.pool_args()), max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tls",
+                      security=security, dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, security=security, direct_to_workers=True) as client:
+        pool = TLSAttackedPool(client, *s.pool_args())
+        res = s.run(pool, max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
+        hosts = [h.address for h in pool._hosts]
+        pool.close()
+        logs = client.get_worker_logs()
+    np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))
+    assert len(attempts) == 4 and all(got in (b"", "SSLError", "ConnectionResetError") for _, got in attempts), attempts
+    for address in hosts:
+        refused = [m for _, m in logs[address] if "refused a connection" in m]
+        assert len(refused) >= 2, logs[address]

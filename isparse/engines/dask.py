@@ -11,14 +11,17 @@ round itself then goes over one persistent TCP connection per host, opened once 
 each recovery): the host listens, and then serves the stream, from a thread of its own in its Dask worker's process
 (blocking sockets; the round runs in that thread), on the worker's own host (port 0), with the worker's TLS context
 when the cluster uses TLS; the client connects with its own TLS context (both from the cluster's
-``distributed.security.Security``). A message is the pickled (protocol 5) arguments or reply with the arrays'
-buffers as frames of their own, behind a 16 B prelude and the frame lengths. The master writes every host's request,
+``distributed.security.Security``). The host reads nothing of a connection as a message before it has proved
+the stream's secret, which the master got in the reply of Dask's own ``open_stream`` call (the wire and its handshake:
+``isparse.engines.stream``). A message is the pickled (protocol 5) arguments or reply with the arrays'
+buffers as frames of their own, behind a 16 B prelude and the frame lengths, at most what the other end's method
+can send (:func:`request_limit`, :func:`reply_limit`). The master writes every host's request,
 then reads every reply, with blocking sockets in the calling thread: no event loop and no thread hand-over on either
 side. A round whose request (or last reply) is larger than 256 KB goes to every host at once instead, one thread per
 host (a blocking send larger than the socket's buffer waits for the link: host after host, the waits add up). Dask's comm layer (``distributed.comm``) was measured first for this: 1.0-1.2 ms per
 bare 2-host round trip (an echo server per process, ~1 KB messages) on this project's 2-core machine, against
 0.1-0.3 ms for plain sockets, most of the difference in Python on both ends; of the plain-socket servers, one on the
-Dask worker's event loop took 0.55 ms and one in a thread of its own 0.32 ms (:class:`_RoundServer`).
+Dask worker's event loop took 0.55 ms and one in a thread of its own 0.32 ms (:class:`~isparse.engines.stream.RoundServer`).
 ``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
 comparison; docs/benchmarks.md item 2 measures both). The other calls (snapshot, restore, replay, memory, the
 asynchronous view) are actor calls either way.
@@ -40,10 +43,8 @@ uninterrupted run.
 
 from __future__ import annotations
 
+import logging
 import pickle
-import socket
-import struct
-import threading
 import time
 import weakref
 
@@ -51,6 +52,7 @@ import numpy as np
 
 from ..compression.messages import merge
 from .host import WorkerHost, split_workers
+from .stream import RoundServer, Stream, frames as _frames, new_secret, read_frames as _read_frames, sendable
 from .protocol import AsynchronousView
 
 #: Exceptions of an actor call that mean "the Dask worker is gone or does not answer".
@@ -88,6 +90,26 @@ STREAM_SUPPORT_MESSAGE_EXTRA_BYTES = 66
 #: reply's own ``bytes`` wrapping). Measured on 4 to 40 workers of 2 to 16 values, with and without block ids.
 STREAM_REPLY_OVERHEAD_BYTES = 304
 STREAM_CODED_REPLY_EXTRA_BYTES = 64
+#: where a host logs what its round stream refused and its errors: a child of Dask's worker logger, so that the worker's
+#: own log (``Client.get_worker_logs()``, the dashboard) holds it
+STREAM_LOG = logging.getLogger("distributed.worker.isparse")
+#: bytes of the pickled headers a stream message may carry beyond its arrays' values (the largest measured was under
+#: 1 KB; docs/clusters.md)
+STREAM_HEADER_BYTES = 1 << 16
+
+
+def request_limit(d: int) -> int:
+    """The largest round request a host reads, in bytes: x (or a downlink message) and x*, each at most d float64
+    values and d int64 ids, and :data:`STREAM_HEADER_BYTES`."""
+    return 32 * int(d) + STREAM_HEADER_BYTES
+
+
+def reply_limit(d: int, k: int) -> int:
+    """The largest round reply the master reads from a host of ``k`` logical workers, in bytes: each worker's message
+    at most d values of up to 16 bytes and d int64 ids, 1 KiB of its own headers, and :data:`STREAM_HEADER_BYTES`."""
+    return int(k) * (24 * int(d) + 1024) + STREAM_HEADER_BYTES
+
+
 #: the values of ``DaskPool(rounds=...)`` (``cluster.rounds``)
 ROUNDS = ("stream", "actor")
 
@@ -112,206 +134,10 @@ def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
     return {a: [int(i) for i in part] for a, part in zip(sorted(addresses), parts)}
 
 
-#: A stream message: ``<QQ`` (frame count k, bytes after the frame lengths), k ``<Q`` frame lengths, then the frames,
-#: each padded to a multiple of 8 bytes (so that NumPy arrays read from them are aligned).
-_PRELUDE = struct.Struct("<QQ")
-#: messages up to this size are joined into one buffer before sending (one send call); larger ones go frame by frame
-_JOIN_BYTES = 1 << 18
 #: a round whose request (or last reply) is larger than this goes to every host at once, one thread per host: a
 #: blocking send of a message larger than the socket's buffer waits for the link, and host after host those waits
 #: add up (measured: x of 8 MB to 16 hosts on 100 Mbit links took 16 x 0.64 s a round instead of 0.64 s)
 _PARALLEL_BYTES = 1 << 18
-
-
-def _frames(obj) -> tuple[list, int]:
-    """The parts of ``obj``'s stream message and its size in bytes: ``obj`` pickled (protocol 5) with its arrays'
-    buffers out of band, so that they are sent without a copy."""
-    buffers = []
-    head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
-    frames = [memoryview(head), *(b.raw() for b in buffers)]
-    lengths = [f.nbytes for f in frames]
-    pads = [-n % 8 for n in lengths]
-    parts = [_PRELUDE.pack(len(frames), sum(lengths) + sum(pads)), struct.pack(f"<{len(frames)}Q", *lengths)]
-    for f, pad in zip(frames, pads):
-        parts.append(f)
-        if pad:
-            parts.append(bytes(pad))
-    return parts, sum(lengths) + sum(pads) + _PRELUDE.size + 8 * len(frames)
-
-
-def _read_frames(body, lengths) -> object:
-    """The object of a message's body (a writable buffer) cut into its frames."""
-    view, frames, at = memoryview(body), [], 0
-    for n in lengths:
-        frames.append(view[at:at + n])
-        at += n + (-n % 8)
-    return pickle.loads(frames[0], buffers=frames[1:])
-
-
-#: bytes asked for by a message's first read: the prelude, the frame lengths and a small message's body in one call
-_FIRST_READ = 1 << 16
-
-
-def _receive_message(sock, before=None):
-    """Read one stream message from ``sock`` (blocking): (its body, a writable buffer; its frame lengths; its size in
-    bytes), or None when the peer closed the stream before the message began (:func:`_read_frames` gives its object).
-
-    The first read asks for up to :data:`_FIRST_READ` bytes, so a small message takes one call; the stream carries
-    one message at a time in each direction (a request, then its reply), so nothing of a next message is read.
-    ``before()``, if given, is called before each read (the master sets its socket's timeout there).
-
-    Raises
-    ------
-    ConnectionResetError
-        The peer closed the stream inside a message.
-    OSError
-        From the socket (``TimeoutError`` past its timeout).
-    """
-    buf, got, size = bytearray(_FIRST_READ), 0, None
-    while size is None or got < size:
-        if size is None and got >= _PRELUDE.size:
-            k, body = _PRELUDE.unpack_from(buf)
-            size = _PRELUDE.size + 8 * k + body
-            if size > len(buf):
-                grown = bytearray(size)
-                grown[:got] = memoryview(buf)[:got]
-                buf = grown
-            continue
-        if before is not None:
-            before()
-        n = sock.recv_into(memoryview(buf)[got:size])
-        if n == 0:
-            if got == 0:
-                return None
-            raise ConnectionResetError("the round stream was closed inside a message")
-        got += n
-    if got > size:
-        raise ConnectionResetError(f"the round stream sent {got - size} B after a message (one at a time expected)")
-    k, _ = _PRELUDE.unpack_from(buf)
-    lengths = struct.unpack_from(f"<{k}Q", buf, _PRELUDE.size)
-    return memoryview(buf)[_PRELUDE.size + 8 * k:size], lengths, size
-
-
-def _send_parts(sock, parts, size: int) -> None:
-    """Write one message's parts (``size`` bytes in all) to ``sock``: joined into one send call up to
-    :data:`_JOIN_BYTES`, frame by frame (no copy) above."""
-    if size <= _JOIN_BYTES:
-        sock.sendall(b"".join(parts))
-    else:
-        for part in parts:
-            sock.sendall(part)
-
-
-def _sendable(exc: BaseException) -> BaseException:
-    """``exc`` if it pickles, else a RuntimeError with its text (a host's error travels back to the master)."""
-    try:
-        pickle.dumps(exc)
-        return exc
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-
-
-class _RoundServer:
-    """The host's end of its round stream: a listening socket and one thread of its own in the Dask worker's process.
-
-    The thread accepts one connection (the master's), then stops listening and serves it: reads a request, runs the
-    round on it (``host._answer``) and writes the reply, with blocking sockets, until the master closes the stream or
-    :meth:`close` is called. The round so runs outside the worker's event loop, which stays free for Dask's own
-    traffic (heartbeats) while the host computes; measured on the 2-core machine, a bare 2-host round trip of ~1 KB
-    messages took 0.32 ms from a thread in each Dask worker against 0.55 ms from an asyncio server on the worker's
-    event loop (medians of 2500 rounds; docs/benchmarks.md item 2).
-
-    Parameters
-    ----------
-    host : object
-        Has ``_answer(body, lengths) -> (parts, size)`` (the reply to a request, as :func:`_frames` gives it).
-    bind : str
-        The interface to listen on (the Dask worker's own host).
-    ssl_context : ssl.SSLContext, optional
-        The server side's TLS context (the worker's); the accepted connection is wrapped with it.
-    """
-
-    #: seconds between checks of :meth:`close` while waiting for the master's connection
-    POLL = 0.2
-
-    def __init__(self, host, bind: str, ssl_context=None):
-        self.host, self.ssl_context = host, ssl_context
-        family = socket.AF_INET6 if ":" in bind else socket.AF_INET
-        self.listener = socket.create_server((bind, 0), family=family)
-        self.listener.settimeout(self.POLL)
-        self.port = self.listener.getsockname()[1]
-        self.conn, self.closed = None, False
-        self.thread = threading.Thread(target=self._serve, name="isparse-round-stream", daemon=True)
-        self.thread.start()
-
-    @property
-    def listening(self) -> bool:
-        return self.listener is not None
-
-    @property
-    def connected(self) -> bool:
-        return self.conn is not None
-
-    def _stop_listening(self) -> None:
-        listener, self.listener = self.listener, None
-        if listener is not None:
-            listener.close()
-
-    def _accept(self):
-        while not self.closed:
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except (OSError, AttributeError):   # closed meanwhile
-                return None
-            conn.settimeout(None)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.ssl_context is not None:
-                conn = self.ssl_context.wrap_socket(conn, server_side=True)
-            return conn
-        return None
-
-    def _serve(self) -> None:
-        try:
-            conn = self._accept()
-        except Exception:   # a failed TLS handshake: the master sees its stream fail
-            conn = None
-        finally:
-            self._stop_listening()
-        if conn is None or self.closed:
-            if conn is not None:
-                conn.close()
-            return
-        self.conn = conn
-        try:
-            while True:
-                request = _receive_message(conn)
-                if request is None:
-                    break
-                _send_parts(conn, *self.host._answer(*request[:2]))
-        except Exception:   # the stream broke or was closed (close()): the master recovers if it still runs
-            pass
-        finally:
-            self.conn = None
-            try:
-                conn.close()
-            except Exception:
-                pass
-
-    def close(self) -> bool:
-        """Stop listening and end the stream (the thread then returns). Returns whether anything was still open."""
-        was_open = self.listening or self.connected
-        self.closed = True
-        self._stop_listening()
-        conn = self.conn
-        if conn is not None:
-            try:   # wakes the thread's blocking read; it closes the socket
-                socket.socket.shutdown(conn, socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self.thread.join(timeout=5.0)
-        return was_open
 
 
 class DaskHost(WorkerHost):
@@ -327,7 +153,7 @@ class DaskHost(WorkerHost):
     for the reply (Dask's header and the pickled batch; sized before the size itself is put in, a few bytes less).
 
     On the stream path (``DaskPool(rounds="stream")``) the master calls :meth:`open_stream` once; the rounds then
-    arrive on that connection, served by a thread of the host's own (:class:`_RoundServer`), where
+    arrive on that connection, served by a thread of the host's own (:class:`~isparse.engines.stream.RoundServer`), where
     :meth:`WorkerHost.round` runs.
 
     Parameters
@@ -338,19 +164,26 @@ class DaskHost(WorkerHost):
 
     _round_server = None
 
-    async def open_stream(self) -> str:
-        """Listen for the master's round stream on this Dask worker's own host (its address's host, port 0: a free one).
+    async def open_stream(self, limit: int, setup_seconds: float) -> tuple[str, bytes]:
+        """Listen for the master's round stream on this Dask worker's own host (its address's host, port 0: a free one),
+        with a fresh secret the master must prove (``isparse.engines.stream``'s handshake) before any of its bytes is
+        read as a message.
 
-        The listener and the stream are served by a thread of their own (:class:`_RoundServer`), with TLS when the
-        worker's address is ``tls://`` (or ``wss://``), with the worker's own TLS context
+        The listener and the stream are served by a thread of their own (:class:`~isparse.engines.stream.RoundServer`),
+        with TLS when the worker's address is ``tls://`` (or ``wss://``), with the worker's own TLS context
         (``security.get_listen_args("worker")``: its certificate, the cluster's CA, client certificates required). It
-        serves one connection, the master's, and stops listening once that one is made; each request on it runs
-        :meth:`WorkerHost.round` in that thread (:meth:`_answer`). A stream opened before is closed first.
+        serves the one connection that proves the secret, and stops listening then or after ``setup_seconds``; each
+        request on it (at most ``limit`` bytes) runs :meth:`WorkerHost.round` in that thread (:meth:`_answer`).
+        Refused connections and the stream's errors are logged on the worker's log (logger
+        ``distributed.worker.isparse``: ``Client.get_worker_logs()`` shows them). A stream opened before is closed
+        first.
 
         Returns
         -------
-        str
-            The address to connect to: ``tcp://HOST:PORT`` or, with TLS, ``tls://HOST:PORT``.
+        address : str
+            ``tcp://HOST:PORT`` or, with TLS, ``tls://HOST:PORT``.
+        secret : bytes
+            The stream's secret; it reaches the master in this call's reply, over Dask's channel.
 
         Raises
         ------
@@ -370,8 +203,10 @@ class DaskHost(WorkerHost):
                 raise RuntimeError(f"the Dask worker {worker.address} has no TLS context for its round stream")
         if self._round_server is not None:
             self._round_server.close()
-        self._round_server = _RoundServer(self, host, ssl_context)
-        return f"{'tls' if ssl_context is not None else 'tcp'}://{unparse_host_port(host, self._round_server.port)}"
+        secret = new_secret()
+        self._round_server = RoundServer(self._answer, host, secret, limit, setup_seconds, ssl_context, STREAM_LOG)
+        address = f"{'tls' if ssl_context is not None else 'tcp'}://{unparse_host_port(host, self._round_server.port)}"
+        return address, secret
 
     def _answer(self, body, lengths) -> tuple[list, int]:
         """The reply to a round request (its body and frame lengths), as :func:`_frames` gives it (parts, size):
@@ -380,7 +215,7 @@ class DaskHost(WorkerHost):
         try:
             return _frames((True, WorkerHost.round(self, *_read_frames(body, lengths))))
         except Exception as exc:
-            return _frames((False, _sendable(exc)))
+            return _frames((False, sendable(exc)))
 
     async def close_stream(self) -> bool:
         """Stop listening and close the round stream, if any (its thread ends).
@@ -455,45 +290,6 @@ class _Host:
     def __init__(self, address, ids, actor, futures):
         self.address, self.ids, self.actor, self.futures = address, list(ids), actor, futures
         self.stream, self.comm = None, None
-
-
-class _Stream:
-    """The master's end of a host's round stream: a blocking socket (TLS-wrapped on a TLS cluster)."""
-
-    def __init__(self, address: str, timeout: float, ssl_context=None):
-        from distributed.comm.addressing import get_address_host_port
-
-        self.address = address
-        host, port = get_address_host_port(address)
-        sock = socket.create_connection((host, port), timeout=timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if address.startswith("tls://"):
-            if ssl_context is None:
-                sock.close()
-                raise OSError(f"the round stream {address} needs TLS but the client has no TLS context")
-            sock = ssl_context.wrap_socket(sock)
-        self.sock, self.tls = sock, address.startswith("tls://")
-
-    def send(self, parts, size: int, deadline: float) -> None:
-        """Write one message (its parts, ``size`` bytes in all) before ``deadline`` (``time.monotonic()``)."""
-        self.sock.settimeout(max(1e-3, deadline - time.monotonic()))
-        _send_parts(self.sock, parts, size)
-
-    def receive(self, deadline: float) -> tuple[object, int]:
-        """Read one message before ``deadline``: (its object, its size in bytes as read)."""
-        def before():
-            self.sock.settimeout(max(1e-3, deadline - time.monotonic()))
-        message = _receive_message(self.sock, before)
-        if message is None:
-            raise ConnectionResetError(f"the round stream {self.address} was closed by its host")
-        body, lengths, size = message
-        return _read_frames(body, lengths), size
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
 
 
 def _send_receive(comm, parts, size: int, deadline: float):
@@ -682,11 +478,27 @@ class DaskPool:
             A host did not open its listener within ``worker_timeout`` seconds.
         """
         hosts = list(hosts)
-        pending = [h.actor.open_stream() for h in hosts]
-        addresses = [p.result(timeout=self.worker_timeout) for p in pending]
+        self._connect_streams(hosts, self._listen(hosts))
+
+    def _listen(self, hosts) -> list:
+        """Have every host of ``hosts`` listen for its stream (:meth:`DaskHost.open_stream`, concurrently); their
+        (address, secret) pairs, in order."""
+        limit = request_limit(self.x0.size)
+        pending = [h.actor.open_stream(limit, self.worker_timeout) for h in hosts]
+        return [p.result(timeout=self.worker_timeout) for p in pending]
+
+    def _connect_streams(self, hosts, listened) -> None:
+        """Connect to each host's stream and prove its secret."""
+        from distributed.comm.addressing import get_address_host_port
+
         ssl_context = self.client.security.get_connection_args("client")["ssl_context"]
-        for h, address in zip(hosts, addresses):
-            h.stream, h.comm = address, _Stream(address, self.worker_timeout, ssl_context)
+        for h, (address, secret) in zip(hosts, listened):
+            if address.startswith("tls://") and ssl_context is None:
+                raise OSError(f"the round stream {address} needs TLS but the client has no TLS context")
+            host, port = get_address_host_port(address)
+            h.stream = address
+            h.comm = Stream(host, port, secret, reply_limit(self.x0.size, len(h.ids)), self.worker_timeout,
+                            ssl_context if address.startswith("tls://") else None)
             self._streams.add(h.comm)
 
     def _drop_streams(self, hosts) -> None:
