@@ -1,15 +1,19 @@
-"""The docstrings of isparse's public API: (nearly) all present, each one parses as numpydoc, and renders as
-reStructuredText without a warning (what ``sphinx-build -W`` of the API reference, docs/api.md, would refuse).
+"""The docstrings of isparse's public API: all present (a method's own or inherited), each one parses as numpydoc,
+and renders as reStructuredText without a warning (what ``sphinx-build -W`` of the API reference, docs/api.md,
+would refuse).
 
 "Public" is what the API reference (docs/api.md) shows: in a module of ``isparse/`` whose path has no component
 starting with ``_`` (``__init__.py`` aside), the module itself, its module-level functions and classes whose names do
 not start with ``_``, and the methods and properties defined in the body of such a class whose names do not start
-with ``_``. The objects are found with ``ast`` (nothing is imported), so the count does not depend on what imports.
+with ``_``. The objects are found with ``ast``. A method without a docstring of its own that overrides a documented
+method of a base class defined in isparse/ inherits its contract's docstring (``help()`` and autodoc show that one), so
+it counts as documented: that is the one place the module is imported, to follow the class's MRO.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import warnings
 from pathlib import Path
 
@@ -21,8 +25,13 @@ docutils_core = pytest.importorskip("docutils.core")
 pytest.importorskip("sphinx.ext.autosummary")
 
 ROOT = Path(__file__).resolve().parents[1] / "isparse"
-#: the share of the public functions, classes and methods that must have a docstring
-COVERAGE = 0.95
+#: the public names that may have no docstring, own or inherited: their name and type say all there is to say. Every
+#: other public function, class and method must have one (a new one without fails the test)
+UNDOCUMENTED = {
+    "isparse.engines.stream.RoundServer.listening",
+    "isparse.engines.stream.RoundServer.connected",
+    "isparse.engines.stream.Stream.close",
+}
 
 
 def _public_modules() -> list[Path]:
@@ -60,14 +69,33 @@ def module_docstrings() -> list[tuple[str, str | None]]:
     return [(_module_name(p), ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))) for p in _public_modules()]
 
 
+def inherited_docstring(qualname: str) -> str | None:
+    """The docstring the method ``qualname`` (``module.Class.method``) inherits: that of the nearest class after its
+    own in the MRO that is defined in isparse/ and defines the name with a docstring; None when there is none."""
+    module_name, class_name, name = qualname.rsplit(".", 2)
+    cls = getattr(importlib.import_module(module_name), class_name, None)
+    for base in getattr(cls, "__mro__", ())[1:]:
+        if base.__module__.split(".")[0] == "isparse" and name in vars(base):
+            member = vars(base)[name]
+            doc = getattr(getattr(member, "__func__", member), "__doc__", None)   # classmethod, staticmethod
+            if doc and doc.strip():
+                return doc
+    return None
+
+
+def undocumented(objects: list[tuple[str, str, str | None]]) -> list[str]:
+    """The names of ``objects`` without a docstring, their own or (a method) one inherited from a base in isparse/."""
+    return [name for kind, name, doc in objects
+            if not doc and not (kind == "method" and inherited_docstring(name))]
+
+
 def test_the_public_api_has_docstrings():
     objects = public_objects()
     assert len(objects) > 500, "the ast walk found too few public objects: is isparse/ where it was?"
-    missing = [name for _, name, doc in objects if not doc]
-    share = 1 - len(missing) / len(objects)
-    assert share >= COVERAGE, (f"{len(missing)} of {len(objects)} public functions, classes and methods of isparse/ "
-                               f"have no docstring ({share:.1%} have one; at least {COVERAGE:.0%} must):\n"
-                               + "\n".join(missing))
+    missing = [name for name in undocumented(objects) if name not in UNDOCUMENTED]
+    assert not missing, (f"{len(missing)} of {len(objects)} public functions, classes and methods of isparse/ have no "
+                         f"docstring, neither their own nor one inherited from the method they override (write one, "
+                         f"or add the name to UNDOCUMENTED if its name and type say it all):\n" + "\n".join(missing))
 
 
 def _numpydoc_problem(doc: str) -> str | None:
@@ -155,6 +183,16 @@ def test_every_public_docstring_renders_as_rst():
         summary = extract_summary(doc.splitlines(), _rst_settings())
         bad += [f"{name} (autosummary's summary {summary!r}): {line}" for line in _rst_problems(summary)]
     assert not bad, f"{len(bad)} problems rendering the docstrings of isparse/ as reStructuredText:\n" + "\n".join(bad)
+
+
+def test_an_override_inherits_and_a_new_name_does_not():
+    """The coverage rule itself: an undocumented override of a documented base method (QuadraticProblem.start
+    overrides Problem.start) counts as documented; a method that overrides nothing, or a function, does not."""
+    cls = "isparse.problems.quadratic.QuadraticProblem"
+    assert inherited_docstring(f"{cls}.start")
+    assert undocumented([("method", f"{cls}.start", None), ("method", f"{cls}.not_a_base_method", None),
+                         ("function", "isparse.problems.quadratic.no_such_function", None)]) \
+        == [f"{cls}.not_a_base_method", "isparse.problems.quadratic.no_such_function"]
 
 
 def test_the_check_catches_a_bad_section():
