@@ -26,6 +26,8 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import stage
+
 log = logging.getLogger(__name__)
 
 #: what a caller stores and gets back: names -> arrays (a number or a string is stored as a 0-d array)
@@ -145,7 +147,8 @@ def load_or_make(cache_dir, key: str, make: Callable[[], Arrays], what: str,
         arrays, _ = _read(path, what, key, level, names)
         if arrays is not None:
             return arrays, True
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with stage("cache"):
+        path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path.with_suffix(".lock")):
         if path.is_file():   # another process made it (or made it again) while this one waited for the lock
             arrays, damage = _read(path, what, key, level, names)
@@ -155,8 +158,9 @@ def load_or_make(cache_dir, key: str, make: Callable[[], Arrays], what: str,
         log.log(level, "cache: making %s of key %s in process %d", what, key, os.getpid())
         arrays = _arrays(make(), what)
         tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+        with stage("cache"):
+            np.savez(tmp, **arrays)
+            os.replace(tmp, path)
     return arrays, False
 
 
@@ -222,7 +226,9 @@ def _locked(lock_path: Path):
     """An exclusive ``fcntl.flock`` on ``lock_path`` (made if missing) while inside."""
     import fcntl
 
-    with open(lock_path, "a") as fh:
+    with stage("cache"):
+        fh = open(lock_path, "a")
+    with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

@@ -214,3 +214,38 @@ def import_user_module(module: str, key: str, what: str) -> None:
         raise ConfigError(f"{key}.module", f"The '{key}.module' parameter names a module that fails while defining "
                                            f"its {what}: importing {module!r} raised {type(exc).__name__} at "
                                            f"{where}: {_one_line(exc)}") from None
+
+
+#: the stage an exception raised outside every :func:`stage` is said to come from (a sweep sets ``launcher``)
+_DEFAULT_STAGE = ["start-up"]
+
+
+@contextmanager
+def stage(name: str):
+    """Within, an exception that leaves is marked as raised at stage ``name`` (``data``, ``rounds``, ...; the
+    innermost stage wins), for the one line that reports it (``pipeline.errors``)."""
+    try:
+        yield
+    except BaseException as exc:
+        if getattr(exc, "isparse_stage", None) is None:
+            try:
+                exc.isparse_stage = name
+            except Exception:  # noqa: BLE001 - an exception without attributes: its stage stays the default
+                pass
+        raise
+
+
+def set_default_stage(name: str) -> None:
+    """The stage of exceptions raised outside every :func:`stage` from now on in this process."""
+    _DEFAULT_STAGE[0] = name
+
+
+def stage_of(exc: BaseException) -> str:
+    """The stage ``exc`` (or an exception it was raised from) left, else the default stage."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if getattr(exc, "isparse_stage", None):
+            return exc.isparse_stage
+        exc = exc.__cause__ or exc.__context__
+    return _DEFAULT_STAGE[0]

@@ -1,15 +1,15 @@
-"""One exit path for bad input, for every console script (``isparse-run``, ``isparse-plan``, ``isparse-report``,
+"""One exit path for every failure, for every console script (``isparse-run``, ``isparse-plan``, ``isparse-report``,
 ``python -m pipeline.tracking``).
 
-Any error caused by what the user gave, from any module (a config key or value, a data file, a path, a cluster
-option, a report argument, an unknown group option, a malformed override), is one line on stderr,
+Every exception leaving a run, a sweep or a console script, from any module (ours, Hydra's and its launchers',
+Dask's, MLflow's, the OS's), is one line on stderr and exit status 2 (130/143 for SIGINT/SIGTERM):
 
-    <program>: error: <message naming the key, the file and the line>
+    <program>: error: <message>
 
-and exit status 2; the traceback comes first only with ``HYDRA_FULL_ERROR=1``. :func:`user_message` says which
-exceptions are such errors and words them (Hydra's and OmegaConf's own exceptions are translated into the
-project's format, naming the key and what it may be); anything else is a bug and keeps its traceback (exit
-status 1).
+Bad input (:func:`user_message`: a config key or value, a data file, a cluster option, a report argument) is its
+message, naming the key. Any other fault is ``<stage>: <what>`` (the stage from :func:`isparse.errors.stage`: data,
+rounds, checkpoint, ...; :func:`describe`), with the path of its full traceback, written to the run's directory. The
+traceback also goes to the console with ``HYDRA_FULL_ERROR=1``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import signal
 import sys
 import traceback
 
-from isparse.errors import ConfigError, DataError
+from omegaconf import OmegaConf
+
+from isparse.errors import ConfigError, DataError, set_default_stage, stage, stage_of  # noqa: F401
 from isparse.params import unknown_key
 
 #: the groups whose option is named by a key of its node (``algorithm=isega``, ``cluster=local``)
@@ -143,19 +145,76 @@ def exit_status_of_signal(name: str | None) -> int:
     return 128 + int(getattr(signal.Signals, name or "SIGINT", signal.SIGINT))
 
 
-def console(program: str, func, *args, **kwargs):
-    """Run a console script's body: a user error is one line and exit status 2 (the traceback first with
-    ``HYDRA_FULL_ERROR=1``); Ctrl-C exits 130 without a traceback; anything else propagates (a traceback, status 1).
+def describe(exc: BaseException, trace_dir=None) -> tuple[str, bool]:
+    """(``exc``'s one line, whether it is bad input). Bad input naming a key is its message; anything else is
+    ``<stage>: <message>``, and a fault that is not bad input also names its full traceback, written (once) to
+    ``trace_dir`` (default :func:`trace_dir`)."""
+    message = user_message(exc)
+    if message is not None and not isinstance(exc, OSError):   # names its key: where it failed
+        return message, True
+    if message is None:
+        what = one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        what = what if len(what) <= 600 else what[:600] + "..."
+        path = getattr(exc, "isparse_trace", None) or write_trace(exc, trace_dir)
+        with contextlib.suppress(Exception):
+            exc.isparse_trace = path
+        message = what + (f" (full traceback: {path})" if path else "")
+    return f"{stage_of(exc)}: {message}", user_message(exc) is not None
 
-    Hydra's own error printing (``hydra._internal.utils.run_and_report``, which writes its multi-line messages and
-    exits 1) is bypassed for user errors while ``func`` runs (:func:`hydra_reports_user_errors_to`)."""
+
+def trace_dir() -> str | None:
+    """The Hydra run's (or sweep's) directory, where a traceback is written; None outside one."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    for key in ("runtime.output_dir", "sweep.dir"):
+        with contextlib.suppress(Exception):
+            d = str(OmegaConf.select(HydraConfig.get(), key))
+            if d and os.path.isdir(d):
+                return d
+    return None
+
+
+def write_trace(exc: BaseException, where=None) -> str | None:
+    """Write ``exc``'s traceback to ``<where>/traceback.txt`` (default :func:`trace_dir`), else (none, or it cannot
+    be written) to ``outputs/`` or the temporary directory; its path, or None."""
+    import tempfile
+    import time
+
+    text = "".join(traceback.format_exception(exc))
+    name = f"traceback-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.txt"
+    where = where or trace_dir()
+    for directory, file in (((where, "traceback.txt"),) if where else ()) + (("outputs", name),
+                                                                            (tempfile.gettempdir(), name)):
+        try:
+            os.makedirs(directory, exist_ok=True)
+            path = os.path.abspath(os.path.join(str(directory), file))
+            with open(path, "w") as fh:
+                fh.write(text)
+            return path
+        except OSError:
+            continue
+    return None
+
+
+#: the last line printed by :func:`exits_on_error` in this process (a sweep's parent run takes it as its reason)
+LAST_ERROR: list = []
+
+
+def console(program: str, func, *args, **kwargs):
+    """Run a console script's body: every exception is its one line (:func:`describe`) and exit status 2 (the
+    traceback first with ``HYDRA_FULL_ERROR=1``); Ctrl-C exits 130, SIGTERM 143, without a traceback.
+
+    Hydra's own error printing (``hydra._internal.utils.run_and_report``) is bypassed while ``func`` runs
+    (:func:`hydra_reports_errors_to`)."""
     import warnings
 
     original = warnings.formatwarning
     # a warning is one line too, "<program>: warning: <message>" (not Python's file:line and source line)
     warnings.formatwarning = lambda message, category, *a, **k: f"{program}: warning: {one_line(message)}\n"
     try:
-        with exits_on_user_error(program), hydra_reports_user_errors_to():
+        with exits_on_error(program), hydra_reports_errors_to():
             return func(*args, **kwargs)
     except KeyboardInterrupt as exc:
         sys.exit(exit_status_of_signal(getattr(exc, "signal", None)))
@@ -164,29 +223,30 @@ def console(program: str, func, *args, **kwargs):
 
 
 @contextlib.contextmanager
-def exits_on_user_error(program: str):
-    """Within (a console script's body, or a Hydra task: one job), a user error is its one line and exit status 2
+def exits_on_error(program: str):
+    """Within (a console script's body, a Hydra task or callback), any exception is its one line and exit status 2
     at once. (Raised out of a task, Hydra's ``run_job`` would first print "Error executing job with overrides:
-    [...]".)"""
+    [...]"; out of a callback, Hydra would warn and go on.)"""
     try:
         yield
-    except Exception as exc:  # noqa: BLE001 - classified here, re-raised when it is not the user's
-        message = user_message(exc)
-        if message is None:
-            raise
+    except Exception as exc:  # noqa: BLE001 - every failure ends here
+        line, _ = describe(exc)
         if full_error():
-            traceback.print_exc()
-        print_error(program, message)
+            traceback.print_exception(exc)
+        print_error(program, line)
+        LAST_ERROR.append(line)
         sys.exit(2)
 
 
+exits_on_user_error = exits_on_error   # the name before every fault took this path
+
+
 @contextlib.contextmanager
-def hydra_reports_user_errors_to():
-    """Within, Hydra's ``run_and_report`` lets user errors (:func:`user_message`) propagate to :func:`console`
-    instead of printing them its way and exiting 1; other errors it reports as before. Hydra's command-line parser
-    (``hydra.main``'s) words its errors in one line (:class:`ArgumentParser`'s way), and a group's override
-    (``algorithm=``, ``data=``, ``cluster=``) must name one option: a number, null or a list is refused
-    (:func:`check_group_overrides`) before Hydra composes."""
+def hydra_reports_errors_to():
+    """Within, Hydra's ``run_and_report`` lets every error propagate to :func:`console` instead of printing it its
+    way and exiting 1. Hydra's command-line parser (``hydra.main``'s) words its errors in one line
+    (:class:`ArgumentParser`'s way), and a group's override (``algorithm=``, ``data=``, ``cluster=``) must name one
+    option: a number, null or a list is refused (:func:`check_group_overrides`) before Hydra composes."""
     try:
         import hydra._internal.utils as hydra_utils
 
@@ -214,12 +274,7 @@ def hydra_reports_user_errors_to():
         return parser
 
     def run_and_report(func):
-        try:
-            return func()
-        except Exception as exc:  # noqa: BLE001
-            if user_message(exc) is not None:
-                raise
-            return original(lambda exc=exc: _raise(exc))
+        return func()
 
     hydra_utils.run_and_report, hydra_main.get_args_parser = run_and_report, get_args_parser
     try:
@@ -267,6 +322,3 @@ def check_group_overrides(overrides: list[str]) -> None:
             if not isinstance(value, str):
                 raise ConfigError(group, f"The '{group}' parameter must be {choices}; got {text!r}.")
 
-
-def _raise(exc):
-    raise exc

@@ -22,7 +22,7 @@ from isparse import build
 from isparse.engines import DivergenceError, InProcessPool
 from isparse.engines.to_eps import criterion_text, to_eps
 
-from .errors import user_message
+from .errors import stage, user_message
 from .lifecycle import (MetricsLog, check_resumed_data, checkpoint_saver, end_line, load_resume, logged_until,
                         lost_cluster, run_name, start_run, stop_on_signals, warn_if_predicted_beyond)
 from .schema import JobConfig, load_job
@@ -64,19 +64,28 @@ def run_job(cfg, made: dict | None = None) -> dict:
     made["job"] = job
     if job.engine == "dask":   # the cluster's checks that need no cluster (its extra installed, address, TLS files)
         job.cluster.check_run()
-    check_reachable(job.tracking.uri)
-    data_file = job.data.fingerprint()   # what the run reads (its size and hash; a checkpoint records it)
-    if checkpoint is not None:           # the same data as the interrupted run's, or no resume (the run left as it is)
-        check_resumed_data(checkpoint, data_file, job.resume, output_dir() / "checkpoint.pkl")
-    setup = build(job, cache_dir=job.cache_dir)
-    client_for(job.tracking.uri).prepare()   # the store is opened (made) only for a run that builds: bad input makes none
+    with stage("tracking store"):
+        check_reachable(job.tracking.uri)
+    with stage("data"):   # the data read and the reference problem made (its cache: stage "cache")
+        data_file = job.data.fingerprint()   # what the run reads (its size and hash; a checkpoint records it)
+        if checkpoint is not None:   # the same data as the interrupted run's, or no resume (the run left as it is)
+            check_resumed_data(checkpoint, data_file, job.resume, output_dir() / "checkpoint.pkl")
+        setup = build(job, cache_dir=job.cache_dir)
+    with stage("tracking store"):   # the store is opened (made) only for a run that builds: bad input makes none
+        client_for(job.tracking.uri).prepare()
     name = run_name(job, setup)
     end = {}   # the MLflow run's id and status: its last line, printed once the cluster is closed
     with end_line(job, end, overrides, setup.method.asynchronous), stop_on_signals() as stop, \
             _pool(job, setup, stop) as pool:
-        from . import plots  # noqa: F401 - matplotlib, imported while the helper may still be opening the store
-        logger = start_run(job, setup, name, overrides, output_dir(), checkpoint)
+        with stage("figure"):
+            from . import plots  # noqa: F401 - matplotlib, imported while the helper may still be opening the store
+        with stage("tracking store"):
+            logger = start_run(job, setup, name, overrides, output_dir(), checkpoint)
         made["run_id"] = logger.run_id
+        if job.engine == "dask":   # cluster=emulated's record names the run: a start after a SIGKILL marks it KILLED
+            from .cluster import record_run
+
+            record_run(pool.client, logger.run_id, job.tracking.uri)
         status = "FAILED"
         end.update(run_id=logger.run_id, uri=job.tracking.uri, status=status, client=logger.client)
         try:
@@ -106,7 +115,8 @@ def run_job(cfg, made: dict | None = None) -> dict:
             raise
         finally:
             end["status"] = status
-            end["stored"] = logger.end(status)   # False: the tracking server stayed away (the run is RUNNING there)
+            with stage("finish"):
+                end["stored"] = logger.end(status)   # False: the tracking server stayed away (the run is RUNNING there)
 
 
 @contextlib.contextmanager
@@ -120,8 +130,9 @@ def _pool(job, setup, stop):
 
     from .cluster import dask_client
 
-    with contextlib.ExitStack() as stack:
-        with stop.deferred():   # Ctrl-C while the cluster starts and the shards travel: taken once they are done
+    with stage("finish"), contextlib.ExitStack() as stack:   # (closing the cluster: the run's finish)
+        with stop.deferred(), stage("cluster start"):   # Ctrl-C while the cluster starts and the shards travel:
+            # taken once they are done
             client = stack.enter_context(dask_client(job.cluster, run_dir=output_dir))
             if not job_env(PARENT_ENV):   # a sweep's job: its run's tag dask_dashboard has it (not a line per job)
                 print(f"Dask dashboard: {client.dashboard_link}", flush=True)
@@ -171,6 +182,11 @@ def _uplink_convention(method) -> str:
 
 
 def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_file=None) -> dict:
+    with stage("tracking store"):
+        return _log_run(job, setup, pool, logger, name, stop, checkpoint, data_file)
+
+
+def _log_run(job, setup, pool, logger, name, stop, checkpoint=None, data_file=None) -> dict:
     import yaml
 
     derived, bound, method = setup.derived, setup.bound, setup.method
@@ -198,12 +214,20 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_fil
         pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
     skip, wall = logged_until(logger) if checkpoint is not None else (-1, None)
     observer = MetricsLog(logger, lambda rec: metrics(rec, method.n, derived["r0"], bound.quantity), skip, wall)
-    result = setup.run(pool, max_iter=job.max_iter, tol=job.tol, log_every=job.tracking.log_every, observer=observer,
-                       progress=job.progress, expected_iter=predicted, should_stop=stop, resume=checkpoint,
-                       checkpoint_every=job.checkpoint.every,
-                       on_checkpoint=checkpoint_saver(logger, outdir, observer.logs,
-                                                      [data_file] if data_file is not None else []))
+    with stage("rounds"):   # (a checkpoint: stage "checkpoint")
+        result = setup.run(pool, max_iter=job.max_iter, tol=job.tol, log_every=job.tracking.log_every,
+                           observer=observer, progress=job.progress, expected_iter=predicted, should_stop=stop,
+                           resume=checkpoint, checkpoint_every=job.checkpoint.every,
+                           on_checkpoint=checkpoint_saver(logger, outdir, observer.logs,
+                                                          [data_file] if data_file is not None else []))
     stop.done()
+    with stage("finish"):
+        return _finish(job, setup, pool, logger, name, checkpoint, result, observer, predicted)
+
+
+def _finish(job, setup, pool, logger, name, checkpoint, result, observer, predicted) -> dict:
+    derived, bound, method = setup.derived, setup.bound, setup.method
+    outdir = output_dir()
     np.save(outdir / "x_final.npy", result.x)
     logger.log_artifact(outdir / "x_final.npy")
     last = result.records[-1]
@@ -226,7 +250,9 @@ def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_fil
     summary.update(_time_to_eps(job, result, logger, checkpoint))
     logger.log_metrics({SUMMARY + k: v for k, v in summary.items()}, step=result.iterations)
     logger.log_dict({str(i): (int(b) if float(b).is_integer() else float(b)) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
-    _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived, bound)
+    with stage("figure"):
+        _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived,
+                    bound)
     if not result.converged:
         why = (f"predicted iterations: {predicted:g}" if predicted == predicted else
                f"no iteration count is predicted: {bound.theorem}")   # NaN: no bound applies

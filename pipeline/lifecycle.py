@@ -25,7 +25,7 @@ import sys
 import threading
 from pathlib import Path
 
-from isparse.errors import ConfigError
+from isparse.errors import ConfigError, stage
 from isparse.theory.bound import source_tag
 
 from .jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
@@ -342,6 +342,10 @@ def checkpoint_saver(logger, outdir: Path, fresh=lambda step: True, data_files: 
     uploaded = []   # the iterations of the checkpoints uploaded
 
     def save(ck):
+        with stage("checkpoint"):
+            _save(ck)
+
+    def _save(ck):
         ck.data_files = data_files
         tmp, path = outdir / "checkpoint.pkl.tmp", outdir / "checkpoint.pkl"
         try:

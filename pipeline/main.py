@@ -2,12 +2,11 @@
 
 The job itself is :func:`pipeline.job.run_job`; this module is the glue between it and the command line:
 
-- a single run: bad input (any module's ConfigError or DataError, an unknown key or group option, a malformed
-  override) is one line ``isparse-run: error: <message>`` and exit status 2 (``pipeline.errors``; the traceback
-  only with ``HYDRA_FULL_ERROR=1``); a FAILED run's line names its MLflow run; Ctrl-C or SIGTERM end the run KILLED
-  with the ``isparse-run resume=<run id>`` command (exit status 130 or 143);
+- a single run: every failure (bad input, or a fault at any stage) is one line ``isparse-run: error: <message>``
+  and exit status 2 (``pipeline.errors``); a FAILED run's line names its MLflow run; Ctrl-C or SIGTERM end the run
+  KILLED with the ``isparse-run resume=<run id>`` command (exit status 130 or 143);
 - a sweep (``-m``): a failed job prints its one line and the sweep goes on; the end prints one summary line, and the
-  exit status is 2 when every failure was bad input, 1 otherwise (``pipeline.sweep``).
+  exit status is 2 when any job failed (``pipeline.sweep``).
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ def task(cfg: DictConfig):
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from .errors import exit_status_of_signal, full_error, print_error, user_message
+    from .errors import describe, exit_status_of_signal, full_error, print_error, stage
     from .job import output_dir, run_job
     from .jobenv import PARENT_ENV, job_env
     from .sweep import failed_job_run
@@ -51,9 +50,10 @@ def task(cfg: DictConfig):
     sweep = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     made: dict = {}
     try:
-        if not sweep and HydraConfig.initialized():
-            refuse_sweep_as_single_run(HydraConfig.get())
-        return run_job(cfg, made)
+        with stage("start-up"):   # the outermost: what no inner stage marked
+            if not sweep and HydraConfig.initialized():
+                refuse_sweep_as_single_run(HydraConfig.get())
+            return run_job(cfg, made)
     except KeyboardInterrupt as exc:
         name = getattr(exc, "signal", None) or (str(exc).split()[-1] if str(exc).startswith("signal ") else "SIGINT")
         if not getattr(exc, "run_id", None):
@@ -61,29 +61,24 @@ def task(cfg: DictConfig):
                   file=sys.stderr, flush=True)
         sys.exit(exit_status_of_signal(name))
     except Exception as exc:  # noqa: BLE001 - every failure is reported here, once
-        message = user_message(exc)
+        message, bad_input = describe(exc, output_dir())
         overrides = job_overrides()
         run_id = made.get("run_id")
         if run_id is None and job_env(PARENT_ENV):   # every job of a sweep has its run, a failed one too
-            run_id = failed_job_run(cfg, exc, overrides, output_dir(), message is not None)
-        if full_error() or message is None:
-            traceback.print_exc()
+            run_id = failed_job_run(cfg, exc, overrides, output_dir(), bad_input)
+        if full_error():
+            traceback.print_exception(exc)
         where = f"MLflow run {run_id} FAILED" + (f" in {made['job'].tracking.uri}" if made.get("job") else "") \
             if run_id else ""
-        if sweep:
-            job = f"job #{HydraConfig.get().job.num} ({' '.join(overrides)})"
-            line = f"{job}: {message or f'{type(exc).__name__}: {exc}'}" + (f" [{where}]" if where else "")
-            print_error(PROG, line)
-            to_log_file(f"{PROG}: error: {line}", None if message else traceback.format_exc())
-            if (cfg.get("compare") or {}).get("objective"):   # a minimizing sweeper (Optuna) gets a number
-                return float("inf")
-            return {"failed": True, "bad_input": message is not None}
-        if message is None:
-            to_log_file(f"{PROG}: error: {type(exc).__name__}: {exc}", traceback.format_exc())
-            raise
-        print_error(PROG, message + (f" [{where}]" if where else ""))
-        to_log_file(f"{PROG}: error: {message}" + (f" [{where}]" if where else ""))
-        sys.exit(2)
+        line = (f"job #{HydraConfig.get().job.num} ({' '.join(overrides)}): " if sweep else "") + message \
+            + (f" [{where}]" if where else "")
+        print_error(PROG, line)
+        to_log_file(f"{PROG}: error: {line}", None if bad_input else "".join(traceback.format_exception(exc)))
+        if not sweep:
+            sys.exit(2)
+        if (cfg.get("compare") or {}).get("objective"):   # a minimizing sweeper (Optuna) gets a number
+            return float("inf")
+        return {"failed": True, "bad_input": bad_input}
 
 
 def to_log_file(line: str, trace: str | None = None) -> None:
@@ -134,16 +129,17 @@ def main() -> None:
     from .errors import console
     from .sweep import exit_status, mark_sweep_failed
 
+    from .errors import LAST_ERROR
+
     try:
         console(PROG, _app)
     except SystemExit as exc:   # a sweep that ended on an error outside its jobs: its parent run ends FAILED
         if exc.code not in (0, None):
-            mark_sweep_failed(f"isparse-run exited with status {exc.code}")
+            mark_sweep_failed(LAST_ERROR[-1] if LAST_ERROR else f"isparse-run exited with status {exc.code}")
         raise
-    status = exit_status()   # a sweep whose jobs failed: 2 if every failure was bad input, else 1
+    status = exit_status()   # a sweep whose jobs failed: 2
     if status:
         sys.exit(status)
-
 
 if __name__ == "__main__":
     main()

@@ -63,7 +63,7 @@ from isparse.plan import (ROUND_TRIP_S, CodecChoice, Probe, SkippedRow, bound_it
                           resolve_codecs, resolve_tau_grid, workers_per_host)
 from isparse.spec import BlocksSpec, MessagesSpec
 
-from .errors import console, exits_on_user_error, print_error
+from .errors import console, exits_on_error, print_error
 from .schema import PlanConfig, load_job
 
 log = logging.getLogger("isparse")
@@ -439,7 +439,7 @@ def render(plan: dict) -> str:
 @hydra.main(version_base="1.3", config_path=_main.CONF_DIR, config_name="plan")
 def _app(cfg: DictConfig):
     np.seterr(over="ignore")
-    with exits_on_user_error(PROG):
+    with exits_on_error(PROG):
         plan = plan_job(cfg)
     out = json.dumps(plan, indent=1, allow_nan=False)
     with contextlib.suppress(Exception):

@@ -4,7 +4,7 @@
 every job's run its child. A job reads the sweep through :func:`pipeline.jobenv.job_env` (the parent run id, the
 keys the sweep varies, the Dask worker running it), which the callback sets. A failed job prints its one line when
 it fails and returns (the sweep goes on); at the end the callback prints one summary line and sets the exit status
-(:func:`exit_status`): 2 when every failure was bad input, 1 otherwise.
+(:func:`exit_status`): 2 when any job failed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from .errors import exits_on_user_error
+from .errors import exits_on_error, set_default_stage, stage
 from .jobenv import FAILURE_TAG, PARENT_ENV, SWEPT_ENV, TYPED_ENV, job_env
 from .lifecycle import sweep_tags
 from .tracking import RunLogger, check_reachable, flatten, summary_metrics, ui_link
@@ -40,8 +40,8 @@ def mark_sweep_failed(reason: str) -> None:
 
 
 def exit_status() -> int:
-    """The exit status of this process's sweep: 0, 1 (a job failed on an error) or 2 (every failure was bad input);
-    0 when no sweep ran."""
+    """The exit status of this process's sweep: 0, or 2 (a job failed, or the sweep outside its jobs); 0 when no
+    sweep ran."""
     return _STATUS[-1] if _STATUS else 0
 
 
@@ -88,8 +88,9 @@ class SweepParentRun(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         # bad input (an empty paths.outputs, an unreachable tracking server) ends the sweep here with its one line
         # and exit status 2 (Hydra would print a callback's exception as a warning and go on)
-        with exits_on_user_error("isparse-run"):
+        with exits_on_error("isparse-run"), stage("tracking store"):
             self._start(config)
+        set_default_stage("launcher")   # what fails from here on outside the jobs is the sweeper's or launcher's
 
     def _start(self, config: DictConfig) -> None:
         from hydra.core.hydra_config import HydraConfig
@@ -167,10 +168,9 @@ class SweepParentRun(Callback):
             print(f"isparse-run: sweep: {len(failed)} of {len(runs)} jobs FAILED ({jobs}): parent MLflow run "
                   f"{logger.run_id} FAILED in {logger.uri} (its failed_jobs.txt lists them)", file=sys.stderr,
                   flush=True)
-            bad_input = all(r.data.tags.get(FAILURE_TAG) == "input" for r in failed)
-            _STATUS.append(2 if bad_input else 1)
+            _STATUS.append(2)
         else:
-            _STATUS.append(1 if _SWEEP_ERROR else 0)
+            _STATUS.append(2 if _SWEEP_ERROR else 0)
             log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
 
 

@@ -178,6 +178,8 @@ def test_dense_downlink_serialized_bytes_within_ten_percent(dask_client, rounds)
     ("rand:3", "pieces must be randk:<k>, topk:<k> or a codec"),
     ("bfloat", "pieces must be randk:<k>, topk:<k> or a codec"),
     ("randk:0.5+", r"pieces joined by '\+'"),
+    ("randk:0.5+topk:0.5", "at most one selection"),   # passed the check, then failed mid-run (issue 44)
+    ("topk:3+randk:2+natural7", "at most one selection"),
 ])
 def test_bad_downlink_is_one_line_naming_the_key(text, says):
     with pytest.raises(ConfigError, match=says) as err:

@@ -77,8 +77,8 @@ def parse_downlink(text: str, d: int | None, *, key: str = "messages.downlink", 
     Parameters
     ----------
     text : str
-        Pieces joined by ``+``, applied left to right: selections ``randk:<k>`` / ``topk:<k>`` (k a fraction of d in
-        (0, 1] or a count in [1, d]), then at most one value codec, a ``messages.codec`` name or ``<name>:<option>``
+        Pieces joined by ``+``, applied left to right: at most one selection ``randk:<k>`` / ``topk:<k>`` (k a
+        fraction of d in (0, 1] or a count in [1, d]), then at most one value codec, a ``messages.codec`` name or ``<name>:<option>``
         (``natural7``, ``dither:7``); no codec: float64 values.
     d : int or None
         Values of the model; None checks the grammar only (the counts k are checked against d later).
@@ -96,8 +96,8 @@ def parse_downlink(text: str, d: int | None, *, key: str = "messages.downlink", 
     Raises
     ------
     ConfigError
-        (``key``) an unknown piece, a k out of range, a codec before a selection or two codecs, or a codec that is
-        biased (no constant: EF21-P needs a contractive one).
+        (``key``) an unknown piece, a k out of range, two selections, a codec before a selection or two codecs, or a
+        codec that is biased (no constant: EF21-P needs a contractive one).
     """
     from .choices import CodecChoice, _codec_grammar, resolve_codecs
     from .codecs import codec as make_codec
@@ -112,6 +112,9 @@ def parse_downlink(text: str, d: int | None, *, key: str = "messages.downlink", 
             if value_codec is not None:
                 raise ConfigError(key, f"The '{key}' parameter takes its selections before its value codec; got "
                                        f"{text!r}.")
+            if selections:   # a second selection would be sized on d, not on what the first kept
+                raise ConfigError(key, f"The '{key}' parameter takes at most one selection (randk:<k> or topk:<k>), "
+                                       f"then a value codec; got {text!r}.")
             selections.append(_selection_of(p, d, key))
             continue
         if value_codec is not None:

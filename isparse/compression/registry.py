@@ -29,21 +29,8 @@ CODECS: dict[str, type] = {}
 
 
 def codec_class(name: str, module: str | None = None, key: str = "messages") -> type:
-    """The class of ``messages.codec=name``.
-
-    Parameters
-    ----------
-    name : str
-        The codec's name (a key of :data:`CODECS`).
-    module : str, optional
-        ``messages.module``: imported first, so that a codec defined outside ``isparse.compression`` registers itself.
-    key : str
-        The section errors name (``messages``).
-
-    Returns
-    -------
-    type
-        The :class:`Codec` subclass.
+    """The :class:`Codec` subclass of ``messages.codec=name``; ``module`` (``messages.module``) is imported
+    first, so that a codec defined outside ``isparse.compression`` registers itself; errors name the section ``key``.
 
     Raises
     ------
@@ -78,8 +65,8 @@ class DownlinkText(Constraint):
     is read (the counts k against d once the data are read)."""
 
     is_text = True
-    text = ("float64 (dense x, no error feedback), or pieces joined by '+': randk:<k> / topk:<k> (k a fraction of d in "
-            "(0, 1] or a count in [1, d]), then a codec (natural7, natural, dither:<s>, float32, ...)")
+    text = ("float64 (dense x, no error feedback), or pieces joined by '+': at most one randk:<k> / topk:<k> (k a "
+            "fraction of d in (0, 1] or a count in [1, d]), then a codec (natural7, natural, dither:<s>, float32, ...)")
 
     def __call__(self, key, value):
         Text()(key, value)
@@ -94,7 +81,7 @@ class CodecName(Constraint):
 
     @property
     def text(self) -> str:
-        """What the key allows, for error messages and the docs: the registered codec names."""
+        """The registered codec names, for error messages and the docs."""
         return f"one of {', '.join(CODECS)}, or a codec messages.module defines"
 
     def __call__(self, key, value):
@@ -116,12 +103,8 @@ class MessagesSpec(Section):
     """The ``messages`` section: what a worker's message carries besides its values, and how they are coded.
 
     ``codec`` picks the value codec (:data:`CODECS`), whose ``options`` (a subclass of this section) add its own keys;
-    every key is described by its ``param`` (``python -m pipeline.schema`` lists them).
-
-    References
-    ----------
-    docs/algorithms.md §7 (codecs and the bounds with omega).
-    """
+    every key is described by its ``param`` (``python -m pipeline.schema`` lists them); codecs and the bounds with
+    omega: docs/algorithms.md §7."""
 
     send_ids: bool = param(False, Boolean(), "false: values only, the master recomputes the block ids from "
                                              "(seed, i, t); true: the ids travel too (4 B each). EF21's Top-K ids "
@@ -146,8 +129,8 @@ class MessagesSpec(Section):
     downlink: str = param("float64", DownlinkText(),
                           "how the model travels to the hosts: float64 (x^t dense, every round) or a contractive "
                           "compressor with error feedback (EF21-P: the hosts keep w^t and get C(x^{t+1} - w^t), the "
-                          "gradients are taken at w^t): pieces joined by '+', randk:<k> (the same k coordinates for "
-                          "every host, drawn from the seed: values only) or topk:<k> (the ids travel), k a fraction "
+                          "gradients are taken at w^t): pieces joined by '+', at most one selection, randk:<k> (the "
+                          "same k coordinates for every host, drawn from the seed: values only) or topk:<k> (the ids travel), k a fraction "
                           "of d in (0, 1] or a count in [1, d], then a codec, an unbiased one scaled by 1/(1 + omega) "
                           "(natural7: alpha = 8/9); e.g. natural7, randk:0.125+natural7 (docs/algorithms.md §9)")
 
@@ -166,11 +149,11 @@ class MessagesSpec(Section):
 
     @classmethod
     def label(cls, values, key):
-        """How the unknown-key error names the section: ``messages.codec=<name>``."""
+        """``messages.codec=<name>``, how the unknown-key error names the section."""
         return f"{key or 'messages'}.codec={values.get('codec', 'float64')}"
 
     def check(self, key: str = "") -> "MessagesSpec":
-        """Check the section, ``module`` imported first so that its codecs register; returns it.
+        """Check the section, ``module`` imported first so that its codecs register.
 
         Raises
         ------
@@ -260,18 +243,8 @@ class Codec(Compressor):
 
     @classmethod
     def from_options(cls, spec: MessagesSpec) -> "Codec":
-        """The codec of a checked ``messages`` section.
-
-        Parameters
-        ----------
-        spec : MessagesSpec
-            The section; its values of the codec's own keys are the constructor's keyword arguments (a key the
-            section lacks takes the constructor's default).
-
-        Returns
-        -------
-        Codec
-        """
+        """The codec of a checked ``messages`` section: its values of the codec's own keys are the
+        constructor's keyword arguments (a key the section lacks takes the constructor's default)."""
         return cls(**{k: getattr(spec, k) for k in cls.own_options() if hasattr(spec, k)})
 
     def option_values(self) -> dict:
@@ -279,71 +252,30 @@ class Codec(Compressor):
         return {k: getattr(self, k) for k in self.own_options()}
 
     def state(self) -> dict:
-        """The keyword arguments that rebuild this codec: its options (the natural codecs: their window's ``e_max``)."""
+        """The keyword arguments that rebuild this codec (by default its options)."""
         return self.option_values()
 
     # -- what the methods ask -----------------------------------------------------------------------------
     def scaled(self, scale: float) -> "Codec":
-        """The codec for messages whose largest absolute value at the start is about ``scale``.
-
-        Parameters
-        ----------
-        scale : float
-            The largest absolute entry of the local gradients at x^0, max_i ||grad f_i(x^0)||_inf
-            (``isparse.runsetup.build`` computes it).
-
-        Returns
-        -------
-        Codec
-            This codec itself; a codec whose window the problem places (``needs_scale``) returns a new one.
-        """
+        """The codec for messages whose largest absolute value at the start is about ``scale``,
+        max_i ||grad f_i(x^0)||_inf (``isparse.runsetup.build`` computes it): this codec itself, or a new one for a
+        codec
+        whose window the problem places (``needs_scale``)."""
         return self
 
     def relative_error(self) -> float | None:
-        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16).
-
-        Returns
-        -------
-        float or None
-            0 for an exact codec, None for a random one.
-        """
+        """delta of ||Q(v) - v|| <= delta ||v|| for a deterministic codec (float32, bfloat16): 0 for an exact
+        codec, None for a random one."""
         return 0.0 if self.exact else None
 
     def bits(self, counts: np.ndarray) -> np.ndarray:
-        """Bits on the wire of each message: ``header_bits`` (for a message with values) + ``value_bits`` per value.
-
-        Parameters
-        ----------
-        counts : ndarray of int, shape (k,)
-            Values of each message.
-
-        Returns
-        -------
-        ndarray of int64, shape of ``counts``
-        """
+        """``header_bits`` (for a message with values) + ``value_bits`` per value."""
         counts = np.asarray(counts, dtype=np.int64)
         return counts * self.value_bits + np.where(counts > 0, self.header_bits, 0)
 
     def draw(self, sampler, ids, t, counts, q):
-        """One uniform in [0, 1) per value, from stream ``CODEC``; None for a deterministic codec.
-
-        Parameters
-        ----------
-        sampler : Sampler
-            The run's counter-based sampler.
-        ids : array of int, shape (k,)
-            The logical workers of the batch.
-        t : int
-            The iteration.
-        counts : array of int, shape (k,)
-            Values of each message.
-        q : int
-            The most values a message can have: worker ``ids[k]``'s draws are the first ``counts[k]`` of its q.
-
-        Returns
-        -------
-        ndarray of float64, shape (counts.sum(),) or None
-        """
+        """One uniform in [0, 1) per value (float64, shape (counts.sum(),)), from stream ``CODEC``; None for a
+        deterministic codec. Worker ``ids[k]``'s draws are the first ``counts[k]`` of its q."""
         if not self.random:
             return None
         return sampler.uniforms(self.stream, ids, t, q)[np.arange(q) < np.asarray(counts)[:, None]]
