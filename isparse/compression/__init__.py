@@ -1,25 +1,14 @@
 """Compression of the messages: which blocks a worker sends and how each value is coded, as pieces that compose.
 
-A **piece** (:class:`Compressor`) maps a batch of messages (values worker after worker, ``counts`` values each) to a
-payload and back with pure ``encode(values, counts, u)`` / ``decode(payload, counts)``; its random draws ``u`` are
-made by :meth:`Compressor.draw` from the counter-based sampler, keyed by (seed, worker, iteration), so both engines,
-resume and replay see the same draws. A piece declares as data its ``kind`` (exact, unbiased, contractive or
-biased), its constant (``omega(q)``: E||C(v) - v||^2 <= omega ||v||^2 for an unbiased piece; ``alpha(q)``:
-E||C(v) - v||^2 <= (1 - alpha)||v||^2 for a contractive one), its wire size ``bits(counts)`` and
-``memory_rate(q)`` (1/(1 + omega) for a lossy unbiased piece, 1 otherwise: the share of a decoded value a memory
-moves by).
-
-**chain** (optax's ``chain``): ``chain(IndependentBlocks(tau_m, m), codec)`` is the uplink of every method,
-C(v) = (1/tau) Q(v_U): the paper's independent tau*m-nice block sampling (omega = m/tau_m - 1), then the value codec.
-:class:`Chain` computes its constants by the composition rule (independent unbiased pieces:
-1 + omega = prod_k (1 + omega_k), so (1 + omega_Q)/tau - 1 for the uplink; exact pieces are the identity; a biased
-piece makes the chain biased): no method computes them. The downlink uses the same pieces.
+A **piece** (:class:`Compressor`) maps a batch of messages to a payload and back with pure ``encode``/``decode``,
+its random draws made from the counter-based sampler keyed by (seed, worker, iteration), so both engines, resume and
+replay see the same draws; it declares its ``kind`` and constant. :func:`chain` composes pieces:
+``chain(IndependentBlocks(tau_m, m), codec)`` is the uplink of every method, C(v) = (1/tau) Q(v_U), and
+:class:`Chain` computes its constants by the composition rule, so no method computes them
+(:mod:`isparse.compression.compressors`). The downlink uses the same pieces.
 
 **Value codecs** (``messages.codec``) are :class:`Codec` subclasses, registered by their ``name`` in :data:`CODECS`
-when the class is defined (two with one name is an error). A codec declares its own keys as ``options``, a
-dataclass subclass of :class:`MessagesSpec` (dither's ``levels``, ``messages.levels``); a key the chosen codec does
-not have is refused, naming it. A codec pickles by its class and options (found by import on a Dask worker), never
-by a name lookup.
+(:mod:`isparse.compression.registry`).
 
 **A codec from outside** is one module and one config file: the module defines a :class:`Codec` subclass (``name``,
 ``kind`` and its constant, ``encode``/``decode``, ``value_bits``/``header_bits`` or ``bits``, ``stream = CODEC``
@@ -30,7 +19,8 @@ up, as ``algorithm.module`` is for a method; an import failure is one error line
 
 Modules:
 
-- :mod:`isparse.compression.compressors`: :class:`Compressor`, :class:`IndependentBlocks`, :class:`Chain`, :func:`chain`;
+- :mod:`isparse.compression.compressors`: :class:`Compressor`, :class:`IndependentBlocks`, :class:`Chain`,
+  :func:`chain`;
 - :mod:`isparse.compression.registry`: :class:`Codec`, :data:`CODECS`, :func:`codec_class`, :class:`MessagesSpec`;
 - :mod:`isparse.compression.codecs`: the built-in value codecs (float64, float32, bfloat16, natural, natural7, dither);
 - :mod:`isparse.compression.blocks`: the m blocks of the d coordinates (:class:`BlockPartition`);
@@ -39,8 +29,7 @@ Modules:
 - :mod:`isparse.compression.sampling`: the counter-based draws keyed by (seed, i, t) (:class:`Sampler`);
 - :mod:`isparse.compression.messages`: one round's batch of messages (:class:`Messages`) and its bytes;
 - :mod:`isparse.compression.downlink`: the compressed downlink with error feedback (EF21-P, :class:`Downlink`,
-  ``messages.downlink``).
-"""
+  ``messages.downlink``)."""
 
 from .blocks import BlockPartition
 from .codecs import FLOAT64, codec

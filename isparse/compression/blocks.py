@@ -17,28 +17,13 @@ from ..errors import check_range
 
 @dataclass(frozen=True)
 class BlockPartition:
-    """Contiguous blocks of a configured size: the m blocks the workers sample from.
-
-    Parameters
-    ----------
-    d : int
-        Dimension of x.
-    size : int
-        Block size b, 1 <= b <= d.
+    """Contiguous blocks of size b, 1 <= b <= d (``size``): the m blocks the workers sample from
+    (arXiv:1901.09437, section 2; docs/algorithms.md §1).
 
     Raises
     ------
     ConfigError
         (``size``) b not an integer in [1, d].
-
-    Attributes
-    ----------
-    m : int
-        Number of blocks, ceil(d / b).
-
-    References
-    ----------
-    arXiv:1901.09437, section 2 (blocks and the tau*m-nice sampling); docs/algorithms.md §1.
     """
 
     d: int
@@ -53,17 +38,7 @@ class BlockPartition:
         return math.ceil(self.d / self.size)
 
     def coords(self, blocks: np.ndarray) -> np.ndarray:
-        """The coordinates of the given blocks, concatenated in block order.
-
-        Parameters
-        ----------
-        blocks : ndarray of int, shape (k,)
-            Sorted block ids in [0, m).
-
-        Returns
-        -------
-        ndarray of intp, shape (sum of the blocks' sizes,)
-        """
+        """The coordinates (intp) of the sorted block ids ``blocks``, concatenated in block order."""
         b = self.size
         if b == 1:
             return np.asarray(blocks, dtype=np.intp)
@@ -71,12 +46,7 @@ class BlockPartition:
         return idx[idx < self.d]
 
     def coords_batch(self, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The coordinates of k workers' block sets, worker after worker.
-
-        Parameters
-        ----------
-        blocks : ndarray of int, shape (k, tau*m)
-            Sorted block ids of each worker.
+        """The coordinates of k workers' sorted block sets ``blocks``, shape (k, tau*m).
 
         Returns
         -------
@@ -96,18 +66,7 @@ class BlockPartition:
         return idx.ravel(), owner.ravel()
 
     def mask(self, blocks: np.ndarray) -> np.ndarray:
-        """The coordinates of ``blocks`` as a mask.
-
-        Parameters
-        ----------
-        blocks : ndarray of int, shape (k,)
-            Sorted block ids in [0, m).
-
-        Returns
-        -------
-        ndarray of bool, shape (d,)
-            True on the coordinates of ``blocks``.
-        """
+        """The coordinates of the sorted block ids ``blocks`` as a bool mask of shape (d,)."""
         out = np.zeros(self.d, dtype=bool)
         out[self.coords(blocks)] = True
         return out

@@ -25,7 +25,7 @@ class CodecChoice(NamedTuple):
 
     @classmethod
     def of(cls, messages) -> "CodecChoice":
-        """The choice of a checked ``messages`` section (``isparse.compression.registry.MessagesSpec``)."""
+        """The choice of a checked ``messages`` section."""
         keys = messages.choice()
         return cls(keys.pop("codec"), tuple(keys.items()))
 
@@ -85,12 +85,10 @@ def resolve_codecs(codecs, default: CodecChoice, key: str = "plan.codecs") -> li
     Parameters
     ----------
     codecs : list or None
-        Each a registered codec name (``isparse.compression.registry.CODECS``), ``"<name>:<x>"`` for a codec with one
-        numeric option (``dither:7``: dither with s = 7 levels; the codec's ``short_option``), or a mapping of the
-        ``messages`` keys (``{codec: dither, levels: 7}``). A name alone takes ``default``'s options if the run's codec
-        is that one, else the codec's defaults. None: the run's own codec ``default`` alone.
-    default : CodecChoice
-        The run's (``CodecChoice.of(job.messages)``).
+        Each a registered codec name, ``"<name>:<x>"`` for a codec with one numeric option (``dither:7``: dither with
+        s = 7 levels; the codec's ``short_option``), or a mapping of the ``messages`` keys (``{codec: dither, levels:
+        7}``). A name alone takes ``default``'s options if the run's codec is that one, else the codec's defaults. None:
+        the run's own codec ``default`` (``CodecChoice.of(job.messages)``) alone.
 
     Raises
     ------

@@ -63,11 +63,10 @@ class Float64(Codec):
     name, kind = "float64", "exact"
 
     def encode(self, values, counts, u):
-        """The payload of a batch: the float64 values themselves, shape (counts.sum(),); ``u`` is unused."""
+        """The float64 values themselves."""
         return values
 
     def decode(self, payload, counts):
-        """The values of ``payload``: the payload itself, float64 of shape (counts.sum(),)."""
         return payload
 
 
@@ -78,23 +77,20 @@ class Float32(Codec):
     name, kind, value_bits = "float32", "contractive", 32
 
     def relative_error(self):
-        """delta = 2^-24, the relative error of rounding a value to the nearest float32."""
+        """delta = 2^-24."""
         return 2.0 ** -24
 
     def alpha(self, q):
-        """alpha = 1 - delta^2 for a message of any size ``q`` (deterministic rounding: contractive)."""
+        """alpha = 1 - delta^2, whatever ``q`` (deterministic rounding: contractive)."""
         return 1.0 - self.relative_error() ** 2
 
     def encode(self, values, counts, u):
-        """The values rounded to the nearest float32, shape (counts.sum(),); ``u`` is unused.
-
-        A value above float32's range becomes inf (the divergence check reports it).
-        """
+        """The values rounded to the nearest float32 (above float32's range: inf, which the divergence check
+        reports)."""
         with np.errstate(over="ignore"):
             return values.astype(np.float32)
 
     def decode(self, payload, counts):
-        """The float32 payload widened to float64, shape (counts.sum(),)."""
         return payload.astype(np.float64)
 
 
@@ -110,14 +106,11 @@ class BFloat16(Codec):
         return 2.0 ** -8 * (1.0 + 2.0 ** -16)   # nearest-even on 8 significant bits, after float32's own rounding
 
     def alpha(self, q):
-        """alpha = 1 - delta^2 for a message of any size ``q`` (deterministic rounding: contractive)."""
         return 1.0 - self.relative_error() ** 2
 
     def encode(self, values, counts, u):
-        """The 16 high bits of each value's float32, rounded to nearest even: uint16 of shape (counts.sum(),).
-
-        A NaN is coded as the quiet NaN 0x7FC0; ``u`` is unused.
-        """
+        """The 16 high bits of each value's float32, rounded to nearest even (uint16; a NaN is the quiet NaN
+        0x7FC0)."""
         with np.errstate(over="ignore"):
             b = values.astype(np.float32).view(np.uint32)
         rounded = b + (np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1)))   # round to nearest, ties to even
@@ -127,7 +120,6 @@ class BFloat16(Codec):
         return out
 
     def decode(self, payload, counts):
-        """The uint16 payload as float32 (16 low bits zero) widened to float64, shape (counts.sum(),)."""
         return (payload.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
 
 
@@ -182,10 +174,7 @@ class Natural(Codec):
                                        [0x7FF << 52]]).astype(np.uint64)   # the float64 bits of each code
 
     def omega(self, q):
-        # E(Q - v)^2 = 4^e f(1 - f) for |v| = 2^e (1 + f), f in [0, 1): at most v^2/8 (f = 1/3). Below 2^e_min the
-        # rounding to {0, 2^e_min} adds at most q 4^e_min / 4 per message: relative to the largest |v_j| it is
-        # covered by the 1 + 2^-20 factor unless every value is below 2^(e_min + 12) (a message of zeros, in effect)
-        """omega = (1 + 2^-20)/8 for a message of any size ``q``.
+        """omega = (1 + 2^-20)/8, whatever ``q``.
 
         Notes
         -----
@@ -196,23 +185,10 @@ class Natural(Codec):
         return 0.125 * (1.0 + 2.0 ** -20)
 
     def encode(self, values, counts, u):
-        """Round each value at random to one of the two powers of two around it, unbiased, and pack the codes.
-
-        Parameters
-        ----------
-        values : ndarray of float64, shape (counts.sum(),)
-            The messages' values, worker after worker.
-        counts : ndarray of int, shape (k,)
-            Values of each message.
-        u : ndarray of float64, shape (counts.sum(),)
-            One uniform in [0, 1) per value (:meth:`~isparse.compression.registry.Codec.draw`).
-
-        Returns
-        -------
-        ndarray of uint8
-            ``natural``: the 8-bit exponent codes (one byte per value), then the signs packed 8 per byte;
-            ``natural7``: one byte per value, the sign in the top bit.
-        """
+        """Round each value at random to one of the two powers of two around it, unbiased (``u``: one uniform in
+        [0, 1) per value), and pack the codes: for ``natural`` the 8-bit exponent codes (one byte per value), then the
+        signs
+        packed 8 per byte; for ``natural7`` one byte per value, the sign in the top bit."""
         bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
         ef = (bits >> np.uint64(52)).astype(np.int64) & 0x7FF        # |v| = 2^(ef - 1023) (1 + f), f = mantissa / 2^52
         up = u * 2.0 ** 52 < (bits & np.uint64(2 ** 52 - 1))         # to the upper power with probability f
@@ -226,36 +202,26 @@ class Natural(Codec):
         return np.concatenate([code.astype(np.uint8), np.packbits(sign)])   # the 8 low bits as bytes, the sign plane
 
     def scaled(self, scale: float) -> "Natural":
-        """The codec whose window's top is about 2^HEADROOM x ``scale``.
-
-        Parameters
-        ----------
-        scale : float
-            The largest absolute value expected at the start (max_i ||grad f_i(x^0)||_inf); 1 if it is 0 or not
-            finite.
-
-        Returns
-        -------
-        Natural
-            A codec of the same class with e_max = HEADROOM + floor(log2 scale), so that 2^e_max is 2^(HEADROOM - 1)
-            to 2^HEADROOM x ``scale``.
-        """
+        """The codec of the same class with e_max = HEADROOM + floor(log2 scale), so that 2^e_max is 2^(HEADROOM - 1)
+        to 2^HEADROOM x ``scale``, the largest absolute value expected at the start (max_i ||grad f_i(x^0)||_inf; 1 if
+        it is
+        0 or not finite)."""
         scale = scale if np.isfinite(scale) and scale > 0 else 1.0
         return type(self)(int(np.frexp(scale)[1]) - 1 + self.HEADROOM)
 
     def state(self):
-        """The keyword arguments that rebuild the codec: ``{'e_max': e_max}``, the window's top exponent."""
+        """``{'e_max': e_max}``."""
         return {"e_max": self.e_max}
 
     def overflow_hint(self):
-        """A value at the top of the window decodes to inf: said when a run diverges (natural7's window is
-        HEADROOM - 24 = 40 powers of two lower than natural's)."""
+        """A value at the top of the window decodes to inf (natural7's window is HEADROOM - 24 = 40 powers of
+        two lower than natural's)."""
         lower = Natural.HEADROOM - self.HEADROOM
         return (f"a sent value reached the top of messages.codec={self.label}'s exponent window (2^{self.e_max})"
                 + (f"; {Natural.name}'s reaches 2^{lower} higher" if lower else ""))
 
     def decode(self, payload, counts):
-        """The float64 values of the codes, shape (counts.sum(),): a signed power of two, zero, or inf for the top code."""
+        """A signed power of two, zero, or inf for the top code."""
         n = int(np.sum(counts))
         if self.exponent_bits == 7:
             code = payload[:n] & np.uint8(0x7F)
@@ -378,23 +344,10 @@ class Dither(Codec):
         return M, np.where(words == 0, 0, field - _NORM_BIAS)
 
     def encode(self, values, counts, u):
-        """Dither each message to s levels of its norm and pack the codes.
-
-        Parameters
-        ----------
-        values : ndarray of float64, shape (counts.sum(),)
-            The messages' values, worker after worker.
-        counts : ndarray of int, shape (k,)
-            Values of each message.
-        u : ndarray of float64, shape (counts.sum(),)
-            One uniform in [0, 1) per value (:meth:`~isparse.compression.registry.Codec.draw`).
-
-        Returns
-        -------
-        ndarray of uint8
-            The norm word of each message that has values (4 B each, :meth:`norms`), then the codes (level and sign,
-            1 + ceil(log2(s + 1)) bits each) packed as bit planes.
-        """
+        """Dither each message to s levels of its norm (``u``: one uniform in [0, 1) per value): the norm word of
+        each message that has values (4 B each, :meth:`norms`), then the codes (level and sign, 1 + ceil(log2(s + 1))
+        bits
+        each) packed as bit planes."""
         counts = np.asarray(counts)
         words, M, E = self.norms(values, counts)
         shift = np.repeat(_NORM_FRACTION + 1 - E, counts)    # |v| 2^(21 - E) / M = |v| / N, without forming N
@@ -408,10 +361,7 @@ class Dither(Codec):
         return np.concatenate([words[counts > 0].view(np.uint8), _pack(codes, self.value_bits)])
 
     def decode(self, payload, counts):
-        """The float64 values of ``payload``, shape (counts.sum(),): N sign(v_j) xi_j / s per value, N its message's norm.
-
-        A message of no values has no norm on the wire.
-        """
+        """N sign(v_j) xi_j / s per value, N its message's norm (a message of no values has no norm on the wire)."""
         counts = np.asarray(counts)
         sends = counts > 0                                  # a worker that sends nothing has no norm on the wire
         k, n = int(np.count_nonzero(sends)), int(counts.sum())
@@ -429,21 +379,9 @@ FLOAT64 = Float64()
 
 
 def codec(name: str = "float64", *, module: str | None = None, **options) -> Codec:
-    """The codec ``messages.codec=name`` with its own options, checked as the config is.
+    """The codec ``messages.codec=name`` with its own options (``codec("dither", levels=7)``), checked as the config is.
 
-    Parameters
-    ----------
-    name : str
-        A registered codec (:data:`~isparse.compression.registry.CODECS`): ``float64``, ``float32``, ``bfloat16``,
-        ``natural``, ``natural7``, ``dither`` or one of ``module``.
-    module : str, optional
-        ``messages.module``: imported first, so that a codec it defines registers.
-    **options
-        The codec's own keys (``codec("dither", levels=7)``).
-
-    Returns
-    -------
-    Codec
+    ``module`` (``messages.module``) is imported first, so that a codec it defines registers.
 
     Raises
     ------

@@ -44,6 +44,9 @@ KINDS = ("exact", "unbiased", "contractive", "biased")
 class Compressor:
     """A piece: pure ``encode``/``decode`` of a batch of messages, its class and constant, its wire size.
 
+    The arguments shared by the methods (``values``, ``counts``, ``q``, ``u``, ``sampler``, ``ids``, ``t``) are those of
+    a batch of messages (docs/glossary.md).
+
     Attributes
     ----------
     kind : {"exact", "unbiased", "contractive", "biased"}
@@ -71,33 +74,13 @@ class Compressor:
         return self.kind in ("exact", "unbiased")
 
     def omega(self, q: int) -> float | None:
-        """omega of E||C(v) - v||^2 <= omega ||v||^2 for a message of ``q`` values.
-
-        Parameters
-        ----------
-        q : int
-            Values of the message.
-
-        Returns
-        -------
-        float or None
-            0 for an exact piece, None unless the piece is unbiased.
-        """
+        """omega of E||C(v) - v||^2 <= omega ||v||^2 for a message of ``q`` values: 0 for an exact piece,
+        None unless the piece is unbiased."""
         return 0.0 if self.exact else None
 
     def alpha(self, q: int) -> float | None:
-        """alpha of E||C(v) - v||^2 <= (1 - alpha) ||v||^2 for a message of ``q`` values.
-
-        Parameters
-        ----------
-        q : int
-            Values of the message.
-
-        Returns
-        -------
-        float or None
-            1 for an exact piece, None unless the piece is contractive.
-        """
+        """alpha of E||C(v) - v||^2 <= (1 - alpha) ||v||^2 for a message of ``q`` values: 1 for an exact
+        piece, None unless the piece is contractive."""
         return 1.0 if self.exact else None
 
     def memory_rate(self, q: int) -> float:
@@ -111,77 +94,23 @@ class Compressor:
         return q
 
     def bits(self, counts: np.ndarray) -> np.ndarray:
-        """Bits on the wire of each message.
-
-        Parameters
-        ----------
-        counts : ndarray of int, shape (k,)
-            Values of each message.
-
-        Returns
-        -------
-        ndarray of int64, shape of ``counts``
-            0 for this base (a piece that costs no bits).
-        """
+        """Bits on the wire of each message, int64 of the shape of ``counts`` (this default, 0, is a selection's)."""
         return np.zeros(np.shape(counts), np.int64)
 
     def draw(self, sampler, ids, t: int, counts: np.ndarray, q: int):
-        """The piece's draws for the messages of workers ``ids`` at iteration ``t`` (None for a deterministic piece).
+        """The piece's draws for the messages of workers ``ids`` at iteration ``t``: what :meth:`encode`
+        takes as ``u``, or None for a deterministic piece.
 
-        Parameters
-        ----------
-        sampler : Sampler
-            The run's counter-based sampler (:class:`~isparse.compression.sampling.Sampler`).
-        ids : array of int, shape (k,)
-            The logical workers of the batch.
-        t : int
-            The iteration.
-        counts : array of int, shape (k,)
-            Values of each message.
-        q : int
-            The most values a message can have: it fixes each worker's share of the counter, so a worker's draws do
-            not depend on the other messages of its batch.
-
-        Returns
-        -------
-        object or None
-            What :meth:`encode` takes as ``u``; None for a deterministic piece.
-        """
+        ``q``, the most values a message can have, fixes each worker's share of the counter, so a worker's draws do not
+        depend on the other messages of its batch."""
         return None
 
     def encode(self, values: np.ndarray, counts: np.ndarray, u):
-        """The payload of a batch of messages.
-
-        Parameters
-        ----------
-        values : ndarray of float64, shape (counts.sum(),)
-            The messages' values, worker after worker.
-        counts : ndarray of int, shape (k,)
-            Values of each message.
-        u : object or None
-            The piece's draws for the batch (:meth:`draw`).
-
-        Returns
-        -------
-        object
-            What travels (:meth:`decode` takes it back).
-        """
+        """The payload of a batch of messages (what travels; :meth:`decode` takes it back)."""
         raise NotImplementedError
 
     def decode(self, payload, counts: np.ndarray) -> np.ndarray:
-        """The values of a batch from its payload.
-
-        Parameters
-        ----------
-        payload : object
-            What :meth:`encode` returned.
-        counts : ndarray of int, shape (k,)
-            Values of each message.
-
-        Returns
-        -------
-        ndarray of float64, shape (counts.sum(),)
-        """
+        """The float64 values, shape (counts.sum(),), of a batch from its payload."""
         raise NotImplementedError
 
     def overflow_hint(self) -> str | None:
@@ -214,8 +143,6 @@ class IndependentBlocks(Selection):
     ----------
     tau_m : int
         Blocks kept per message, 1 <= tau_m <= m.
-    m : int
-        Blocks of a message.
     size : int
         Values per block b (the last block of a message of q values may be shorter: m = ceil(q / b)).
     """
@@ -248,31 +175,17 @@ class IndependentBlocks(Selection):
         return "exact" if self.tau_m == self.m else "unbiased"
 
     def omega(self, q):
-        """omega = m/tau_m - 1, whatever ``q``: each coordinate is kept with probability tau and scaled by 1/tau.
-
-        References
-        ----------
-        arXiv:1901.09437, section 2 (the tau*m-nice sampling); docs/algorithms.md §7.
-        """
+        """omega = m/tau_m - 1, whatever ``q``: each coordinate is kept with probability tau and scaled by 1/tau
+        (arXiv:1901.09437, section 2; docs/algorithms.md §7)."""
         return self.m / self.tau_m - 1.0
 
     def out_size(self, q):
-        """The most values kept from a message of ``q`` values: min(q, tau_m b), elementwise for an array ``q``."""
+        """min(q, tau_m b), elementwise for an array ``q``."""
         return np.minimum(q, self.tau_m * self.size) if np.ndim(q) else min(int(q), self.tau_m * self.size)
 
     def draw(self, sampler, ids, t, counts, q):
-        """U of each worker: its tau_m sorted block ids, a tau*m-nice sampling of the m blocks.
-
-        Parameters are :meth:`Compressor.draw`'s; the draws come from ``Sampler.subsets`` of stream ``BLOCKS``.
-
-        Returns
-        -------
-        ndarray of int64, shape (k, tau_m)
-
-        References
-        ----------
-        arXiv:1901.09437, section 2; docs/algorithms.md §1.
-        """
+        """U of each worker: its tau_m sorted block ids (int64, shape (k, tau_m)), a tau*m-nice sampling of the
+        m blocks from ``Sampler.subsets`` of stream ``BLOCKS`` (arXiv:1901.09437, section 2; docs/algorithms.md §1)."""
         return sampler.subsets(BLOCKS, ids, t, self.m, self.tau_m)
 
     def _coords(self, counts, U):
@@ -289,14 +202,7 @@ class IndependentBlocks(Selection):
         return pos, keep.sum(axis=1)
 
     def out_counts(self, counts, support):
-        """The number of values kept of each message, shape (k,).
-
-        Parameters
-        ----------
-        counts : ndarray of int, shape (k,)
-            Values of each message (all equal, q with ceil(q / b) = m).
-        support : ndarray of int, shape (k, tau_m)
-            The sorted block ids each message keeps (:meth:`draw`); a short last block keeps fewer values.
+        """The number of values kept of each message; a short last block keeps fewer.
 
         Raises
         ------
@@ -306,21 +212,8 @@ class IndependentBlocks(Selection):
         return self._coords(counts, support)[1]
 
     def encode(self, values, counts, u):
-        """Keep the blocks ``u`` of each message.
-
-        Parameters
-        ----------
-        values : ndarray of float64, shape (counts.sum(),)
-            The messages' values, worker after worker.
-        counts : ndarray of int, shape (k,)
-            Values of each message (all equal, q with ceil(q / b) = m).
-        u : ndarray of int, shape (k, tau_m)
-            The sorted block ids of each message (:meth:`draw`).
-
-        Returns
-        -------
-        Selected
-            The support ``u``, the kept values (worker after worker, in block order) and their counts, shape (k,).
+        """Keep the blocks ``u`` of each message: a :class:`Selected` (the kept values worker after worker, in
+        block order).
 
         Raises
         ------
@@ -331,12 +224,7 @@ class IndependentBlocks(Selection):
         return Selected(np.asarray(u), np.asarray(values, dtype=np.float64)[pos], kept)
 
     def decode(self, payload, counts):
-        """The messages rebuilt from a :class:`Selected`: the kept values times m/tau_m in their places, zero elsewhere.
-
-        Returns
-        -------
-        ndarray of float64, shape (counts.sum(),)
-        """
+        """The kept values times m/tau_m in their places, zero elsewhere."""
         pos, _ = self._coords(counts, payload.support)
         out = np.zeros(int(np.sum(counts)))
         out[pos] = payload.values * (self.m / self.tau_m)
@@ -429,13 +317,8 @@ class Chain(Compressor):
         return "biased"
 
     def sizes(self, q) -> list:
-        """q_k, the most values reaching each piece from a message of ``q`` values (q_0 = q).
-
-        Returns
-        -------
-        list
-            One entry per piece: an int, or an int array for an array ``q``.
-        """
+        """q_k, the most values reaching each piece from a message of ``q`` values (q_0 = q): an int per piece,
+        or an int array for an array ``q``."""
         out = []
         for p in self.pieces:
             out.append(q)
@@ -443,10 +326,7 @@ class Chain(Compressor):
         return out
 
     def omega(self, q):
-        """omega of the chain for a message of ``q`` values: prod_k (1 + omega_k(q_k)) - 1.
-
-        0 for an exact chain, None unless the chain is unbiased.
-        """
+        """prod_k (1 + omega_k(q_k)) - 1 (see the class)."""
         kind = self.kind
         if kind not in ("exact", "unbiased"):
             return None
@@ -455,8 +335,7 @@ class Chain(Compressor):
         return math.prod(1.0 + p.omega(qk) for p, qk in zip(self.pieces, self.sizes(q))) - 1.0
 
     def alpha(self, q):
-        """alpha of the chain for a message of ``q`` values: prod_k alpha_k(q_k) (see the class; 1 if exact, None
-        unless contractive)."""
+        """prod_k alpha_k(q_k) (see the class)."""
         kind = self.kind
         if kind == "exact":
             return 1.0
@@ -465,36 +344,17 @@ class Chain(Compressor):
         return math.prod(p.alpha(qk) for p, qk in zip(self.pieces, self.sizes(q)))
 
     def out_size(self, q):
-        """The most values the last piece passes on from a message of ``q`` values."""
         return self.pieces[-1].out_size(self.sizes(q)[-1])
 
     def bits(self, counts):
         """The wire bits of each message at the most values each piece passes on.
 
         A selection that keeps a shorter last block sends fewer: ``Messages.bytes_per_worker`` counts the batch as
-        sent.
-
-        Parameters
-        ----------
-        counts : ndarray of int, shape (k,)
-            Values of each message.
-
-        Returns
-        -------
-        ndarray of int64, shape of ``counts``
-        """
+        sent."""
         return sum(p.bits(c) for p, c in zip(self.pieces, self.sizes(np.asarray(counts, dtype=np.int64))))
 
     def draw(self, sampler, ids, t, counts, q):
-        """Each piece's draws, in order: piece k draws for the values piece k - 1 kept.
-
-        Parameters are :meth:`Compressor.draw`'s.
-
-        Returns
-        -------
-        tuple
-            One entry per piece (None for a deterministic one).
-        """
+        """Each piece's draws, a tuple in order: piece k draws for the values piece k - 1 kept."""
         out = []
         for p, qk in zip(self.pieces, self.sizes(q)):
             u = p.draw(sampler, ids, t, counts, qk)
@@ -504,16 +364,8 @@ class Chain(Compressor):
         return tuple(out)
 
     def encode(self, values, counts, u):
-        """The payload of a batch: what each selection kept, then the last piece's payload.
-
-        Parameters are :meth:`Compressor.encode`'s, ``u`` the tuple of :meth:`draw`.
-
-        Returns
-        -------
-        tuple
-            ``(kept, payload)``: the selections' :class:`Selected` (supports and counts, values dropped) and the last
-            piece's payload of the values that reached it.
-        """
+        """``(kept, payload)``: the selections' :class:`Selected` (supports and counts, values dropped) and the
+        last piece's payload of the values that reached it."""
         kept = []
         for p, uk in zip(self.pieces[:-1], u[:-1]):
             sel = p.encode(values, counts, uk)
@@ -522,7 +374,7 @@ class Chain(Compressor):
         return tuple(kept), self.pieces[-1].encode(values, counts, u[-1])
 
     def decode(self, payload, counts):
-        """The float64 values, shape (counts.sum(),): the last piece's payload decoded, then each selection undone."""
+        """The last piece's payload decoded, then each selection undone."""
         kept, last = payload
         inner = [counts, *(s.counts for s in kept)]
         out = self.pieces[-1].decode(last, inner[-1])
@@ -531,7 +383,7 @@ class Chain(Compressor):
         return out
 
     def overflow_hint(self):
-        """The first piece's overflow hint, or None when no piece has one."""
+        """The first piece's overflow hint."""
         return next((h for h in (p.overflow_hint() for p in self.pieces) if h), None)
 
 
@@ -547,8 +399,6 @@ class RandomK(Selection):
     ----------
     k : int
         Coordinates kept, 1 <= k <= q.
-    q : int
-        Values of each message.
     """
 
     stream = BLOCKS
@@ -575,15 +425,13 @@ class RandomK(Selection):
         return min(self.k, int(q)) / int(q)
 
     def out_size(self, q):
-        """min(q, k), elementwise for an array ``q``."""
         return np.minimum(q, self.k) if np.ndim(q) else min(int(q), self.k)
 
     def out_counts(self, counts, support):
-        """k for every message, shape (len(counts),)."""
         return np.full(len(counts), self.k, np.int64)
 
     def draw(self, sampler, ids, t, counts, q):
-        """S: the k sorted coordinates every message keeps at iteration t, repeated per message, shape (len(ids), k)."""
+        """S: the k sorted coordinates every message keeps at iteration t, repeated per message."""
         S = sampler.subsets(BLOCKS, np.zeros(1, np.int64), t, self.q, self.k)
         return np.repeat(S, len(ids), axis=0)
 
@@ -595,12 +443,10 @@ class RandomK(Selection):
         return (support + self.q * np.arange(support.shape[0])[:, None]).ravel()
 
     def encode(self, values, counts, u):
-        """Keep the coordinates ``u`` of each message: a :class:`Selected` (support ``u``, values, k per message)."""
         return Selected(np.asarray(u), np.asarray(values, dtype=np.float64)[self._pos(counts, u)],
                         self.out_counts(counts, u))
 
     def decode(self, payload, counts):
-        """The messages rebuilt: the kept values in their places, zero elsewhere, float64 of shape (counts.sum(),)."""
         out = np.zeros(int(np.sum(counts)))
         out[self._pos(counts, payload.support)] = payload.values
         return out
@@ -608,15 +454,7 @@ class RandomK(Selection):
 
 class TopK(RandomK):
     """Top-k: keeps the k coordinates of largest magnitude of each message, unscaled; contractive with alpha = k/q
-    (the k largest hold at least k/q of ||v||^2). Deterministic: the coordinates travel (4 B each).
-
-    Parameters
-    ----------
-    k : int
-        Coordinates kept, 1 <= k <= q.
-    q : int
-        Values of each message.
-    """
+    (the k largest hold at least k/q of ||v||^2). Deterministic: the coordinates travel (4 B each)."""
 
     stream = None
     support_travels = True
@@ -629,12 +467,10 @@ class TopK(RandomK):
         return 32 * np.minimum(np.asarray(counts, dtype=np.int64), self.k)
 
     def draw(self, sampler, ids, t, counts, q):
-        """None: top-k draws nothing."""
         return None
 
     def encode(self, values, counts, u):
-        """Keep each message's k values of largest magnitude (ties to the lower index): a :class:`Selected` with int32
-        support."""
+        """Ties to the lower index; the support is int32."""
         counts = np.asarray(counts, dtype=np.int64)
         V = np.asarray(values, dtype=np.float64).reshape(counts.size, self.q)
         S = np.sort(np.argsort(-np.abs(V), axis=1, kind="stable")[:, :self.k], axis=1).astype(np.int32)
@@ -689,19 +525,16 @@ class Contractive(Compressor):
         return self.piece.out_size(q)
 
     def bits(self, counts):
-        """The piece's wire bits."""
         return self.piece.bits(counts)
 
     def draw(self, sampler, ids, t, counts, q):
-        """The piece's draws."""
         return self.piece.draw(sampler, ids, t, counts, q)
 
     def encode(self, values, counts, u):
-        """The piece's payload."""
         return self.piece.encode(values, counts, u)
 
     def decode(self, payload, counts):
-        """The piece's decoded values times 1/(1 + omega(q)), q the most values of a message, shape (counts.sum(),)."""
+        """The piece's decoded values times 1/(1 + omega(q)), q the most values of a message."""
         q = int(np.max(counts)) if np.size(counts) else 0
         return self.piece.decode(payload, counts) * (1.0 / (1.0 + self.piece.omega(q)))
 
@@ -710,7 +543,8 @@ class Contractive(Compressor):
 
 
 def chain(*pieces: Compressor) -> Chain:
-    """The composition of ``pieces``, the first acting first.
+    """The composition of ``pieces``, the first acting first (the composition rule: :class:`Chain`,
+    docs/algorithms.md §7).
 
     Parameters
     ----------
@@ -728,10 +562,6 @@ def chain(*pieces: Compressor) -> Chain:
         No piece.
     TypeError
         A piece before the last that is not a :class:`Selection`.
-
-    References
-    ----------
-    docs/algorithms.md §7 (the composition rule).
     """
     return Chain(*pieces)
 

@@ -24,7 +24,7 @@ BLOCK_ID_DTYPE = np.int32
 
 
 class Messages:
-    """The messages of k logical workers in one round.
+    """The messages of k logical workers in one round (the format and its bytes: docs/algorithms.md §6).
 
     Attributes
     ----------
@@ -48,10 +48,6 @@ class Messages:
     ------
     ValueError
         Neither ``values`` nor ``payload`` is given.
-
-    References
-    ----------
-    docs/algorithms.md §6 (the message format and its bytes).
     """
 
     __slots__ = ("workers", "t", "counts", "_values", "blocks", "codec", "payload")
@@ -69,30 +65,8 @@ class Messages:
 
     @classmethod
     def encoded(cls, workers, t, counts, values, blocks=None, *, codec: Codec = FLOAT64, uniforms=None):
-        """The batch of ``values`` coded by ``codec``.
-
-        Parameters
-        ----------
-        workers : ndarray of int32, shape (k,)
-            Logical worker indices, ascending.
-        t : int
-            The iteration.
-        counts : ndarray of int32, shape (k,)
-            Values of each message.
-        values : ndarray of float64, shape (counts.sum(),)
-            The values to send, worker after worker.
-        blocks : ndarray of int32, shape (k, tau*m), optional
-            Block ids sent with the values.
-        codec : Codec
-            The value codec.
-        uniforms : ndarray of float64, optional
-            The codec's draws (one per value) for a random codec.
-
-        Returns
-        -------
-        Messages
-            Its ``values`` are the decoded ones, what the master will see; its ``payload`` the packed codes.
-        """
+        """The batch of ``values`` coded by ``codec`` (``uniforms``: a random codec's draws, one per value):
+        its ``values`` are the decoded ones, what the master will see; its ``payload`` the packed codes."""
         if codec.exact:
             return cls(workers, t, counts, values, blocks)
         payload = codec.encode(values, counts, uniforms)
@@ -100,10 +74,7 @@ class Messages:
 
     @property
     def values(self) -> np.ndarray:
-        """The decoded float64 values, shape (counts.sum(),), worker after worker.
-
-        They are decoded from ``payload`` on first use.
-        """
+        """The decoded values, decoded from ``payload`` on first use."""
         if self._values is None:
             self._values = self.codec.decode(self.payload, self.counts)
         return self._values
@@ -119,34 +90,14 @@ class Messages:
         return int(self.workers.size)
 
     def bytes_per_worker(self, m: int) -> np.ndarray:
-        """Uplink payload of each worker in bytes: coded values (``codec.bits`` / 8) + sent block ids x 4.
-
-        Parameters
-        ----------
-        m : int
-            Number of blocks (a worker that sends all m blocks sends no ids).
-
-        Returns
-        -------
-        ndarray of float64, shape (k,)
-            Bytes, not rounded: a message of 9-bit values need not fill whole bytes (the batch's packed buffer holds
-            them back to back).
-        """
+        """Uplink payload of each worker in bytes, shape (k,): coded values (``codec.bits`` / 8) + sent block ids
+        x 4 (a worker that sends all ``m`` blocks sends no ids). Not rounded: a message of 9-bit values need not fill
+        whole
+        bytes (the batch's packed buffer holds them back to back)."""
         return self._with_ids(self.codec.bits(self.counts) / 8.0, m)
 
     def float64_bytes(self, m: int) -> float:
-        """What the batch would cost with float64 values (8 B each, ids as sent): the tau-only uplink.
-
-        Parameters
-        ----------
-        m : int
-            Number of blocks.
-
-        Returns
-        -------
-        float
-            Bytes of the whole batch.
-        """
+        """What the whole batch would cost with float64 values (8 B each, ids as sent): the tau-only uplink."""
         return float(self._with_ids(self.counts.astype(np.int64) * VALUE_BYTES, m).sum())
 
     def _with_ids(self, out, m: int):
@@ -156,17 +107,8 @@ class Messages:
 
     @staticmethod
     def concat(batches: list["Messages"]) -> "Messages":
-        """One batch of the given ones (e.g. the replies of several hosts), ordered by worker index.
-
-        Parameters
-        ----------
-        batches : list of Messages
-            Batches of one iteration (empty ones are dropped).
-
-        Returns
-        -------
-        Messages
-            Decoded values, the first batch's codec.
+        """One batch of the given ones of one iteration (e.g. the replies of several hosts; empty ones dropped),
+        ordered by worker index, with decoded values and the first batch's codec.
 
         Raises
         ------
@@ -203,7 +145,8 @@ class HostSums:
     values on the union of their coordinates, as float64 values only: the master recomputes each worker's block
     ids from (seed, i, t) and so the union, and the block ids never travel. This is what a deployed system sends
     where the master step needs only the sum (every method whose ``traits.master_sums`` is True): one d-vector per
-    host for the full-communication baselines, the union of the masks for independent sparsification.
+    host for the full-communication baselines, the union of the masks for independent sparsification
+    (docs/algorithms.md §6).
 
     Attributes
     ----------
@@ -211,14 +154,8 @@ class HostSums:
         The logical workers of each host, ascending, hosts ordered by their first worker.
     sums : list of ndarray of float64
         Each host's sum on the union of its workers' coordinates (ascending coordinates), same order.
-    t : int
-        The iteration.
     workers : ndarray of int32, shape (k,)
         Every worker of the batch, ascending.
-
-    References
-    ----------
-    docs/algorithms.md §6 (the message format and its bytes).
     """
 
     __slots__ = ("groups", "sums", "t", "workers")
@@ -241,45 +178,17 @@ class HostSums:
         return int(self.workers.size)
 
     def bytes_per_worker(self, m: int) -> np.ndarray:
-        """Each host's bytes (8 B per value of its sum) shared equally by its workers.
-
-        Parameters
-        ----------
-        m : int
-            Number of blocks (not used: no block ids travel).
-
-        Returns
-        -------
-        ndarray of float64, shape (k,)
-            Bytes per worker, in the order of ``workers``; their sum is what crossed the hosts' links.
-        """
+        """Each host's bytes (8 B per value of its sum) shared equally by its workers, in the order of
+        ``workers`` (``m`` unused: no block ids travel); their sum is what crossed the hosts' links."""
         return np.concatenate([np.full(g.size, s.size * VALUE_BYTES / g.size) for g, s in zip(self.groups, self.sums)])
 
     def float64_bytes(self, m: int) -> float:
-        """The batch's bytes (float64 values already).
-
-        Parameters
-        ----------
-        m : int
-            Number of blocks.
-
-        Returns
-        -------
-        float
-        """
+        """The batch's bytes (float64 values already)."""
         return float(sum(s.size for s in self.sums) * VALUE_BYTES)
 
     @staticmethod
     def concat(batches: list) -> "HostSums":
         """One batch of several hosts' sums of one iteration.
-
-        Parameters
-        ----------
-        batches : list of HostSums
-
-        Returns
-        -------
-        HostSums
 
         Raises
         ------
@@ -295,14 +204,6 @@ class HostSums:
 def merge(batches: list):
     """One batch of the hosts' replies of a round: :meth:`Messages.concat`, or :meth:`HostSums.concat` when the hosts
     sent sums.
-
-    Parameters
-    ----------
-    batches : list of Messages or HostSums
-
-    Returns
-    -------
-    Messages or HostSums
 
     Raises
     ------

@@ -33,16 +33,17 @@ _SCALE53 = 2.0 ** -53
 
 
 class Sampler:
-    """Draws keyed by (seed, stream, worker, iteration), vectorized over the workers of a host.
+    """Draws keyed by (seed, stream, worker, iteration), vectorized over the workers of a host
+    (arXiv:1901.09437, section 2: each worker's independent tau*m-nice sampling; docs/algorithms.md §1).
+
+    Every method takes ``stream`` (one of the module's stream constants), ``ids`` (the logical workers, shape (k,))
+    and ``t`` (the iteration), and returns one row per worker: row k holds worker ``ids[k]``'s draws, the same numbers
+    whatever the other ids are.
 
     Parameters
     ----------
     seed : int
         The run's seed (>= 0). The Philox key is ``SeedSequence(seed).generate_state(2, uint64)``.
-
-    References
-    ----------
-    arXiv:1901.09437, section 2 (each worker's independent tau*m-nice sampling); docs/algorithms.md §1.
 
     Examples
     --------
@@ -68,13 +69,8 @@ class Sampler:
         return hash(("Sampler", self.seed, self.base))
 
     def downlink(self) -> "Sampler":
-        """The sampler of the master's downlink draws: the same seed, every stream shifted by ``DOWNLINK_STREAMS``.
-
-        Returns
-        -------
-        Sampler
-            Its draws are independent of this sampler's (other counter words), and a function of (seed, t) alone.
-        """
+        """The sampler of the master's downlink draws: the same seed, every stream shifted by ``DOWNLINK_STREAMS``,
+        so its draws are independent of this sampler's and a function of (seed, t) alone."""
         return Sampler(self.seed, self.base + DOWNLINK_STREAMS)
 
     # -- raw draws ------------------------------------------------------------------------------
@@ -86,27 +82,8 @@ class Sampler:
         return self._bg.random_raw(count)
 
     def uniforms(self, stream: int, ids, t: int, count: int, attempt: int = 0) -> np.ndarray:
-        """Uniform doubles in [0, 1), 53 random bits each.
-
-        Parameters
-        ----------
-        stream : int
-            One of the module's stream constants.
-        ids : array of int, shape (k,)
-            Logical workers.
-        t : int
-            Iteration.
-        count : int
-            Draws per worker.
-        attempt : int
-            The counter's third word (a fresh region for a redraw).
-
-        Returns
-        -------
-        ndarray of float64, shape (k, count)
-            Row k holds the first ``count`` draws of worker ``ids[k]`` at iteration ``t``: the same numbers whatever
-            the other ids are.
-        """
+        """``count`` uniform doubles in [0, 1) per worker, 53 random bits each, shape (k, count); ``attempt`` is
+        the counter's third word (a fresh region for a redraw)."""
         ids = np.asarray(ids, dtype=np.int64)
         q = -(-int(count) // 4)                      # counter values per worker (4 words each)
         if self._contiguous(ids):
@@ -131,26 +108,10 @@ class Sampler:
 
     # -- samplings ------------------------------------------------------------------------------
     def subsets(self, stream: int, ids, t: int, m, size: int, *, ordered: bool = False) -> np.ndarray:
-        """A ``size``-nice sampling of range(m) per worker: ``size`` distinct values, every such set equally likely.
-
-        Parameters
-        ----------
-        stream : int
-            One of the module's stream constants.
-        ids : array of int, shape (k,)
-            Logical workers.
-        t : int
-            Iteration.
-        m : int or array of int, shape (k,)
-            Size of the ground set (per worker when an array); ``size <= min(m)``.
-        size : int
-            Values per worker.
-        ordered : bool
-            Return the values in draw order (an ordered sample) instead of sorted.
-
-        Returns
-        -------
-        ndarray of int64, shape (k, size)
+        """A ``size``-nice sampling of range(m) per worker: ``size`` distinct values, every such set equally likely,
+        int64 of shape (k, size), sorted (``ordered``: in draw order, an ordered sample). ``m`` may be an array, one
+        ground set
+        size per worker.
 
         Raises
         ------
@@ -192,23 +153,7 @@ class Sampler:
         return out if ordered else np.sort(out, axis=1)
 
     def coins(self, stream: int, ids, t: int, p: float) -> np.ndarray:
-        """Independent Bernoulli(p) coins, one per worker.
-
-        Parameters
-        ----------
-        stream : int
-            One of the module's stream constants.
-        ids : array of int, shape (k,)
-            Logical workers.
-        t : int
-            Iteration.
-        p : float
-            Probability of True.
-
-        Returns
-        -------
-        ndarray of bool, shape (k,)
-        """
+        """Independent Bernoulli(p) coins, one per worker, bool of shape (k,)."""
         return self.uniforms(stream, ids, t, 1)[:, 0] < p
 
 

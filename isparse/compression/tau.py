@@ -92,21 +92,8 @@ class Tau:
         return cls("fraction", float(number), value if isinstance(value, str) else repr(value), key)
 
     def resolve(self, m: int, n: int) -> tuple[float, int]:
-        """(tau, tau*m) with m blocks and n workers, by the module's one rounding rule.
-
-        Parameters
-        ----------
-        m : int
-            Number of blocks.
-        n : int
-            Number of workers.
-
-        Returns
-        -------
-        tau : float
-            The fraction, tau_m / m.
-        tau_m : int
-            Blocks each worker sends, 1 <= tau_m <= m.
+        """(tau, tau_m), the fraction tau_m / m and the blocks each worker sends, 1 <= tau_m <= m, by the module's
+        one rounding rule.
 
         Raises
         ------
@@ -143,35 +130,13 @@ class Tau:
 
 
 def resolve_tau(tau, m: int, n: int, key: str = "tau") -> tuple[float, int]:
-    """The fraction tau and the number of blocks tau*m each worker sends: ``Tau.parse(tau, key).resolve(m, n)``.
-
-    Parameters
-    ----------
-    tau : "auto", "<c>/n", "<k>/m", float or Tau
-        The grammar of the module: ``auto`` = ``1/n``; ``"<c>/n"`` rounds up, tau*m = ceil(c m / n), c in (0, n];
-        ``"<k>/m"`` is k blocks; a number must lie in [1/m, 1] with tau*m an integer.
-    m : int
-        Number of blocks.
-    n : int
-        Number of workers.
-    key : str
-        The key errors name.
-
-    Returns
-    -------
-    tau : float
-        The fraction, tau_m / m.
-    tau_m : int
-        Blocks each worker sends, 1 <= tau_m <= m.
+    """``Tau.parse(tau, key).resolve(m, n)``: (tau, tau*m) of a value of the module's grammar
+    (arXiv:1901.09437, section 2: tau*m blocks per worker; docs/algorithms.md §1).
 
     Raises
     ------
     ConfigError
         See :meth:`Tau.parse` and :meth:`Tau.resolve`.
-
-    References
-    ----------
-    arXiv:1901.09437, section 2 (tau*m blocks per worker); docs/algorithms.md §1.
 
     Examples
     --------
