@@ -106,6 +106,20 @@ def _data_load_fits(job: "JobConfig", key: str) -> None:
                                        f"'on_worker'.")
 
 
+def _link_is_emulated(job: "JobConfig", key: str, given=()) -> None:
+    """``cluster.link.*`` only where a link is emulated: with engine=inprocess no cluster runs, so a link rate set
+    (differing from its default, or named in ``given``, the command line's keys) would be ignored. (Other kinds have
+    no ``link`` key: ``ClusterOptions.from_dict``.)"""
+    link = getattr(job.cluster, "link", None)
+    if job.engine != "inprocess" or link is None:
+        return
+    for name in ("up", "down"):
+        full = f"cluster.link.{name}"
+        if full in given or "cluster.link" in given or getattr(link, name) != getattr(type(link)(), name):
+            raise ConfigError(full, f"The '{full}' parameter is for engine=dask only (with engine={job.engine} no "
+                                    f"link is emulated: it would be ignored); got {getattr(link, name)!r}.")
+
+
 @dataclass
 class JobConfig(RunSpec):
     """One ``isparse-run`` job: the run (:class:`~isparse.spec.RunSpec`) and how the pipeline runs and logs it."""
@@ -123,7 +137,7 @@ class JobConfig(RunSpec):
     paths: PathsSpec = section(PathsSpec)
     tracking: TrackingSpec = section(TrackingSpec)
 
-    rules = RunSpec.rules + (_data_load_fits,)
+    rules = RunSpec.rules + (_data_load_fits, _link_is_emulated)
 
     @property
     def cache_dir(self) -> Path | None:
@@ -347,9 +361,12 @@ def load_job(cfg, cls=JobConfig, overrides=None):
     _unmissing(tree)
     if isinstance(tree.get("messages"), dict):   # the codecs' own keys left null: each codec's default
         tree["messages"] = MessagesSpec.given(tree["messages"])
-    keep_typed_text(tree, job_overrides() if overrides is None else overrides, cls)
+    overrides = job_overrides() if overrides is None else overrides
+    keep_typed_text(tree, overrides, cls)
     _anchor(tree, cls)
-    return cls.from_dict(tree)
+    job = cls.from_dict(tree)
+    _link_is_emulated(job, "", {o.lstrip("+~").split("=", 1)[0] for o in overrides})   # also a default value given
+    return job
 
 
 def _unmissing(node) -> None:

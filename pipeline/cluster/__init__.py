@@ -4,8 +4,9 @@ connected to and closed: :mod:`.start`)."""
 from .options import (KINDS, AddressClusterOptions, ClusterOptions, KubernetesClusterOptions, LocalClusterOptions,
                       Security, SlurmClusterOptions, SshClusterOptions, security_from)
 from .start import (IGNORE_SIGINT_ENV, check_slurm_job, dask_client, environ, local_cluster, quiet_teardown,
-                    wait_for_started_workers)
+                    record_run, wait_for_started_workers)
 
 __all__ = ["IGNORE_SIGINT_ENV", "KINDS", "AddressClusterOptions", "ClusterOptions", "KubernetesClusterOptions",
            "LocalClusterOptions", "Security", "SlurmClusterOptions", "SshClusterOptions", "check_slurm_job",
-           "dask_client", "environ", "local_cluster", "quiet_teardown", "security_from", "wait_for_started_workers"]
+           "dask_client", "environ", "local_cluster", "quiet_teardown", "record_run", "security_from",
+           "wait_for_started_workers"]

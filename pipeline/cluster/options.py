@@ -146,6 +146,22 @@ class ClusterOptions(Section):
     def label(cls, values, key):
         return f"{key or 'cluster'}={values.get('kind', 'local')}"
 
+    @classmethod
+    def from_dict(cls, values, key=""):
+        """As :meth:`Section.from_dict`; a ``link.*`` key on a kind without emulated links is refused by its full
+        name (not as the unknown ``cluster.link``)."""
+        if cls is not ClusterOptions and "link" not in cls.fields():
+            for k, v in (values or {}).items():
+                if k == "link" or (isinstance(k, str) and k.startswith("link.")):
+                    name = k
+                    if k == "link" and isinstance(v, dict) and v:
+                        name, v = f"link.{next(iter(v))}", next(iter(v.values()))
+                    full = f"{key or 'cluster'}.{name}"
+                    raise ConfigError(full, f"The '{full}' parameter is for cluster=emulated only (the kind whose "
+                                            f"links are emulated): {cls.label(values, key)} has no emulated link and "
+                                            f"would ignore it; got {v!r}.")
+        return super().from_dict(values, key)
+
     def check_run(self) -> None:
         """Checks that need no cluster (with engine=dask): the extra of a deployed kind installed, the address
         where the kind needs one (or none), TLS settings that fit (:func:`security_from`).
@@ -285,13 +301,15 @@ class KubernetesClusterOptions(ClusterOptions):
 
 class Rates(Constraint):
     """A tc rate (``10mbit``: a positive number followed by kbit, mbit or gbit), a list of them (one per host), or
-    null (not shaped)."""
+    null (not shaped); ``shaped``: each also a rate tc shapes a link to as given
+    (``pipeline.cluster.emulated.SHAPED_RANGE``)."""
 
-    def __init__(self):
-        from .emulated import RATE_TEXT
+    def __init__(self, shaped: bool = False):
+        from .emulated import RATE_TEXT, SHAPED_TEXT
 
-        self.rate_text = RATE_TEXT
-        self.text = f"null, {RATE_TEXT}, or a list of such rates (one per host)"
+        self.shaped = shaped
+        self.rate_text = SHAPED_TEXT if shaped else RATE_TEXT
+        self.text = f"null, {self.rate_text}, or a list of such rates (one per host)"
 
     def __call__(self, key, value):
         from .emulated import rate_bits
@@ -303,12 +321,12 @@ class Rates(Constraint):
                 raise ConfigError(key, f"The '{key}' parameter must be {self.text}; got [].")
             for k, v in enumerate(value):
                 try:
-                    rate_bits(key, v)
+                    rate_bits(key, v, self.shaped)
                 except ConfigError:
                     raise ConfigError(key, f"The '{key}' parameter must be {self.rate_text}, or a list of such rates "
                                            f"(one per host); got {v!r} at position {k}.") from None
             return [str(v).strip().lower() for v in value]
-        rate_bits(key, value)
+        rate_bits(key, value, self.shaped)
         return str(value).strip().lower()
 
 
@@ -336,10 +354,11 @@ class PrivateSubnet(Text):
 class LinkSpec(Section):
     """The emulated link of each host (tc tbf on both ends of its veth pair)."""
 
-    up: Any = param("100mbit", Rates(), "each host's uplink (worker -> master: the egress of its namespace's veth "
-                                        "end): a tc rate (10mbit, 1gbit), a list of one per host, or null (not shaped)")
-    down: Any = param("100mbit", Rates(), "each host's downlink (master -> worker: the egress of the root namespace's "
-                                          "veth end), as up")
+    up: Any = param("100mbit", Rates(shaped=True), "each host's uplink (worker -> master: the egress of its "
+                                                   "namespace's veth end): a tc rate (10mbit, 1gbit), a list of one "
+                                                   "per host, or null (not shaped)")
+    down: Any = param("100mbit", Rates(shaped=True), "each host's downlink (master -> worker: the egress of the root "
+                                                     "namespace's veth end), as up")
 
 
 def _rates_fit_hosts(cluster, key) -> None:

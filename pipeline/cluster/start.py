@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import threading
+import weakref
 from pathlib import Path
 
 from isparse.errors import ConfigError
@@ -203,6 +204,19 @@ def environ(updates: dict):
                     os.environ[key] = value
 
 
+#: client -> the emulated cluster :func:`dask_client` started for it (:func:`record_run`)
+_EMULATED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def record_run(client, run_id: str, tracking_uri: str) -> None:
+    """Name the MLflow run in the record of the emulated cluster behind ``client`` (if it is one): a start after
+    this process is killed marks the run KILLED (``EmulatedCluster.record_run``)."""
+    cluster = _EMULATED.get(client)
+    if cluster is not None:
+        with contextlib.suppress(OSError):   # the record cannot be written: the run goes on without it
+            cluster.record_run(run_id, tracking_uri)
+
+
 @contextlib.contextmanager
 def dask_client(cluster, run_dir=None):
     """Yield a connected ``distributed.Client`` for the cluster options ``cluster`` (``pipeline.cluster.options``);
@@ -248,6 +262,7 @@ def dask_client(cluster, run_dir=None):
         except BaseException:
             started.close()
             raise
+        _EMULATED[client] = started
     elif cluster.address:
         address = str(cluster.address)
         try:
