@@ -29,18 +29,12 @@ class Problem:
     regularizer R. A subclass sets the attributes below and implements ``f``, ``F``, ``grad``, ``hess`` and
     ``local_grads``; the methods here are the optional parts, with their defaults. The class attributes
     ``provides``, ``parts``, ``data``, ``nnz`` and ``convex`` have defaults that a subclass overrides where it
-    has them.
+    has them. The names (d, N, n, L, mu, ...) are the glossary's (docs/glossary.md).
 
     Attributes
     ----------
     name : str
         Short name, logged with the run (e.g. ``"logistic"``, ``"quadratic"``).
-    d : int
-        Dimension of x.
-    N : int
-        Examples in all (sum of the l_i).
-    n : int
-        Workers.
     shards : list
         Worker i's part: its f_i (``grad``, ``value``, ``l``, ...); ``type(shards[0]).stack`` stacks them.
     reg : Regularizer
@@ -75,39 +69,22 @@ class Problem:
 
     # -- optional parts, with their defaults ------------------------------------------------------------
     def start(self) -> np.ndarray:
-        """The starting point x^0.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-            Zeros unless the problem has its own start (a fresh array each call).
-        """
+        """The starting point x^0: zeros unless the problem has its own (a fresh array each call)."""
         return np.zeros(self.d)
 
     def reference(self):
-        """The closed-form reference solution, where the problem knows it (capability ``exact_reference``).
-
-        Returns
-        -------
-        Reference or None
-            x*, F* and grad f_i(x*) (:class:`~isparse.problems.reference.Reference`); None (the default): x* then
-            comes from :func:`~isparse.problems.reference.reference_solve`.
-        """
+        """The closed-form :class:`~isparse.problems.reference.Reference` (x*, F* and grad f_i(x*)), where the
+        problem knows it (capability ``exact_reference``); None (the default): x* then comes from
+        :func:`~isparse.problems.reference.reference_solve`."""
         return None
 
     def check_constants(self) -> None:
-        """Refuse, before any work, constants that would not be finite (a no-op unless the problem can overflow).
-
-        Raises
-        ------
-        ConfigError, DataError
-            In a subclass that checks (:meth:`isparse.problems.glm.GLMProblem.check_constants`); never here.
-        """
+        """Refuse, before any work, constants that would not be finite (a no-op unless the problem can overflow:
+        :meth:`isparse.problems.glm.GLMProblem.check_constants` raises ConfigError or DataError)."""
 
     def null_space(self):
-        """A basis of the directions where f has no curvature but the penalty's (null(A) of a linear model).
-
-        The part of x - x* in these directions is logged as ``dist_sq_null`` (docs/algorithms.md §5).
+        """A basis of the directions where f has no curvature but the penalty's (null(A) of a linear model); the
+        part of x - x* in them is logged as ``dist_sq_null`` (docs/algorithms.md §5).
 
         Returns
         -------
@@ -119,23 +96,11 @@ class Problem:
         return None, "not computed"
 
     def strong_growth_constant(self) -> float | None:
-        """The strong-growth constant rho_tilde of (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2 for all x.
-
-        IASGD's rho (Theorem 8, docs/algorithms.md §3) is computed from it (capability ``strong_growth``).
-
-        Returns
-        -------
-        float or None
-            rho_tilde >= 1, or None (the default) where it cannot be computed.
-        """
+        """The strong-growth constant rho_tilde >= 1 of (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2
+        for all x, from which IASGD's rho (Theorem 8, docs/algorithms.md §3) is computed (capability ``strong_growth``);
+        None (the default) where it cannot be computed."""
         return None
 
     def describe(self) -> str:
-        """Where the problem comes from, for the run's params.
-
-        Returns
-        -------
-        str
-            By default the problem's :attr:`name`.
-        """
+        """Where the problem comes from, for the run's params; by default the problem's :attr:`name`."""
         return self.name

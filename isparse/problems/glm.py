@@ -64,17 +64,7 @@ class GLMShard:
         return self.A.shape[0]
 
     def grad(self, x: np.ndarray) -> np.ndarray:
-        """The local gradient grad f_i(x) = (n/N) A^T phi'(A x; b) + grad P(x).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """grad f_i(x) = (n/N) A^T phi'(A x; b) + grad P(x)."""
         return self.scale * (self.AT @ self.loss.deriv(self.A @ x, self.b)) + self.penalty.grad(x)
 
     @property
@@ -95,72 +85,27 @@ class GLMShard:
 
     @staticmethod
     def stack(shards, ids):
-        """The hosted workers' shards stacked into one CSR matrix.
-
-        Parameters
-        ----------
-        shards : list of GLMShard
-            The k shards of one host, in the order of ``ids``.
-        ids : array of int, shape (k,)
-            Their logical worker indices.
-
-        Returns
-        -------
-        StackedGLM
-            :class:`isparse.problems.glm_stack.StackedGLM`, what a method's worker step reads.
-        """
+        """The k shards of one host, in the order of their logical worker ids ``ids``, stacked into one CSR matrix: a
+        :class:`isparse.problems.glm_stack.StackedGLM`, what a method's worker step reads."""
         from .glm_stack import StackedGLM
 
         return StackedGLM(shards, ids)
 
     def value(self, x: np.ndarray) -> float:
-        """The local function value f_i(x).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """f_i(x)."""
         return self.scale * float(self.loss.value(self.A @ x, self.b).sum()) + self.penalty.value(x)
 
     def minibatch_grad(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """The minibatch gradient (1/B) sum_{j in idx} grad f_ij(x), B = ``len(idx)``.
+        """The minibatch gradient (1/B) sum_{j in idx} grad f_ij(x), B = ``len(idx)``, ``idx`` local example
+        indices (0 <= j < l_i).
 
         With f_ij = (n l_i/N) phi_j + P, so that f_i = (1/l_i) sum_j f_ij and a uniform minibatch is an unbiased
-        estimate of grad f_i(x) (Algorithm 6, ISGD).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        idx : ndarray of int, shape (B,)
-            Local example indices (0 <= j < l_i).
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        estimate of grad f_i(x) (Algorithm 6, ISGD)."""
         Aj = self.A[idx]
         return (self.scale * self.l / len(idx)) * (Aj.T @ self.loss.deriv(Aj @ x, self.b[idx])) + self.penalty.grad(x)
 
     def example_grad(self, x: np.ndarray, j: int) -> np.ndarray:
-        """grad f_ij(x) of one example j of this shard (reads row j of the CSR data directly).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        j : int
-            Local example index, 0 <= j < l_i.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """grad f_ij(x) of the local example j (reads row j of the CSR data directly)."""
         lo, hi = self.A.indptr[j], self.A.indptr[j + 1]
         cols, vals = self.A.indices[lo:hi], self.A.data[lo:hi]
         r = float(self.loss.deriv(float(vals @ x[cols]), self.b[j]))
@@ -169,32 +114,17 @@ class GLMShard:
         return g
 
     def row_sq(self) -> np.ndarray:
-        """The squared norm ||a_j||^2 of every row of the shard.
-
-        Returns
-        -------
-        ndarray of shape (l_i,)
-        """
+        """The squared norm ||a_j||^2 of every row of the shard, shape (l_i,)."""
         return np.asarray(self.A.multiply(self.A).sum(axis=1)).ravel()
 
     def gradient_noise_bound(self, batch: int) -> float:
-        """sigma_i^2 >= E||g_i - grad f_i(x)||^2 for all x, for a minibatch of ``batch`` examples without replacement.
+        """sigma_i^2 >= E||g_i - grad f_i(x)||^2 for all x, for a minibatch of ``batch`` examples without
+        replacement: 0 when l_i <= 1 or ``batch`` >= l_i (exact gradients), infinite for the squared loss.
 
         The sigma^2 of ISGD's constant-step bound (docs/algorithms.md §3). For a loss with ``|phi'| <= 1`` each
         example's loss gradient has norm <= (n l_i/N)||a_j|| (the penalty terms cancel), so one draw has variance
         <= (n l_i/N)^2 max_j ||a_j||^2 and a minibatch without replacement divides it by
-        batch (l_i - 1)/(l_i - batch).
-
-        Parameters
-        ----------
-        batch : int
-            Minibatch size B >= 1.
-
-        Returns
-        -------
-        float
-            The bound; 0 when l_i <= 1 or ``batch`` >= l_i (exact gradients), infinite for the squared loss.
-        """
+        batch (l_i - 1)/(l_i - batch)."""
         if self.l <= 1 or batch >= self.l:
             return 0.0
         if not self.loss.bounded_derivative:
@@ -213,8 +143,6 @@ class GLMProblem(Problem):
 
     Parameters
     ----------
-    data : Dataset
-        A of shape (N, d), labels b of shape (N,).
     parts : list of ndarray of int
         Row indices of each worker's shard (n parts, non-empty, covering all rows).
     lam : float
@@ -225,17 +153,6 @@ class GLMProblem(Problem):
         phi: the logistic loss (labels in {-1, +1}) or the squared loss (targets).
     penalty : {"l2", "nonconvex"}
         P: (lambda/2)||x||^2, or the non-convex penalty of Theorem 7.
-
-    Attributes
-    ----------
-    A : sparse matrix of shape (N, d)
-        The data set's rows (``data.A``).
-    b : ndarray of shape (N,)
-    N, d, n : int
-        Rows, dimension, workers.
-    lam : float
-    shards : list of GLMShard
-        One per worker, in the order of ``parts``.
 
     Raises
     ------
@@ -324,95 +241,33 @@ class GLMProblem(Problem):
 
     # -- global objective -------------------------------------------------------------
     def f(self, x: np.ndarray) -> float:
-        """The objective f(x) = (1/N) sum_j phi(a_j^T x; b_j) + P(x) (without R).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """f(x) = (1/N) sum_j phi(a_j^T x; b_j) + P(x) (without R)."""
         return float(self.loss.value(self.A @ x, self.b).mean()) + self.penalty.value(x)
 
     def F(self, x: np.ndarray) -> float:
-        """The composite objective F(x) = f(x) + R(x).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """F(x) = f(x) + R(x)."""
         return self.f(x) + self.reg.value(x)
 
     def grad(self, x: np.ndarray) -> np.ndarray:
-        """The gradient of f (without R).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """grad f(x) (without R)."""
         return (self.A.T @ self.loss.deriv(self.A @ x, self.b)) / self.N + self.penalty.grad(x)
 
     def hess(self, x: np.ndarray) -> np.ndarray:
-        """The Hessian of f, dense (small d only: the reference solve uses it up to ``DENSE_MAX_D``).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (d, d)
-        """
+        """The Hessian of f, dense (small d only: the reference solve uses it up to ``DENSE_MAX_D``)."""
         w = self.loss.second(self.A @ x, self.b) / self.N
         H = (self.A.T @ sp.diags(w) @ self.A).toarray()
         H[np.diag_indices_from(H)] += self.penalty.hess_diag(x)
         return H
 
     def local_grads(self, x: np.ndarray) -> np.ndarray:
-        """All local gradients grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x), dense.
-
-        One product with the shard-by-row matrix of the residuals (worker after worker), not n products.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (n, d)
-            Row i is grad f_i(x).
-        """
+        """The n local gradients grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x), dense, shape (n, d): one
+        product with the shard-by-row matrix of the residuals (worker after worker), not n products."""
         r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
         M = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size))   # row i: worker i's residuals
         return (M @ self._A).toarray() + self.penalty.grad(x)
 
     def local_grads_max_abs(self, x: np.ndarray) -> float:
-        """max_i ||grad f_i(x)||_inf, from the sparse product (never the dense (n, d) matrix of :meth:`local_grads`).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """max_i ||grad f_i(x)||_inf, from the sparse product (never the dense (n, d) matrix of :meth:`local_grads`)."""
         r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
         S = (sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size)) @ self._A).tocsr()
         p = np.broadcast_to(self.penalty.grad(x), (self.d,))
@@ -420,17 +275,7 @@ class GLMProblem(Problem):
         return max(top, float(np.max(np.abs(p), initial=0.0))) if S.nnz < self.n * self.d else top
 
     def sum_sq_example_grads(self, x: np.ndarray) -> float:
-        """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """sum_i sum_j ||grad f_ij(x)||^2 over every example of every worker (Psi^0 of Theorem 5 at x = x*)."""
         p = self.penalty.grad(x)
         l = np.diff(self._ptr)
         r = self.loss.deriv(self._A @ x, self._b) * ((self.n / self.N) * np.repeat(l, l))
@@ -466,15 +311,8 @@ class GLMProblem(Problem):
         return float(self.L_i.max())
 
     def null_space(self):
-        """null(A) of the whole data matrix (:func:`~isparse.problems.spectra.null_space_basis`), computed once.
-
-        Returns
-        -------
-        Z : ndarray or sparse matrix of shape (d, k)
-            Orthonormal basis (for large d only the empty columns).
-        how : str
-            How Z was found.
-        """
+        """null(A) of the whole data matrix (:func:`~isparse.problems.spectra.null_space_basis`; for large d
+        only the empty columns), computed once."""
         if "_null" not in self.__dict__:
             self._null = null_space_basis(self._A)
         return self._null
@@ -507,16 +345,11 @@ class GLMProblem(Problem):
         return self.lam
 
     def gradient_dissimilarity_bound(self) -> float:
-        """nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 for all x, for a loss with ``|phi'| <= 1`` (Theorem 7).
+        """nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 for all x, for a loss with ``|phi'| <= 1`` (Theorem 7;
+        valid only for such a loss, the logistic one).
 
         ||grad loss_i(x)|| = (n/N)||A_i^T r|| <= (n/N) sigma_max(A_i) sqrt(l_i) =: G_i (the penalties cancel),
-        so ||grad f - grad f_i|| <= G_i + (1/n) sum_k G_k.
-
-        Returns
-        -------
-        float
-            nu^2 (valid only for a loss with a bounded derivative, the logistic one).
-        """
+        so ||grad f - grad f_i|| <= G_i + (1/n) sum_k G_k."""
         G = (self.n / self.N) * np.sqrt(self._top_eigs() * np.diff(self._ptr))
         return float(np.mean((G + G.mean()) ** 2))
 
@@ -525,25 +358,8 @@ class LogisticProblem(GLMProblem):
     """l2-regularized logistic regression, the problem of the paper's experiments (docs/algorithms.md §5).
 
     f_i(x) = (n/N) sum_{j in shard i} log(1 + exp(-b_j a_j^T x)) + (lambda/2)||x||^2, so
-    L_i = (n/N) lambda_max(A_i^T A_i)/4 + lambda and mu = lambda. A :class:`GLMProblem` with ``loss="logistic"``
-    and ``penalty="l2"``.
-
-    Parameters
-    ----------
-    data : Dataset
-        A of shape (N, d), labels b in {-1, +1} of shape (N,).
-    parts : list of ndarray of int
-        Row indices of each worker's shard (n parts, non-empty, covering all rows).
-    lam : float
-        lambda > 0, the l2 weight.
-    reg : Regularizer, optional
-        R (``isparse.regularizers``); default R = 0.
-
-    Raises
-    ------
-    ConfigError
-        (``lam``) lam is not a number > 0.
-    """
+    L_i = (n/N) lambda_max(A_i^T A_i)/4 + lambda and mu = lambda: a :class:`GLMProblem` with ``loss="logistic"``
+    and ``penalty="l2"`` (labels in {-1, +1})."""
 
     def __init__(self, data: Dataset, parts, lam: float, reg=None):
         super().__init__(data, parts, lam, reg, loss="logistic", penalty="l2")

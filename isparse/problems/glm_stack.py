@@ -15,20 +15,14 @@ from scipy.special import expit
 
 
 class StackedGLM:
-    """f_p for the hosted workers p = 0..k-1 of a linear-model problem (``GLMProblem``).
-
-    Parameters
-    ----------
-    shards : list of GLMShard
-        The hosted workers' shards, in the order of ``ids``; they share ``scale``, ``loss`` and ``penalty``.
-    ids : array of int, shape (k,)
-        Their logical worker indices.
+    """f_p for the hosted workers p = 0..k-1 of a linear-model problem (``GLMProblem``); the shards share ``scale``,
+    ``loss`` and ``penalty``. The arguments of the gradient methods (``which``, the pairs ``pw``, ``pc``, ``U``,
+    ``blocks``, ``pairs``) are those of the stacked shards (docs/glossary.md).
 
     Attributes
     ----------
     A : csr_matrix, shape (R, d)
         The hosted rows, worker after worker (R = sum of l_p).
-    b : ndarray, shape (R,)
     row_ptr : ndarray of int64, shape (k + 1,)
         Worker p owns rows row_ptr[p]:row_ptr[p + 1].
     l : ndarray of int64, shape (k,)
@@ -59,17 +53,7 @@ class StackedGLM:
 
     # -- building blocks ------------------------------------------------------------------------
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        """phi'(a_j^T x; b_j) of every hosted row (the logistic one computed in place: -b expit(-b z)).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (R,)
-        """
+        """phi'(a_j^T x; b_j) of every hosted row, shape (R,) (the logistic one computed in place: -b expit(-b z))."""
         z = self.A @ x
         if self.loss.name == "logistic":
             z *= self._nb
@@ -129,23 +113,10 @@ class StackedGLM:
 
     # -- what the methods use ------------------------------------------------------------------
     def grads(self, x: np.ndarray, which: np.ndarray | None = None) -> np.ndarray:
-        """grad f_p(x) of the hosted workers ``which`` (default all), dense.
+        """grad f_p(x) of the hosted workers ``which`` (default all), dense, shape (w, d).
 
         One sparse matrix-vector product: the CSC entries of A, cut at every (column, worker) segment, form a
-        (d k) x R matrix whose product with phi'(A x) is every worker's A_p^T r_p (rows summed in ascending order).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        which : ndarray of int, shape (w,), optional
-            Hosted worker positions (0..k-1); default all k.
-
-        Returns
-        -------
-        ndarray of shape (w, d)
-            Row q is grad f_{which[q]}(x) (w = k by default).
-        """
+        (d k) x R matrix whose product with phi'(A x) is every worker's A_p^T r_p (rows summed in ascending order)."""
         r = self.residuals(x)
         if self._AT is None:
             C = self.A.tocsc()
@@ -161,23 +132,8 @@ class StackedGLM:
         return self.scale * G + self.penalty.grad(x)[None, :]
 
     def grads_at(self, x: np.ndarray, pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
-        """grad f_{pw[q]}(x)[pc[q]] for every pair q: one margin product, then only those coordinates.
-
-        The sampled blocks of Algorithms 1 and 2 (IBCD, ISEGA): only the coordinates a worker sends are computed.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        pw : ndarray of int, shape (P,)
-            Hosted worker (0..k-1) of each pair, non-decreasing.
-        pc : ndarray of int, shape (P,)
-            Coordinate of each pair.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-        """
+        """grad f_{pw[q]}(x)[pc[q]] for every pair q (``pw`` non-decreasing): one margin product, then only those
+        coordinates, the sampled blocks of Algorithms 1 and 2 (IBCD, ISEGA)."""
         r = self.residuals(x)
         index = self._column_index()
         if index[0] == "scan":
@@ -204,27 +160,11 @@ class StackedGLM:
         return self.scale * local + self.penalty.grad(x[pc])
 
     def grads_on_blocks(self, x: np.ndarray, U: np.ndarray, blocks, pairs=None) -> np.ndarray:
-        """grad f_p(x) on the coordinates of every hosted worker's block set, in ``blocks.coords_batch(U)`` order.
+        """grad f_p(x) on the coordinates of every hosted worker's block set U_i^t, in ``blocks.coords_batch(U)``
+        order (worker after worker, ascending coordinates).
 
         For large d (the ``scan`` index) every hosted entry is matched against the sampled blocks through a
-        (k, m) map, O(nnz) per call; otherwise :meth:`grads_at` on the coordinate pairs.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        U : ndarray of int, shape (k, tau m)
-            Sorted block ids of each hosted worker (its U_i^t).
-        blocks : BlockPartition
-            The partition of the d coordinates into m blocks.
-        pairs : tuple (pc, pw) of ndarray, optional
-            ``blocks.coords_batch(U)`` when the caller already has it.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-            P the number of coordinates of all the block sets; worker after worker, ascending coordinates.
-        """
+        (k, m) map, O(nnz) per call; otherwise :meth:`grads_at` on the coordinate pairs."""
         pc, pw = blocks.coords_batch(U) if pairs is None else pairs
         index = self._column_index()
         if index[0] != "scan":
@@ -248,45 +188,13 @@ class StackedGLM:
         return self.scale * local + self.penalty.grad(x[pc])
 
     def example_grads_at(self, x: np.ndarray, rows: np.ndarray, pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
-        """grad f_{p j_p}(x)[c] for pairs (p, c), j_p = ``rows[p]`` the example of worker p (ISAGA, Algorithm 5).
-
-        f_pj = (n l_p / N) phi_j + P, so that f_p = (1/l_p) sum_j f_pj.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        rows : ndarray of int, shape (k,)
-            Local example index j_p (0 <= j_p < l_p) of every hosted worker.
-        pw : ndarray of int, shape (P,)
-            Hosted worker (0..k-1) of each pair.
-        pc : ndarray of int, shape (P,)
-            Coordinate of each pair.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-        """
+        """grad f_{p j_p}(x)[c] for pairs (p, c), j_p = ``rows[p]`` the local example of worker p (ISAGA,
+        Algorithm 5); f_pj = (n l_p / N) phi_j + P, so that f_p = (1/l_p) sum_j f_pj."""
         return self.minibatch_grads_at(x, np.asarray(rows)[:, None], pw, pc)
 
     def minibatch_grads_at(self, x: np.ndarray, batch: np.ndarray, pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
-        """(1/B) sum_{j in batch[p]} grad f_pj(x)[c] for pairs (p, c) (ISGD's minibatch, Algorithm 6).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        batch : ndarray of int, shape (k, B)
-            Local example indices of each hosted worker's minibatch.
-        pw : ndarray of int, shape (P,)
-            Hosted worker (0..k-1) of each pair.
-        pc : ndarray of int, shape (P,)
-            Coordinate of each pair.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-        """
+        """(1/B) sum_{j in batch[p]} grad f_pj(x)[c] for pairs (p, c), ``batch`` of shape (k, B) the local example
+        indices of each hosted worker's minibatch (ISGD, Algorithm 6)."""
         return self.rows_grads_at(x, self.row_ptr[:-1, None] + batch, self.scale * self.l, pw, pc)
 
     def rows_grads_at(self, x, rows: np.ndarray, weight: np.ndarray, pw: np.ndarray, pc: np.ndarray) -> np.ndarray:
@@ -294,20 +202,10 @@ class StackedGLM:
 
         Parameters
         ----------
-        x : ndarray of shape (d,)
-            The point x.
         rows : ndarray of int, shape (k, B)
             Hosted row indices (0..R-1, rows of :attr:`A`) of each hosted worker.
         weight : ndarray of float, shape (k,)
             The weight of each worker's loss terms (n l_p / N for f_pj).
-        pw : ndarray of int, shape (P,)
-            Hosted worker (0..k-1) of each pair.
-        pc : ndarray of int, shape (P,)
-            Coordinate of each pair.
-
-        Returns
-        -------
-        ndarray of shape (P,)
         """
         B = rows.shape[1]
         flat = rows.ravel()
@@ -317,17 +215,7 @@ class StackedGLM:
         return (np.asarray(weight)[pw] / B) * local + self.penalty.grad(x[pc])
 
     def example_grads(self, x: np.ndarray) -> np.ndarray:
-        """grad f_pj(x) of every hosted example, dense (for the Lyapunov targets of SAGA tables, Theorem 5).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (R, d)
-            Row r is the gradient of the example in hosted row r.
-        """
+        """grad f_pj(x) of every hosted example, dense, shape (R, d), row r the example in hosted row r (for the
+        Lyapunov targets of SAGA tables, Theorem 5)."""
         r = self.residuals(x) * (self.scale * self.l[self.owner])
         return np.asarray(sp.diags(r) @ self.A.toarray()) + self.penalty.grad(x)[None, :]

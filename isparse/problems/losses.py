@@ -22,8 +22,6 @@ class Logistic:
 
     Attributes
     ----------
-    name : str
-        ``"logistic"``.
     curvature : float
         0.25, the largest phi'' (the factor c of the smoothness constants, docs/algorithms.md §4).
     bounded_derivative : bool
@@ -36,70 +34,26 @@ class Logistic:
 
     @staticmethod
     def value(z, b):
-        """phi(z; b) = log(1 + exp(-b z)), computed without overflow.
-
-        Parameters
-        ----------
-        z : ndarray of shape (R,)
-            Margins a_j^T x.
-        b : ndarray of shape (R,)
-            Labels in {-1, +1}.
-
-        Returns
-        -------
-        ndarray of shape (R,)
-        """
+        """phi(z; b) = log(1 + exp(-b z)), computed without overflow."""
         return np.logaddexp(0.0, -b * z)
 
     @staticmethod
     def deriv(z, b):
-        """phi'(z; b) = -b / (1 + exp(b z)), the derivative in z; its absolute value is at most 1.
-
-        Parameters
-        ----------
-        z : ndarray of shape (R,)
-            Margins a_j^T x.
-        b : ndarray of shape (R,)
-            Labels in {-1, +1}.
-
-        Returns
-        -------
-        ndarray of shape (R,)
-        """
+        """phi'(z; b) = -b / (1 + exp(b z)), the derivative in z; its absolute value is at most 1."""
         return -b * expit(-b * z)
 
     @staticmethod
     def second(z, b):
-        """phi''(z; b) = s (1 - s), s = 1 / (1 + exp(-z)) (the same for b = -1 and b = +1); at most 1/4.
-
-        Parameters
-        ----------
-        z : ndarray of shape (R,)
-            Margins a_j^T x.
-        b : ndarray of shape (R,)
-            Labels in {-1, +1} (not used: phi'' does not depend on the sign of b).
-
-        Returns
-        -------
-        ndarray of shape (R,)
-        """
+        """phi''(z; b) = s (1 - s), s = 1 / (1 + exp(-z)) (the same for b = -1 and b = +1); at most 1/4."""
         s = expit(z)
         return s * (1.0 - s)
 
 
 @dataclass(frozen=True)
 class Squared:
-    """The squared loss phi(z; b) = (z - b)^2 / 2 (least squares, ridge); phi'' = 1.
-
-    Attributes
-    ----------
-    name : str
-        ``"squared"``.
-    curvature : float
-        1.0, the largest phi''.
-    bounded_derivative : bool
-        False: phi' is unbounded, so no gradient-noise bound exists (docs/algorithms.md §3, ISGD).
-    """
+    """The squared loss phi(z; b) = (z - b)^2 / 2 (least squares, ridge; b the targets); phi'' = 1 (``curvature``).
+    ``bounded_derivative`` is False: phi' is unbounded, so no gradient-noise bound exists (docs/algorithms.md §3,
+    ISGD)."""
 
     name = "squared"
     curvature = 1.0
@@ -107,112 +61,38 @@ class Squared:
 
     @staticmethod
     def value(z, b):
-        """phi(z; b) = (z - b)^2 / 2.
-
-        Parameters
-        ----------
-        z : ndarray of shape (R,)
-            Predictions a_j^T x.
-        b : ndarray of shape (R,)
-            Targets.
-
-        Returns
-        -------
-        ndarray of shape (R,)
-        """
+        """phi(z; b) = (z - b)^2 / 2."""
         return 0.5 * (z - b) ** 2
 
     @staticmethod
     def deriv(z, b):
-        """phi'(z; b) = z - b, the residual.
-
-        Parameters
-        ----------
-        z : ndarray of shape (R,)
-            Predictions a_j^T x.
-        b : ndarray of shape (R,)
-            Targets.
-
-        Returns
-        -------
-        ndarray of shape (R,)
-        """
+        """phi'(z; b) = z - b, the residual."""
         return z - b
 
     @staticmethod
     def second(z, b):
-        """phi''(z; b) = 1 for every entry.
-
-        Parameters
-        ----------
-        z : ndarray of shape (R,)
-            Predictions a_j^T x.
-        b : ndarray of shape (R,)
-            Targets (not used).
-
-        Returns
-        -------
-        ndarray of shape (R,)
-            Ones, of z's dtype.
-        """
+        """phi''(z; b) = 1 for every entry (ones of z's dtype)."""
         return np.ones_like(z)
 
 
 @dataclass(frozen=True)
 class L2Penalty:
-    """The l2 penalty P(x) = (lam/2)||x||^2: smooth with constant lam, strongly convex with lam (mu = lambda,
-    docs/algorithms.md §4).
-
-    Parameters
-    ----------
-    lam : float
-        lambda > 0, the penalty weight (``problem.lam``).
-    """
+    """The l2 penalty P(x) = (lam/2)||x||^2 (``lam``: ``problem.lam``): smooth with constant lam, strongly convex with
+    lam (mu = lambda, docs/algorithms.md §4)."""
 
     lam: float
     name = "l2"
 
     def value(self, x):
-        """P(x) = (lam/2)||x||^2.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """P(x) = (lam/2)||x||^2."""
         return 0.5 * self.lam * float(x @ x)
 
     def grad(self, x):
-        """grad P(x) = lam x.
-
-        Parameters
-        ----------
-        x : ndarray
-            The point x, shape (d,), or any subset of its coordinates (the penalty is separable).
-
-        Returns
-        -------
-        ndarray of x's shape
-        """
+        """grad P(x) = lam x; ``x`` may be any subset of the coordinates (the penalty is separable)."""
         return self.lam * x
 
     def hess_diag(self, x):
-        """The diagonal of the Hessian of P (which is lam I).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-            Every entry lam.
-        """
+        """The diagonal of the Hessian of P (which is lam I)."""
         return np.full_like(x, self.lam)
 
     @property
@@ -225,57 +105,22 @@ class L2Penalty:
 class NonconvexPenalty:
     """The non-convex penalty P(x) = lam sum_k x_k^2 / (1 + x_k^2), for Theorem 7 (docs/algorithms.md §4).
 
-    Its second derivative lies in [-lam/2, 2 lam], so it is smooth with constant 2 lam and not convex (mu = 0).
-
-    Parameters
-    ----------
-    lam : float
-        lambda > 0, the penalty weight (``problem.lam``).
-    """
+    Its second derivative lies in [-lam/2, 2 lam], so it is smooth with constant 2 lam and not convex (mu = 0)."""
 
     lam: float
     name = "nonconvex"
 
     def value(self, x):
-        """P(x) = lam sum_k x_k^2 / (1 + x_k^2).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """P(x) = lam sum_k x_k^2 / (1 + x_k^2)."""
         return self.lam * float(np.sum(x * x / (1.0 + x * x)))
 
     def grad(self, x):
-        """grad P(x), entry k: 2 lam x_k / (1 + x_k^2)^2.
-
-        Parameters
-        ----------
-        x : ndarray
-            The point x, shape (d,), or any subset of its coordinates (the penalty is separable).
-
-        Returns
-        -------
-        ndarray of x's shape
-        """
+        """grad P(x), entry k: 2 lam x_k / (1 + x_k^2)^2; ``x`` may be any subset of the coordinates (the penalty
+        is separable)."""
         return self.lam * 2.0 * x / (1.0 + x * x) ** 2
 
     def hess_diag(self, x):
-        """The diagonal Hessian of P, entry k: lam (2 - 6 x_k^2) / (1 + x_k^2)^3, in [-lam/2, 2 lam].
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """The diagonal Hessian of P, entry k: lam (2 - 6 x_k^2) / (1 + x_k^2)^3, in [-lam/2, 2 lam]."""
         u = x * x
         return self.lam * (2.0 - 6.0 * u) / (1.0 + u) ** 3
 

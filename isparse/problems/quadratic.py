@@ -38,78 +38,23 @@ class QuadraticShard:
     l = 1
 
     def grad(self, x):
-        """grad f_i(x) = M x.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """grad f_i(x) = M x."""
         return self.M @ x
 
     def value(self, x):
-        """f_i(x) = x^T M x / 2.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """f_i(x) = x^T M x / 2."""
         return 0.5 * float(x @ (self.M @ x))
 
     def minibatch_grad(self, x, idx):
-        """A minibatch gradient: M x, exact (the worker's only example).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        idx : ndarray of int
-            Example indices (not used: l_i = 1).
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """M x, exact whatever ``idx`` (the worker's only example)."""
         return self.M @ x
 
     def example_grad(self, x, j):
-        """The gradient of example j: M x (the worker's only example).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        j : int
-            Example index (not used: l_i = 1).
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """M x, whatever ``j`` (the worker's only example)."""
         return self.M @ x
 
     def gradient_noise_bound(self, batch):
-        """sigma_i^2 of a minibatch: 0, the local gradients are exact.
-
-        Parameters
-        ----------
-        batch : int
-            Minibatch size (not used).
-
-        Returns
-        -------
-        float
-            0.0.
-        """
+        """sigma_i^2 of a minibatch: 0, the local gradients are exact."""
         return 0.0
 
     #: what the stacked data of such shards provide (``Method.traits.needs`` is checked against it)
@@ -117,38 +62,18 @@ class QuadraticShard:
 
     @staticmethod
     def stack(shards, ids) -> "StackedQuadratic":
-        """The hosted workers' f_p, stacked (what a method's worker step reads).
-
-        Parameters
-        ----------
-        shards : list of QuadraticShard
-            The k shards of one host, in the order of ``ids``.
-        ids : array of int, shape (k,)
-            Their logical worker indices.
-
-        Returns
-        -------
-        StackedQuadratic
-        """
+        """The k shards of one host, in the order of their logical worker ids ``ids``, stacked (what a method's
+        worker step reads)."""
         return StackedQuadratic(shards, ids)
 
 
 class StackedQuadratic:
     """f_p(x) = x^T M_p x / 2 for the k hosted workers; every worker has one "example" (l_p = 1).
 
-    Parameters
-    ----------
-    shards : list of QuadraticShard
-        The hosted workers' shards, in the order of ``ids``.
-    ids : array of int, shape (k,)
-        Their logical worker indices.
-
     Attributes
     ----------
     M : ndarray of shape (k, d, d)
         The stacked M_p.
-    l : ndarray of int64, shape (k,)
-        Examples per worker (all 1).
     row_ptr : ndarray of shape (k + 1,)
         Worker p owns "row" p.
     """
@@ -171,110 +96,30 @@ class StackedQuadratic:
     # not a BLAS matrix-vector product, whose blocking makes a row's bits depend on how many rows are stacked:
     # a worker's numbers must not depend on which other workers share its host.
     def grads(self, x, which=None):
-        """M_p x for the hosted workers ``which`` (default all).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        which : ndarray of int, shape (w,), optional
-            Hosted worker positions (0..k-1); default all k.
-
-        Returns
-        -------
-        ndarray of shape (w, d)
-        """
+        """M_p x, shape (w, d), for the hosted worker positions ``which`` (0..k-1; default all k)."""
         M = self.M if which is None else self.M[np.asarray(which, dtype=np.intp)]
         return (M * x).sum(axis=2)
 
     def grads_at(self, x, pw, pc):
-        """(M_p x)[c] for pairs (p, c).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        pw : ndarray of int, shape (P,)
-            Hosted worker (0..k-1) of each pair.
-        pc : ndarray of int, shape (P,)
-            Coordinate of each pair.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-        """
+        """(M_p x)[c] for the P pairs (p, c): hosted worker ``pw`` (0..k-1), coordinate ``pc``."""
         return (self.M[pw, pc, :] * x).sum(axis=1)
 
     def grads_on_blocks(self, x, U, blocks, pairs=None):
-        """(M_p x) on the coordinates of each hosted worker's block set, in ``blocks.coords_batch(U)`` order.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        U : ndarray of int, shape (k, tau m)
-            Sorted block ids of each hosted worker.
-        blocks : BlockPartition
-            The partition of the d coordinates into m blocks.
-        pairs : tuple (pc, pw) of ndarray, optional
-            ``blocks.coords_batch(U)`` when the caller already has it.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-            P the number of coordinates of all the block sets.
-        """
+        """(M_p x) on the coordinates of each hosted worker's sorted block ids ``U``, in
+        ``blocks.coords_batch(U)`` order (``pairs``: that result, when the caller already has it)."""
         pc, pw = blocks.coords_batch(U) if pairs is None else pairs
         return self.grads_at(x, pw, pc)
 
     def example_grads_at(self, x, rows, pw, pc):
-        """One example's gradient on pairs (p, c): :meth:`grads_at` (each worker's only example).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        rows : ndarray of int, shape (k,)
-            Example of each worker (not used: l_p = 1).
-        pw, pc : ndarray of int, shape (P,)
-            Hosted worker and coordinate of each pair.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-        """
+        """:meth:`grads_at`, whatever ``rows`` (each worker's only example)."""
         return self.grads_at(x, pw, pc)
 
     def minibatch_grads_at(self, x, batch, pw, pc):
-        """A minibatch gradient on pairs (p, c): :meth:`grads_at` (the local gradients are exact).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-        batch : ndarray of int, shape (k, B)
-            Minibatch of each worker (not used: l_p = 1).
-        pw, pc : ndarray of int, shape (P,)
-            Hosted worker and coordinate of each pair.
-
-        Returns
-        -------
-        ndarray of shape (P,)
-        """
+        """:meth:`grads_at`, whatever ``batch`` (the local gradients are exact)."""
         return self.grads_at(x, pw, pc)
 
     def example_grads(self, x):
-        """The gradient of every hosted example: :meth:`grads` (one example per worker).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (k, d)
-        """
+        """:meth:`grads`, shape (k, d) (one example per worker)."""
         return self.grads(x)
 
 
@@ -286,12 +131,8 @@ class QuadraticProblem(Problem):
 
     Parameters
     ----------
-    d : int
-        Dimension (>= 2).
     o : int
-        Columns of each A_i (>= 1).
-    n : int
-        Workers.
+        Columns of each A_i (>= 1); d >= 2.
     seed : int
         Seed of v', the A_i and the start x^0 (a standard normal vector: x^0 = 0 would be x*).
 
@@ -333,109 +174,40 @@ class QuadraticProblem(Problem):
         self.L_f = float(eig[-1])
 
     def start(self) -> np.ndarray:
-        """x^0: a standard normal vector from the problem's seed (x* = 0 would make the run trivial).
-
-        Returns
-        -------
-        ndarray of shape (d,)
-            A copy: the same vector at every call.
-        """
+        """x^0: a standard normal vector from the problem's seed (x* = 0 would make the run trivial), a
+        copy of the same vector at every call."""
         return self._x0.copy()
 
     def f(self, x):
-        """f(x) = x^T M x / 2, M = (1/n) sum_i M_i (also F: R = 0).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """f(x) = x^T M x / 2, M = (1/n) sum_i M_i (also F: R = 0)."""
         return 0.5 * float(x @ (self.M @ x))
 
     F = f
 
     def grad(self, x):
-        """grad f(x) = M x.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """grad f(x) = M x."""
         return self.M @ x
 
     def hess(self, x):
-        """The Hessian of f: M, whatever x.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            Not used.
-
-        Returns
-        -------
-        ndarray of shape (d, d)
-            The problem's own array (not a copy).
-        """
+        """M, whatever x: the problem's own array (not a copy)."""
         return self.M
 
     def local_grads(self, x):
-        """All local gradients M_i x.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        ndarray of shape (n, d)
-            Row i is grad f_i(x).
-        """
+        """The n local gradients M_i x, shape (n, d)."""
         return np.stack([s.grad(x) for s in self.shards])
 
     def sum_sq_example_grads(self, x):
-        """sum_i ||M_i x||^2, the sum over every example (one per worker; Psi^0 of Theorem 5 at x = x*).
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The point x.
-
-        Returns
-        -------
-        float
-        """
+        """sum_i ||M_i x||^2, the sum over every example (one per worker; Psi^0 of Theorem 5 at x = x*)."""
         return float(sum(np.sum(s.grad(x) ** 2) for s in self.shards))
 
     def strong_growth_constant(self) -> float:
-        """rho_tilde = max_x (1/n) sum_i ||M_i x||^2 / ||M x||^2, IASGD's strong-growth constant (Theorem 8).
-
-        The top generalized eigenvalue of ((1/n) sum_i M_i^2, M^2) (docs/algorithms.md §3).
-
-        Returns
-        -------
-        float
-        """
+        """rho_tilde = max_x (1/n) sum_i ||M_i x||^2 / ||M x||^2, IASGD's strong-growth constant (Theorem 8):
+        the top generalized eigenvalue of ((1/n) sum_i M_i^2, M^2) (docs/algorithms.md §3)."""
         from scipy.linalg import eigh
 
         S = sum(s.M @ s.M for s in self.shards) / self.n
         return float(eigh(S, self.M @ self.M, eigvals_only=True)[-1])
 
     def reference(self) -> Reference:
-        """x* = 0, F* = 0, grad f_i(x*) = 0 (Assumption 2 holds): known in closed form.
-
-        Returns
-        -------
-        Reference
-            x_star zeros of shape (d,), F_star 0, local_grads zeros of shape (n, d), residual 0.
-        """
+        """x* = 0, F* = 0, grad f_i(x*) = 0 (Assumption 2 holds), residual 0: known in closed form."""
         return Reference(x_star=np.zeros(self.d), F_star=0.0, local_grads=np.zeros((self.n, self.d)), residual=0.0)

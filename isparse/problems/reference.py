@@ -51,8 +51,6 @@ class Reference:
 
     Parameters
     ----------
-    x_star : ndarray of shape (d,)
-        x*.
     F_star : float
         F(x*).
     local_grads : ndarray of shape (n, d)
@@ -82,7 +80,8 @@ def _uses_dense(problem, dense_max_d) -> bool:
 
 
 def reference_memory_bytes(problem, *, dense_max_d: int | None = None) -> int:
-    """Estimate the peak working memory, in bytes, of :func:`reference_solve` on ``problem``.
+    """Estimate the peak working memory, in bytes, of :func:`reference_solve` on ``problem`` (its ``d``, ``N``,
+    ``n``, ``nnz`` and ``reg``; ``dense_max_d`` as there).
 
     The data (A and the workers' shards) are already in memory and not counted. The solve runs in
     phases that free their temporaries, so the estimate is 1.25 times the largest of (8 bytes a number):
@@ -95,20 +94,8 @@ def reference_memory_bytes(problem, *, dense_max_d: int | None = None) -> int:
       per-variable bound tuples, plus 12 N- and 8 d-vectors for the objective;
     * the local gradients: 2 n d numbers (the rows and their stack) and 4 d-vectors.
 
-    Parameters
-    ----------
-    problem : Problem
-        Its ``d``, ``N``, ``n``, ``nnz`` and ``reg`` (``isparse.problems.base``).
-    dense_max_d : int, optional
-        As in :func:`reference_solve`.
-
-    Returns
-    -------
-    int
-        The estimated peak working memory in bytes. The measured peak RSS growth of the Newton-CG solve
-        of a sparse logistic problem with N = 20000, d = 10**6, nnz = 4e5, n = 8 is 0.64 to 0.74 times
-        it (l2, l1, box, non-convex penalty).
-    """
+    The measured peak RSS growth of the Newton-CG solve of a sparse logistic problem with N = 20000, d = 10**6,
+    nnz = 4e5, n = 8 is 0.64 to 0.74 times the estimate (l2, l1, box, non-convex penalty)."""
     d, reg = int(problem.d), problem.reg
     N, nnz, n = int(problem.N), int(problem.nnz), int(problem.n)
     newton = 8 * (12 * N + 16 * d) + 8 * nnz
@@ -128,13 +115,7 @@ def available_memory_bytes() -> int:
     ``psutil.virtual_memory().available`` when psutil is importable, else
     ``os.sysconf('SC_AVPHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')``; lowered to the room left under a
     cgroup memory limit (v2 ``memory.max``, v1 ``memory.limit_in_bytes``; usage net of inactive page
-    cache) when one is set.
-
-    Returns
-    -------
-    int
-        Available memory in bytes.
-    """
+    cache) when one is set."""
     try:
         import psutil
 
@@ -310,21 +291,13 @@ def _keeps_face(reg, x, cand):
 
 
 def reference_solve(problem, *, dense_max_d: int | None = None, available_bytes: int | None = None) -> Reference:
-    """Solve min F = f + R to near machine precision.
+    """Solve min F = f + R to near machine precision (the method: the module docstring).
 
-    Method: for R = 0 or l2, damped Newton from x = 0; for R = l1 or a box, scipy's L-BFGS-B (l1 through
-    the split x = u - v, u, v >= 0) followed by Newton on the free coordinates with the active set held
-    fixed; for the non-convex penalty, L-BFGS-B then Newton (a local minimizer). Newton steps are exact
-    (dense Hessian, LU) when d <= ``dense_max_d``, else Newton-CG: scipy's conjugate gradient with a
-    Jacobi preconditioner and matrix-free Hessian-vector products H v = A^T (w * (A v)) + P''(x) v,
-    restricted to the free coordinates; no d x d matrix is formed. Each step backtracks on F (Armijo).
-    Newton stops when the residual ||x - prox_R(x - grad f(x))|| (the gradient norm when R = 0) no
-    longer decreases once below 1e-10; it typically ends near 1e-15 (a1a, mushrooms, and a sparse
-    problem with d = 10**6). On non-positive curvature (non-convex penalty) Newton stops and the last
-    point (at worst the L-BFGS-B one) is returned.
-
-    Memory is O(nnz(A) + N + n d) on the Newton-CG path (O(d^2) more on the dense one); the estimate of
-    :func:`reference_memory_bytes` is compared with the available memory before any work.
+    Each Newton step backtracks on F (Armijo). Newton stops when the residual ||x - prox_R(x - grad f(x))|| (the
+    gradient norm when R = 0) no longer decreases once below 1e-10; it typically ends near 1e-15 (a1a, mushrooms, and
+    a sparse problem with d = 10**6). On non-positive curvature (non-convex penalty) Newton stops and the last point
+    (at worst the L-BFGS-B one) is returned. The estimate of :func:`reference_memory_bytes` is compared with the
+    available memory before any work.
 
     Parameters
     ----------
@@ -338,11 +311,6 @@ def reference_solve(problem, *, dense_max_d: int | None = None, available_bytes:
     available_bytes : int, optional
         The memory, in bytes, to compare the estimate with; default :func:`available_memory_bytes`
         (what the machine and its cgroup have free now).
-
-    Returns
-    -------
-    Reference
-        x_star of shape (d,), F_star, local_grads of shape (n, d), residual.
 
     Raises
     ------

@@ -11,20 +11,8 @@ import scipy.sparse as sp
 
 
 def rows_view(A: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
-    """Rows lo:hi of a CSR matrix with sorted indices, as a CSR matrix sharing its arrays (no copy, no check).
-
-    Parameters
-    ----------
-    A : csr_matrix of shape (N, d)
-        With sorted indices.
-    lo, hi : int
-        First row and one past the last (0 <= lo <= hi <= N).
-
-    Returns
-    -------
-    csr_matrix of shape (hi - lo, d)
-        A view: writing into its ``data`` writes into A's.
-    """
+    """Rows lo:hi of a CSR matrix with sorted indices, as a CSR matrix sharing its arrays (no copy, no check): writing
+    into its ``data`` writes into A's."""
     start, stop = A.indptr[lo], A.indptr[hi]
     out = sp.csr_matrix((A.data[start:stop], A.indices[start:stop], A.indptr[lo:hi + 1] - start),
                         shape=(hi - lo, A.shape[1]), copy=False)
@@ -45,15 +33,6 @@ NULL_REL_TOL = 1e-10
 def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_tol: float = NULL_REL_TOL):
     """An orthonormal basis of null(A) and how it was found (issue 21: the part of ||x - x*||^2 that only the
     penalty's curvature lambda pulls back; one-hot groups that sum to a constant, duplicated and empty columns).
-
-    Parameters
-    ----------
-    A : sparse matrix of shape (N, d)
-        The data matrix.
-    dense_max_d : int, optional
-        Largest d for the dense eigendecomposition (default :data:`NULL_DENSE_MAX_D`, 1000).
-    rel_tol : float, optional
-        Relative eigenvalue threshold (default :data:`NULL_REL_TOL`, 1e-10).
 
     Returns
     -------
@@ -78,25 +57,13 @@ def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_
 
 
 def top_eigs(A: sp.csr_matrix, ptr: np.ndarray) -> np.ndarray:
-    """lambda_max(A_i^T A_i) of every block of rows A_i = A[ptr[i]:ptr[i+1]] (the L_i of the shards, up to scale).
+    """lambda_max(A_i^T A_i), shape (n,), of every block of rows A_i = A[ptr[i]:ptr[i+1]] (the L_i of the shards, up to
+    scale; 0 for an empty block); A has sorted indices.
 
     A block of l <= :data:`GRAM_ROWS` rows (and fewer than d) uses lambda_max(A_i A_i^T), its l x l Gram matrix:
     the entries of all such Gram matrices come from one sparse product of row pairs and their eigenvalues from one
     batched ``eigvalsh`` per block size (at n = 10^4 shards of 3 rows, a9a: 0.1 s instead of 42 s for 10^4 d x d
-    problems). Larger blocks keep :func:`top_eig` (d x d, or svds for large d).
-
-    Parameters
-    ----------
-    A : csr_matrix of shape (N, d)
-        With sorted indices.
-    ptr : ndarray of int, shape (n + 1,)
-        Block boundaries, non-decreasing, from 0 to N.
-
-    Returns
-    -------
-    ndarray of shape (n,)
-        0 for an empty block.
-    """
+    problems). Larger blocks keep :func:`top_eig` (d x d, or svds for large d)."""
     n = ptr.size - 1
     l = np.diff(ptr)
     out = np.zeros(n)
@@ -114,18 +81,8 @@ def top_eigs(A: sp.csr_matrix, ptr: np.ndarray) -> np.ndarray:
 
 
 def top_eig(A: sp.csr_matrix) -> float:
-    """lambda_max(A^T A): dense eigvalsh for d <= 2000, else the top singular value from svds, squared.
-
-    Parameters
-    ----------
-    A : sparse matrix of shape (l, d)
-        A block of rows (or the whole data matrix).
-
-    Returns
-    -------
-    float
-        0 when A has no rows.
-    """
+    """lambda_max(A^T A) (0 when A has no rows): dense eigvalsh for d <= 2000, else the top singular value from svds,
+    squared."""
     if A.shape[0] == 0:
         return 0.0
     if A.shape[1] <= 2000:
