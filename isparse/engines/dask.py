@@ -43,72 +43,21 @@ uninterrupted run.
 
 from __future__ import annotations
 
-import logging
-import pickle
 import time
 import weakref
 
 import numpy as np
 
 from ..compression.messages import merge
-from .host import WorkerHost, split_workers
-from .stream import RoundServer, Stream, frames as _frames, new_secret, read_frames as _read_frames, sendable
-from .protocol import AsynchronousView
-
-#: Exceptions of an actor call that mean "the Dask worker is gone or does not answer".
-LOST = (OSError, TimeoutError)
-#: distributed's RuntimeError when a call is made on an actor whose worker the scheduler already removed
-ACTOR_LOST = "Worker holding Actor was lost"
-
-#: Measured overhead of a host's serialized reply over its batch's analytic bytes (distributed 2026.8, numpy 2,
-#: pickle 5): about 452 B per reply of float64 values (Dask's 175 B header of the reply's bytes, the pickled tuple
-#: and Messages with its arrays' headers and its class's module path, isparse.compression.messages; ~26 B more when
-#: the block ids travel), 55 B more with a lossy codec (the packed payload's bit planes and the codec's class and
-#: options: 46-62 B measured), plus 8 B per hosted worker (its index and value count, int32
-#: each); within 6% for 4 to 40 workers of 1 to 16 values, less for larger messages. See
-#: ``tests/test_dask_recovery.py``, ``tests/test_codecs.py`` and docs/clusters.md.
-REPLY_OVERHEAD_BYTES = 452
-CODED_REPLY_EXTRA_BYTES = 55
-WORKER_OVERHEAD_BYTES = 8
-#: Measured overhead of one round's downlink message over its analytic bytes (``len(serialize_bytes(message))``,
-#: distributed 2026.8, numpy 2, d = 123 to 10^5): 226-228 B for the dense x (Dask's header and the array's), 302-305 B
-#: for a compressed downlink's DownlinkMessage (the named tuple's class path, t, the payload array), 66 B more when a
-#: top-k support travels (its int32 array's header; the ids themselves are in the analytic bytes).
-DENSE_MESSAGE_OVERHEAD_BYTES = 226
-CODED_MESSAGE_OVERHEAD_BYTES = 304
-SUPPORT_MESSAGE_EXTRA_BYTES = 66
-#: The same on the stream path (the message's frames as the round's request would carry it alone, prelude and padding
-#: included; d = 30 to 10^5): 152-160 B dense, 216-221 B coded, 64-68 B more with a top-k support.
-STREAM_DENSE_MESSAGE_OVERHEAD_BYTES = 156
-STREAM_CODED_MESSAGE_OVERHEAD_BYTES = 218
-STREAM_SUPPORT_MESSAGE_EXTRA_BYTES = 66
-#: The same model on the stream path (``rounds="stream"``), where a reply's size is the bytes the client read for it
-#: from the host's stream: 304 B per reply of float64 values (the message's 16 B prelude, 8 B per frame length, the
-#: pickled tuple and Messages with its arrays' headers and its class's module path, each frame padded to 8 B), 48-76 B
-#: more with a lossy codec (measured: 48 B for float32 and bfloat16, 64-76 B for natural, natural7 and dither), plus
-#: ``WORKER_OVERHEAD_BYTES`` per hosted worker; 148 B less per reply than Dask's actor reply (its header and the
-#: reply's own ``bytes`` wrapping). Measured on 4 to 40 workers of 2 to 16 values, with and without block ids.
-STREAM_REPLY_OVERHEAD_BYTES = 304
-STREAM_CODED_REPLY_EXTRA_BYTES = 64
-#: where a host logs what its round stream refused and its errors: a child of Dask's worker logger, so that the worker's
-#: own log (``Client.get_worker_logs()``, the dashboard) holds it
-STREAM_LOG = logging.getLogger("distributed.worker.isparse")
-#: bytes of the pickled headers a stream message may carry beyond its arrays' values (the largest measured was under
-#: 1 KB; docs/clusters.md)
-STREAM_HEADER_BYTES = 1 << 16
-
-
-def request_limit(d: int) -> int:
-    """The largest round request a host reads, in bytes: x (or a downlink message) and x*, each at most d float64
-    values and d int64 ids, and :data:`STREAM_HEADER_BYTES`."""
-    return 32 * int(d) + STREAM_HEADER_BYTES
-
-
-def reply_limit(d: int, k: int) -> int:
-    """The largest round reply the master reads from a host of ``k`` logical workers, in bytes: each worker's message
-    at most d values of up to 16 bytes and d int64 ids, 1 KiB of its own headers, and :data:`STREAM_HEADER_BYTES`."""
-    return int(k) * (24 * int(d) + 1024) + STREAM_HEADER_BYTES
-
+from .dask_async import DaskAsync
+from .dask_host import ACTOR_LOST, LOST, STREAM_LOG, DaskHost, unpack_reply
+from .host import split_workers
+from .stream import Stream, frames as _frames
+from .traffic import (CODED_MESSAGE_OVERHEAD_BYTES, CODED_REPLY_EXTRA_BYTES, DENSE_MESSAGE_OVERHEAD_BYTES,
+                      REPLY_OVERHEAD_BYTES, STREAM_CODED_MESSAGE_OVERHEAD_BYTES, STREAM_CODED_REPLY_EXTRA_BYTES,
+                      STREAM_DENSE_MESSAGE_OVERHEAD_BYTES, STREAM_REPLY_OVERHEAD_BYTES,
+                      STREAM_SUPPORT_MESSAGE_EXTRA_BYTES, SUPPORT_MESSAGE_EXTRA_BYTES, WORKER_OVERHEAD_BYTES,
+                      expected_traffic, reply_limit, request_limit)
 
 #: the values of ``DaskPool(rounds=...)`` (``cluster.rounds``)
 ROUNDS = ("stream", "actor")
@@ -139,148 +88,6 @@ def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
 #: add up (measured: x of 8 MB to 16 hosts on 100 Mbit links took 16 x 0.64 s a round instead of 0.64 s)
 _PARALLEL_BYTES = 1 << 18
 
-
-class DaskHost(WorkerHost):
-    """A :class:`~isparse.engines.host.WorkerHost` as a Dask actor. Its round is an ``async def`` method, so it runs
-    on the Dask worker's event loop instead of being handed to the actor thread and back (measured 0.3-0.4 ms
-    less per round on a 2-process LocalCluster; docs/benchmarks.md, item 2); a round blocks that loop for its
-    compute, which is all the Dask worker does meanwhile.
-
-    The round's reply is one ``bytes`` object, the pickled (protocol 5) tuple of :meth:`WorkerHost.round`
-    (:func:`unpack_reply` reads it): Dask serializes a tuple element by element, which cost about twice the time
-    per reply (measured 0.36 ms against 0.17 ms to serialize and deserialize a host's reply at n = 100). With
-    ``measure``, the reported size is ``len(distributed.protocol.serialize_bytes(reply))``, the bytes Dask sends
-    for the reply (Dask's header and the pickled batch; sized before the size itself is put in, a few bytes less).
-
-    On the stream path (``DaskPool(rounds="stream")``) the master calls :meth:`open_stream` once; the rounds then
-    arrive on that connection, served by a thread of the host's own (:class:`~isparse.engines.stream.RoundServer`), where
-    :meth:`WorkerHost.round` runs.
-
-    Parameters
-    ----------
-    method, ids, shards, x0
-        As for :class:`~isparse.engines.host.WorkerHost`.
-    """
-
-    _round_server = None
-
-    async def open_stream(self, limit: int, setup_seconds: float) -> tuple[str, bytes]:
-        """Listen for the master's round stream on this Dask worker's own host (its address's host, port 0: a free one),
-        with a fresh secret the master must prove (``isparse.engines.stream``'s handshake) before any of its bytes is
-        read as a message.
-
-        The listener and the stream are served by a thread of their own (:class:`~isparse.engines.stream.RoundServer`),
-        with TLS when the worker's address is ``tls://`` (or ``wss://``), with the worker's own TLS context
-        (``security.get_listen_args("worker")``: its certificate, the cluster's CA, client certificates required). It
-        serves the one connection that proves the secret, and stops listening then or after ``setup_seconds``; each
-        request on it (at most ``limit`` bytes) runs :meth:`WorkerHost.round` in that thread (:meth:`_answer`).
-        Refused connections and the stream's errors are logged on the worker's log (logger
-        ``distributed.worker.isparse``: ``Client.get_worker_logs()`` shows them). A stream opened before is closed
-        first.
-
-        Returns
-        -------
-        address : str
-            ``tcp://HOST:PORT`` or, with TLS, ``tls://HOST:PORT``.
-        secret : bytes
-            The stream's secret; it reaches the master in this call's reply, over Dask's channel.
-
-        Raises
-        ------
-        RuntimeError
-            The worker's address is ``tls://`` but its security has no TLS context.
-        """
-        from distributed import get_worker
-        from distributed.comm.addressing import get_address_host, parse_address, unparse_host_port
-
-        worker = get_worker()
-        scheme = parse_address(worker.address)[0]
-        host = "127.0.0.1" if scheme == "inproc" else get_address_host(worker.address)
-        ssl_context = None
-        if scheme in ("tls", "wss"):
-            ssl_context = worker.security.get_listen_args("worker")["ssl_context"]
-            if ssl_context is None:
-                raise RuntimeError(f"the Dask worker {worker.address} has no TLS context for its round stream")
-        if self._round_server is not None:
-            self._round_server.close()
-        secret = new_secret()
-        self._round_server = RoundServer(self._answer, host, secret, limit, setup_seconds, ssl_context, STREAM_LOG)
-        address = f"{'tls' if ssl_context is not None else 'tcp'}://{unparse_host_port(host, self._round_server.port)}"
-        return address, secret
-
-    def _answer(self, body, lengths) -> tuple[list, int]:
-        """The reply to a round request (its body and frame lengths), as :func:`_frames` gives it (parts, size):
-        ``(True, WorkerHost.round(self, *args))`` (``args`` passed on as the master gave them), or
-        ``(False, the error)`` (raised by the master)."""
-        try:
-            return _frames((True, WorkerHost.round(self, *_read_frames(body, lengths))))
-        except Exception as exc:
-            return _frames((False, sendable(exc)))
-
-    async def close_stream(self) -> bool:
-        """Stop listening and close the round stream, if any (its thread ends).
-
-        Returns
-        -------
-        bool
-            Whether anything was still open.
-        """
-        server, self._round_server = self._round_server, None
-        return server is not None and server.close()
-
-    async def stream_state(self) -> dict:
-        """Whether the host still listens and still has a round stream (for checks).
-
-        Returns
-        -------
-        dict
-            ``listening`` and ``connected``, bools.
-        """
-        server = self._round_server
-        return {"listening": server is not None and server.listening,
-                "connected": server is not None and server.connected}
-
-    async def round(self, x, monitor=None, measure=False):
-        """One worker step of every hosted worker on the broadcast x, as one pickled reply.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The model x^t.
-        monitor : ndarray of shape (d,), optional
-            x*: also compute the hosted workers' Lyapunov memory term after the step.
-        measure : bool
-            Also report the bytes Dask sends for the reply.
-
-        Returns
-        -------
-        bytes
-            The pickled tuple (batch, compute seconds, reply bytes or None, memory or None); read it with
-            :func:`unpack_reply`.
-        """
-        batch, compute, _, memory = WorkerHost.round(self, x, monitor)
-        reply = pickle.dumps((batch, compute, None, memory), protocol=5)
-        if measure:
-            from distributed.protocol import serialize_bytes
-
-            reply = pickle.dumps((batch, compute, len(serialize_bytes(reply)), memory), protocol=5)
-        return reply
-
-
-def unpack_reply(reply: bytes) -> tuple:
-    """Read a :class:`DaskHost` round's reply.
-
-    Parameters
-    ----------
-    reply : bytes
-        What :meth:`DaskHost.round` returned.
-
-    Returns
-    -------
-    tuple
-        (batch, compute seconds, reply size in bytes or None, memory or None).
-    """
-    return pickle.loads(reply)
 
 
 class _Host:
@@ -719,46 +526,10 @@ class DaskPool:
         return float(sum(self._call("memory", lambda h: (x_star,)).values()))
 
     def traffic(self) -> dict:
-        """The measured uplink against the analytic one, over the rounds whose replies were sized.
-
-        Returns
-        -------
-        dict
-            ``uplink_bytes_serialized`` and ``uplink_bytes_analytic`` (bytes, over the measured rounds),
-            ``uplink_serialized_ratio`` (their ratio), ``uplink_overhead_per_reply`` (bytes of (serialized -
-            analytic) per host reply), ``replies``, ``workers``, ``rounds`` (measured), and
-            ``uplink_bytes_expected`` = analytic + (``REPLY_OVERHEAD_BYTES``, + ``CODED_REPLY_EXTRA_BYTES`` with a
-            lossy codec) x replies + ``WORKER_OVERHEAD_BYTES`` x workers (the documented overhead model; on the
-            stream path ``STREAM_REPLY_OVERHEAD_BYTES`` and ``STREAM_CODED_REPLY_EXTRA_BYTES``, the serialized
-            size being what the host's comm wrote for the reply); the same for one host's copy of each measured
-            round's downlink message: ``downlink_bytes_serialized``, ``downlink_bytes_analytic``,
-            ``downlink_messages``, ``downlink_serialized_ratio`` and ``downlink_bytes_expected`` = analytic +
-            (``DENSE_MESSAGE_OVERHEAD_BYTES``, or ``CODED_MESSAGE_OVERHEAD_BYTES`` + ``SUPPORT_MESSAGE_EXTRA_BYTES``
-            per travelling support; the ``STREAM_`` ones on the stream path, where the size is the request's frames
-            for the message alone) x messages.
-        """
-        m = self.measured
-        if self.rounds_via == "stream":
-            per_reply = STREAM_REPLY_OVERHEAD_BYTES + (0 if self.method.codec.exact else STREAM_CODED_REPLY_EXTRA_BYTES)
-        else:
-            per_reply = REPLY_OVERHEAD_BYTES + (0 if self.method.codec.exact else CODED_REPLY_EXTRA_BYTES)
-        expected = m["analytic"] + per_reply * m["replies"] + WORKER_OVERHEAD_BYTES * m["workers"]
-        down = getattr(self.method, "downlink", None)
-        if self.rounds_via == "stream":
-            dense, coded, extra = (STREAM_DENSE_MESSAGE_OVERHEAD_BYTES, STREAM_CODED_MESSAGE_OVERHEAD_BYTES,
-                                   STREAM_SUPPORT_MESSAGE_EXTRA_BYTES)
-        else:
-            dense, coded, extra = DENSE_MESSAGE_OVERHEAD_BYTES, CODED_MESSAGE_OVERHEAD_BYTES, SUPPORT_MESSAGE_EXTRA_BYTES
-        per_message = dense if down is None else coded + extra * sum(p.support_travels for p in down.selections)
-        return {"downlink_bytes_serialized": m["down_serialized"], "downlink_bytes_analytic": m["down_analytic"],
-                "downlink_messages": m["down_messages"],
-                "downlink_bytes_expected": m["down_analytic"] + per_message * m["down_messages"],
-                "downlink_serialized_ratio": m["down_serialized"] / max(1.0, m["down_analytic"]),
-                "uplink_bytes_serialized": m["serialized"], "uplink_bytes_analytic": m["analytic"],
-                "uplink_bytes_expected": expected, "workers": m["workers"], "rounds": m["rounds"],
-                "uplink_serialized_ratio": m["serialized"] / max(1, m["analytic"]),
-                "uplink_overhead_per_reply": (m["serialized"] - m["analytic"]) / max(1, m["replies"]),
-                "replies": m["replies"]}
+        """The measured uplink and downlink against the analytic bytes and the overhead model
+        (:func:`~isparse.engines.traffic.expected_traffic`)."""
+        return expected_traffic(self.measured, self.rounds_via, self.method.codec.exact,
+                                getattr(self.method, "downlink", None))
 
     def counters(self) -> dict:
         """Cumulative counters for the records.
@@ -855,66 +626,12 @@ class DaskPool:
                 pass
 
 
-class DaskAsync(AsynchronousView):
-    """Asynchronous view of a :class:`DaskPool`: worker i's step runs on its host as soon as it gets a model.
 
-    Calls to the logical workers of one host queue behind each other (one actor thread per Dask
-    worker), as the compute of one Dask worker would. Finished calls are found by polling
-    ``ActorFuture.done()`` (actor futures support no ``wait``/``as_completed``). A lost Dask
-    worker fails an asynchronous run.
 
-    Parameters
-    ----------
-    pool : DaskPool
-        The pool whose actors run the steps (its method must have no worker state).
-    poll_seconds : float
-        Seconds between two polls of the pending calls.
-    """
-
-    name = "dask"
-
-    def __init__(self, pool, poll_seconds=2e-4):
-        self.pool, self.poll, self.method, self.placement = pool, poll_seconds, pool.method, pool.placement
-        self.host_of = {i: h.actor for h in pool._hosts for i in h.ids}
-        self.pending, self.idle = {}, sorted(self.host_of)
-
-    def exchange(self, x, monitor=None):
-        """Start a step of every idle worker on x and return the first message to finish.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The master's current model.
-        monitor : ndarray of shape (d,), optional
-            Not used (asynchronous runs log no memory term).
-
-        Returns
-        -------
-        batch : Messages
-            One worker's message; that worker is the next idle one.
-        memory : None
-
-        Raises
-        ------
-        RuntimeError
-            The Dask worker of the finished call was lost.
-        """
-        for i in self.idle:
-            self.pending[i] = self.host_of[i].step_one(i, x)
-        while True:
-            for i, fut in list(self.pending.items()):
-                if fut.done():
-                    del self.pending[i]
-                    self.idle = [i]
-                    try:
-                        return fut.result(), None
-                    except LOST as exc:
-                        raise RuntimeError(f"a Dask worker was lost during an asynchronous run ({type(exc).__name__}: "
-                                           f"{exc}); asynchronous runs do not recover from lost workers") from exc
-            time.sleep(self.poll)
-
-    def stop(self):
-        """End of a run: wait for the pending calls, so that the actors stay consistent."""
-        for fut in self.pending.values():   # let the last calls finish so the actors stay consistent
-            fut.result()
-        self.pending.clear()
+#: the pool, its host and asynchronous view, and the traffic model's constants (``isparse.engines.traffic``), by the
+#: names they have always been imported by
+__all__ = ["ACTOR_LOST", "CODED_MESSAGE_OVERHEAD_BYTES", "CODED_REPLY_EXTRA_BYTES", "DENSE_MESSAGE_OVERHEAD_BYTES",
+           "LOST", "REPLY_OVERHEAD_BYTES", "ROUNDS", "STREAM_CODED_MESSAGE_OVERHEAD_BYTES", "STREAM_CODED_REPLY_EXTRA_BYTES",
+           "STREAM_DENSE_MESSAGE_OVERHEAD_BYTES", "STREAM_LOG", "STREAM_REPLY_OVERHEAD_BYTES",
+           "STREAM_SUPPORT_MESSAGE_EXTRA_BYTES", "SUPPORT_MESSAGE_EXTRA_BYTES", "WORKER_OVERHEAD_BYTES", "DaskAsync",
+           "DaskHost", "DaskPool", "place_workers", "reply_limit", "request_limit", "unpack_reply"]
