@@ -24,7 +24,8 @@ from .bound import NoBound
 
 @dataclass(frozen=True)
 class Theory:
-    """A method's stepsize rule and bound.
+    """A method's stepsize rule and bound. Its methods take ``ctx``, the run (a
+    :class:`~isparse.methods.context.Context`), and ``method``, the built method (its ``gamma``).
 
     Parameters
     ----------
@@ -58,52 +59,21 @@ class Theory:
     codec_why: str = ""
 
     def smooth(self, ctx) -> float:
-        """The smoothness constant the rule takes (Assumption 1's L; docs/algorithms.md §4).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        float
-            L = max_i L_i, L_f of f itself (``step.L=f``), or L_example of the f_ij (``smoothness="L_example"``).
-        """
+        """The smoothness constant the rule takes (Assumption 1's L; docs/algorithms.md §4): L = max_i L_i, L_f of f
+        itself (``step.L=f``), or L_example of the f_ij (``smoothness="L_example"``)."""
         if self.smoothness != "L":
             return ctx.problem.L_example
         return ctx.problem.L_f if ctx.step_L == "f" else ctx.problem.L
 
     def omega_kw(self, ctx) -> dict:
-        """The codec keyword of the rules.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        dict
-            ``{"omega": omega}`` when the rules take the codec's omega (``codec_theory``) and the codec has one
-            (unbiased, lossy); else empty.
-        """
+        """The codec keyword of the rules: ``{"omega": omega}`` when they take the codec's omega (``codec_theory``) and
+        the codec has one (unbiased, lossy); else empty."""
         return {"omega": ctx.omega} if self.codec_theory and ctx.omega else {}
 
     def stepsize_rule(self, rule: str) -> Callable:
-        """The rule that ``step.rule`` selects.
-
-        Parameters
-        ----------
-        rule : {"theory", "paper", "paper_literal"}
-            ``step.rule``.
-
-        Returns
-        -------
-        callable
-            The theorem's rule (``theory``, and where no paper stepsize is given), the paper's plots' (``paper``;
-            docs/algorithms.md §5) or the caption read literally (``paper_literal``; as ``paper`` unless given).
-        """
+        """The rule that ``step.rule`` selects: the theorem's (``theory``, and where no paper stepsize is given), the
+        paper's plots' (``paper``; docs/algorithms.md §5) or the caption read literally (``paper_literal``; as ``paper``
+        unless given)."""
         if rule == "paper_literal" and self.paper_literal_stepsize is not None:
             return self.paper_literal_stepsize
         if rule in ("paper", "paper_literal") and self.paper_stepsize is not None:
@@ -111,74 +81,26 @@ class Theory:
         return self.stepsize
 
     def step(self, ctx) -> dict:
-        """The stepsize keywords of the method's constructor.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        dict
-            ``{"gamma": step.multiplier x the rule's gamma}`` (a method with a schedule or another step parameter
-            returns those too: ISGD's ``schedule``, IASGD's ``rho``).
-        """
+        """The stepsize keywords of the method's constructor: ``{"gamma": step.multiplier x the rule's gamma}`` (a
+        method with a schedule or another step parameter returns those too: ISGD's ``schedule``, IASGD's ``rho``)."""
         rule = self.stepsize_rule(ctx.step_rule)
         return {"gamma": ctx.step_multiplier * rule(self.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau,
                                                     **self.omega_kw(ctx))}
 
     def gamma_theory(self, ctx) -> float:
-        """The rule's gamma without multiplier or codec (what a NoBound reports as ``gamma_theory``).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        float
-        """
+        """The rule's gamma without multiplier or codec (what a NoBound reports as ``gamma_theory``)."""
         return self.stepsize(self.smooth(ctx), ctx.problem.mu, ctx.n, ctx.tau)
 
     def bound(self, ctx, method):
-        """The theorem's bound for ``method.gamma``; a NoBound where no theorem covers the method.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-        method : Method
-            The built method (its ``gamma``).
-
-        Returns
-        -------
-        LinearBound, SublinearBound or NoBound
-            This default: a NoBound; a theory class of a method overrides it.
-        """
+        """The theorem's bound for ``method.gamma`` (LinearBound, SublinearBound or NoBound); this default, which a
+        method's theory class overrides, is a NoBound."""
         return NoBound(theorem=f"no theorem of arXiv:1901.09437 covers {ctx.algorithm}",
                        gamma_theory=self.gamma_theory(ctx), gamma=method.gamma)
 
 
 def gradient_step(L: float, mu: float, n: int, tau: float) -> float:
-    """gamma = 1/L: gradient descent's step on an L-smooth f (the stepsize of a method without theory).
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant (Assumption 1).
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers (unused).
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (unused by this rule).
-
-    Returns
-    -------
-    float
-    """
+    """gamma = 1/L: gradient descent's step on an L-smooth f (the stepsize of a method without theory; mu, n and
+    tau unused)."""
     return 1.0 / L
 
 
@@ -186,19 +108,7 @@ class NoTheory(Theory):
     """What a method with ``theory = None`` runs with: gamma = step.multiplier / L, and a NoBound saying so."""
 
     def bound(self, ctx, method):
-        """A NoBound saying the method declares no theory (gamma = step.multiplier / L).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-        method : Method
-            The built method (its ``gamma``).
-
-        Returns
-        -------
-        NoBound
-        """
+        """A NoBound saying the method declares no theory (gamma = step.multiplier / L)."""
         return NoBound(theorem=f"algorithm={ctx.algorithm} declares no theory (Method.theory is None): no bound; its "
                                f"stepsize is gamma = step.multiplier / L", gamma_theory=self.gamma_theory(ctx),
                        gamma=method.gamma)
@@ -213,22 +123,9 @@ def with_constants(fn: Callable, ctx, **given):
 
     The one place where the common constants of a run (``ctx.constants()``: ``L``, ``mu``, ``n``, ``tau``, ``r0``,
     ``sum_sq_local_grads``, ``omega``) are handed to a bound function: each function takes exactly the keywords it
-    uses, and receives only those of the constants its signature names. The ``given`` keywords are passed as they
-    are, so a misspelt one raises TypeError instead of being dropped.
-
-    Parameters
-    ----------
-    fn : callable
-        A bound or stepsize function of ``isparse.theory`` (keyword parameters, no ``**kwargs``).
-    ctx : Context
-        The run (``isparse.methods.context.Context``).
-    **given
-        The keywords the caller sets (e.g. ``gamma``); a constant of the same name is not passed.
-
-    Returns
-    -------
-    object
-        What ``fn`` returns (a bound object: ``LinearBound``, ``SublinearBound`` or ``NoBound``).
+    uses, and receives only those of the constants its signature names. The ``given`` keywords (e.g. ``gamma``; a
+    constant of the same name is then not passed) are passed as they are, so a misspelt one raises TypeError instead
+    of being dropped. Returns what ``fn`` returns.
 
     Raises
     ------
@@ -243,23 +140,8 @@ def with_constants(fn: Callable, ctx, **given):
 
 
 def strongly_convex_or_none(ctx, method, build_bound):
-    """``build_bound()`` when f is strongly convex (mu > 0), else a NoBound saying why.
-
-    The strongly convex theorems (1 to 5) need mu > 0.
-
-    Parameters
-    ----------
-    ctx : Context
-        The run (:class:`~isparse.methods.context.Context`).
-    method : Method
-        The built method (its ``gamma``).
-    build_bound : callable
-        No arguments; returns the bound.
-
-    Returns
-    -------
-    LinearBound, SublinearBound or NoBound
-    """
+    """``build_bound()`` when f is strongly convex (mu > 0: the strongly convex theorems 1 to 5 need it), else a
+    NoBound saying why."""
     if ctx.problem.mu <= 0:
         return NoBound(theorem=f"the theorem for {ctx.algorithm} needs a strongly convex f", gamma_theory=method.gamma,
                        gamma=method.gamma)

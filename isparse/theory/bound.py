@@ -91,19 +91,8 @@ class LinearBound:
         return self.rate ** t * self.initial + self.neighbourhood
 
     def iterations_to(self, target: float) -> float:
-        """Smallest t with bound(t) <= target.
-
-        Parameters
-        ----------
-        target : float
-            A value of the bounded quantity.
-
-        Returns
-        -------
-        float
-            t (a whole number); inf if the neighbourhood is at or above ``target`` or the rate is 1; NaN if not
-            applicable.
-        """
+        """Smallest t with bound(t) <= ``target`` (a whole number); inf if the neighbourhood is at or above
+        ``target`` or the rate is 1; NaN if not applicable."""
         if not self.applicable:
             return math.nan
         gap = target - self.neighbourhood
@@ -120,17 +109,8 @@ class LinearBound:
 
 @dataclass(frozen=True)
 class NoBound:
-    """No theorem is logged for this run (a peer method, or a theorem whose assumptions fail).
-
-    Attributes
-    ----------
-    theorem : str
-        Why there is none.
-    gamma : float
-        The stepsize used.
-    gamma_theory : float
-        The stepsize rule the method uses by default.
-    """
+    """No theorem is logged for this run (a peer method, or a theorem whose assumptions fail); ``theorem`` says why.
+    The attributes are :class:`LinearBound`'s."""
 
     theorem: str
     gamma_theory: float
@@ -148,18 +128,7 @@ class NoBound:
         return math.nan
 
     def iterations_to(self, target: float) -> float:
-        """NaN: no bound, no iteration count.
-
-        Parameters
-        ----------
-        target : float
-            Unused.
-
-        Returns
-        -------
-        float
-            NaN.
-        """
+        """NaN: no bound, no iteration count."""
         return math.nan
 
 
@@ -190,20 +159,8 @@ class SublinearBound:
         return self.formula(t) if self.applicable else math.nan
 
     def iterations_to(self, target: float, t_max: int = 10**9) -> float:
-        """Smallest t with formula(t) <= target, by bisection (the formula decreases in t).
-
-        Parameters
-        ----------
-        target : float
-            A value of the bounded quantity.
-        t_max : int
-            The largest t searched.
-
-        Returns
-        -------
-        float
-            t; inf if formula(t_max) > target; NaN if not applicable.
-        """
+        """Smallest t <= ``t_max`` with formula(t) <= ``target``, by bisection (the formula decreases in t); inf if
+        formula(t_max) > target; NaN if not applicable."""
         if not self.applicable:
             return math.nan
         if self.formula(t_max) > target:

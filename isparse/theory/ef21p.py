@@ -46,27 +46,11 @@ THEOREM = "the EF21-P downlink bound (derived; arXiv:2209.15218)"
 
 
 def ef21p_gamma_max(L: float, L_max: float, n: int, omega: float, alpha: float) -> float:
-    """The largest stepsize of the derived EF21-P bound (module docstring).
+    """The largest stepsize of the derived EF21-P bound (module docstring): min(1/(8(L + A)), alpha/sqrt(384 L (L + A)),
+    n/(32 omega L_max), alpha sqrt(n/(1536 omega L_max L))), A = 2 omega L_max/n (the last two only when omega > 0).
 
-    Parameters
-    ----------
-    L : float
-        Smoothness of f (L_f).
-    L_max : float
-        max_i L_i, the smoothness of the workers' f_i.
-    n : int
-        Workers.
-    omega : float
-        The uplink's omega (0: exact, GD).
-    alpha : float
-        The downlink's alpha, in (0, 1].
-
-    Returns
-    -------
-    float
-        min(1/(8(L + A)), alpha/sqrt(384 L (L + A)), n/(32 omega L_max), alpha sqrt(n/(1536 omega L_max L))),
-        A = 2 omega L_max/n (the last two only when omega > 0).
-    """
+    ``L`` is the smoothness of f (L_f), ``L_max`` = max_i L_i, ``omega`` the uplink's (0: exact, GD), ``alpha`` the
+    downlink's, in (0, 1]."""
     A = 2.0 * omega * L_max / n
     out = min(1.0 / (8.0 * (L + A)), alpha / math.sqrt(384.0 * L * (L + A)))
     if omega > 0:
@@ -76,33 +60,23 @@ def ef21p_gamma_max(L: float, L_max: float, n: int, omega: float, alpha: float) 
 
 def ef21p_bound(*, L: float, L_max: float, mu: float, n: int, omega: float, rho: float | None, alpha: float,
                 gamma: float, r0: float, sigma0: float, gamma_theory: float) -> LinearBound:
-    """E||x^t - x*||^2 <= q^t (r_0 + N sigma^0) for a compressed downlink (module docstring).
+    """E||x^t - x*||^2 <= q^t (r_0 + N sigma^0) for a compressed downlink (module docstring); ``source="derived"``,
+    applicable when gamma <= :func:`ef21p_gamma_max`.
 
     Parameters
     ----------
-    L, L_max, mu : float
-        Smoothness of f, max_i L_i, strong convexity of f.
-    n : int
-        Workers.
+    L, L_max : float
+        Smoothness of f, max_i L_i.
     omega : float
         The uplink's omega (chain of the blocks and the codec); 0 for GD with float64 values.
     rho : float or None
         The memories' rate (<= 1/(1 + omega)); None without a memory (GD).
     alpha : float
         The downlink's alpha.
-    gamma : float
-        The stepsize used.
-    r0 : float
-        ||x^0 - x*||^2.
     sigma0 : float
         (1/n) sum_i ||grad f_i(x*)||^2 (the memories start at 0).
     gamma_theory : float
         The method's own rule's stepsize (what ``step.multiplier`` scales).
-
-    Returns
-    -------
-    LinearBound
-        ``source="derived"``; applicable when gamma <= gamma_max (:func:`ef21p_gamma_max`).
     """
     gmax = ef21p_gamma_max(L, L_max, n, omega, alpha)
     applicable = gamma <= gmax * (1 + 1e-12)
@@ -117,25 +91,8 @@ def ef21p_bound(*, L: float, L_max: float, mu: float, n: int, omega: float, rho:
 
 
 def downlink_bound(method, problem, reference, x0, bound):
-    """The derived EF21-P bound of a run with a compressed downlink, or a NoBound that says why there is none.
-
-    Parameters
-    ----------
-    method : Method
-        With its ``downlink`` set (``isparse.compression.downlink.Downlink``).
-    problem : Problem
-        For L_f, L = max_i L_i, mu and whether f is convex and has no proximal term.
-    reference : Reference
-        x* and sum_i ||grad f_i(x*)||^2.
-    x0 : ndarray of shape (d,)
-        The start.
-    bound : LinearBound or NoBound
-        The method's own bound (its ``gamma_theory``).
-
-    Returns
-    -------
-    LinearBound or NoBound
-    """
+    """The derived EF21-P bound of a run with a compressed downlink (``method.downlink`` set), or a NoBound that says
+    why there is none; ``bound`` is the method's own (its ``gamma_theory``), ``x0`` the start."""
     import numpy as np
 
     name, down = method.name, method.downlink

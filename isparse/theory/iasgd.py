@@ -28,7 +28,7 @@ from .bound import LinearBound, NoBound
 
 
 def strong_growth_rho(rho_tilde: float, rho_bar: float, n: int, tau: float, omega: float = 0.0) -> float:
-    """rho_hat, the strong-growth constant of IASGD's estimate q (Theorem 8; derived, the module docstring).
+    """rho_hat >= 1, the strong-growth constant of IASGD's estimate q (Theorem 8; derived, the module docstring).
 
     rho_hat = 1 + rho_tilde ((1 + omega)(1 + rho_bar) - tau)/(n tau), i.e. 1 + rho_tilde (1 - tau + rho_bar)/(n tau)
     without a codec.
@@ -39,24 +39,13 @@ def strong_growth_rho(rho_tilde: float, rho_bar: float, n: int, tau: float, omeg
         Strong growth of the local gradients: (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2.
     rho_bar : float
         Relative noise of the minibatch gradients: E||g_i - grad f_i||^2 <= rho_bar ||grad f_i||^2 (0: exact).
-    n : int
-        Workers.
-    tau : float
-        Fraction of blocks each worker sends.
-    omega : float, optional
-        The codec's omega (0: float64).
-
-    Returns
-    -------
-    float
-        rho_hat >= 1.
     """
     return 1.0 + rho_tilde * ((1.0 + omega) * (1.0 + rho_bar) - tau) / (n * tau)
 
 
 def iasgd_bound(*, L: float, mu: float, rho: float, rho_is_computed: bool, subopt0: float, r0: float,
                 omega: float = 0.0):
-    """Bound on E f(w_k) - f* for IASGD (Algorithm 7) with rho = rho_hat.
+    """Bound on E f(w_k) - f* (``subopt``) for IASGD (Algorithm 7) with rho = rho_hat, always "derived".
 
     Theorem 8 with Vaswani, Bach, Schmidt's Theorem 1 (arXiv:1810.07288):
     E f(w_{k+1}) - f* <= (1 - s)^k [f(w_0) - f* + (mu/2)||w_0 - x*||^2], s = sqrt(mu/(rho^2 L)) (the module docstring;
@@ -64,23 +53,12 @@ def iasgd_bound(*, L: float, mu: float, rho: float, rho_is_computed: bool, subop
 
     Parameters
     ----------
-    L, mu : float
-        Smoothness and strong convexity of f.
     rho : float
         The strong-growth constant used (the step is eta = 1/(rho L)).
     rho_is_computed : bool
         rho is the computed rho_hat; False (a hand-set rho): no bound is claimed.
     subopt0 : float
         f(x^0) - f*.
-    r0 : float
-        ||x^0 - x*||^2.
-    omega : float
-        The codec's omega (0: float64), named in the derivation.
-
-    Returns
-    -------
-    LinearBound or NoBound
-        On ``subopt``, always "derived" (rho_hat is derived).
     """
     if not rho_is_computed:
         return NoBound(theorem="IASGD with a hand-set rho: the strong-growth bound needs rho >= rho_hat",

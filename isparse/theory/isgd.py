@@ -44,49 +44,14 @@ from .theorem1 import theorem1_stepsize
 
 
 def isgd_schedule(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> tuple[float, float]:
-    """(a, c) of Theorem 6's decreasing stepsize gamma_t = 1/(a + c t) (ISGD, Algorithm 6).
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f.
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-    omega : float, optional
-        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
-
-    Returns
-    -------
-    a, c : float
-        a = 2(tau + 2(1 - tau + omega)/n) L and c = mu tau/4 (omega > 0 derived: the module docstring).
-    """
+    """(a, c) of Theorem 6's decreasing stepsize gamma_t = 1/(a + c t) (ISGD, Algorithm 6): a = 2(tau + 2(1 - tau +
+    omega)/n) L and c = mu tau/4 (omega > 0 derived: the module docstring; omega 0: float64, the paper's setting)."""
     return 2.0 * (tau + 2.0 * (1.0 - tau + omega) / n) * L, mu * tau / 4.0
 
 
 def theorem7_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """Theorem 7's stepsize (non-convex ISGD, restated).
-
-    gamma = 1/(L(tau + (1 - tau)/n)), the largest step of the bound.
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-
-    Returns
-    -------
-    float
-    """
+    """Theorem 7's stepsize (non-convex ISGD, restated): gamma = 1/(L(tau + (1 - tau)/n)), the largest step of the
+    bound."""
     return 1.0 / (L * (tau + (1.0 - tau) / n))
 
 
@@ -97,20 +62,10 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
 
     Parameters
     ----------
-    L : float
-        Smoothness of every f_i.
     mu : float
         Strong convexity of f; 0 selects the non-convex bound (Theorem 7).
-    n : int
-        Workers.
-    tau : float
-        Fraction of blocks each worker sends.
     gamma : float
         The stepsize used (gamma_0 of a decreasing schedule).
-    r0 : float
-        ||x^0 - x*||^2.
-    sum_sq_local_grads : float
-        sum_i ||grad f_i(x*)||^2.
     sigma_sq : float
         sigma^2 = (1/n) sum_i sigma_i^2, the minibatch noise bound (inf: none exists, and no bound is given).
     decreasing : bool
@@ -120,8 +75,6 @@ def isgd_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: flo
         nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 (Theorem 7 only).
     f0_minus_low : float
         f(x^0) minus a lower bound of f* (Theorem 7 only).
-    omega : float
-        The codec's omega (0: float64).
 
     Returns
     -------

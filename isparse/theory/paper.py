@@ -17,92 +17,26 @@ from .theorem3 import theorem3_stepsize
 
 
 def isega_paper_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
-    """The paper's ISEGA plots (Figs. 2, 12): 4 x Theorem 3's gamma; with a codec, 4 x its gamma at tau/(1 + omega).
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f.
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-    omega : float, optional
-        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
-
-    Returns
-    -------
-    float
-        gamma, for which Theorem 3 claims nothing (docs/algorithms.md §5).
-    """
+    """The paper's ISEGA plots (Figs. 2, 12): 4 x Theorem 3's gamma, for which Theorem 3 claims nothing; with a codec,
+    4 x its gamma at tau/(1 + omega) (docs/algorithms.md §5)."""
     return 4.0 * theorem3_stepsize(L, mu, n, tau, omega)
 
 
 def sgd_paper_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """The paper's ISGD vs SGD plots read literally (Fig. 5, ``step.rule=paper_literal``): gamma = 1/(5L).
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-
-    Returns
-    -------
-    float
-        gamma (effective step gamma tau; docs/algorithms.md §5).
-    """
+    """The paper's ISGD vs SGD plots read literally (Fig. 5, ``step.rule=paper_literal``): gamma = 1/(5L) (effective
+    step gamma tau; docs/algorithms.md §5)."""
     return 1.0 / (5.0 * L)
 
 
 def sgd_effective_paper_stepsize(L_f: float, mu: float, n: int, tau: float) -> float:
     """The paper's ISGD vs SGD plots (Fig. 5, ``step.rule=paper``): equal effective steps.
 
-    gamma = 1/(5 L_f tau), so the effective step gamma tau is one-worker SGD's 1/(5 L_f).
-
-    Parameters
-    ----------
-    L_f : float
-        Smoothness of f itself.
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-
-    Returns
-    -------
-    float
-        gamma (at tau = 1, SGD's own 1/(5 L_f); docs/algorithms.md §5).
-    """
+    gamma = 1/(5 L_f tau), so the effective step gamma tau is one-worker SGD's 1/(5 L_f), L_f of f itself (at tau = 1,
+    SGD's own; docs/algorithms.md §5)."""
     return 1.0 / (5.0 * L_f * tau)
 
 
 def saga_paper_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """The paper's shared-data ISAGA vs SAGA plots (Figs. 1, 10): gamma = 1/(L(3/n + tau)), L of the examples.
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-
-    Returns
-    -------
-    float
-        gamma, Theorem 2's limit (docs/algorithms.md §5).
-    """
+    """The paper's shared-data ISAGA vs SAGA plots (Figs. 1, 10): gamma = 1/(L(3/n + tau)), L of the examples,
+    Theorem 2's limit (docs/algorithms.md §5)."""
     return 1.0 / (L * (3.0 / n + tau))

@@ -37,60 +37,19 @@ from .bound import LinearBound
 
 
 def theorem1_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
-    """Theorem 1's stepsize (IBCD, Algorithm 1; also Theorem 4, IBGD): gamma = 1/(2L(tau + 2(1 - tau + omega)/n)).
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-    omega : float, optional
-        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
-
-    Returns
-    -------
-    float
-        gamma; omega > 0 is derived (docs/algorithms.md §7), omega = 0 the paper's rule (§3).
-    """
+    """Theorem 1's stepsize (IBCD, Algorithm 1; also Theorem 4, IBGD): gamma = 1/(2L(tau + 2(1 - tau + omega)/n));
+    omega > 0 is derived (docs/algorithms.md §7), omega = 0 the paper's rule (§3)."""
     return 1.0 / (2.0 * L * (tau + 2.0 * (1.0 - tau + omega) / n))
 
 
 def theorem1_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0: float,
                    sum_sq_local_grads: float, theorem: str = "Theorem 1 (IBCD)", omega: float = 0.0) -> LinearBound:
-    """Bound on E||x^t - x*||^2 for IBCD (and IBGD) with stepsize gamma: Theorem 1, neighbourhood derived.
+    """Bound on E||x^t - x*||^2 for IBCD (and IBGD, ``theorem`` citing Theorem 4) with stepsize gamma: Theorem 1,
+    neighbourhood derived.
 
     E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu), D = (1 - tau + omega)(2/n) sum_i ||grad f_i(x*)||^2
-    (the module docstring; docs/algorithms.md §3).
-
-    Parameters
-    ----------
-    L, mu : float
-        Smoothness of every f_i, strong convexity of f.
-    n : int
-        Workers.
-    tau : float
-        Fraction of blocks each worker sends.
-    gamma : float
-        The stepsize used; applicable when gamma <= theorem1_stepsize(...).
-    r0 : float
-        ||x^0 - x*||^2.
-    sum_sq_local_grads : float
-        sum_i ||grad f_i(x*)||^2 (0 under Assumption 2).
-    theorem : str
-        What the bound cites ("Theorem 1 (IBCD)", or Theorem 4 for IBGD).
-    omega : float
-        The codec's omega (0: float64, the paper's setting).
-
-    Returns
-    -------
-    LinearBound
-        On ``dist_sq``; ``source`` is "paper" when D = 0 and omega = 0 (Theorem 1 as stated), else "derived".
-    """
+    (the module docstring; docs/algorithms.md §3); ``source`` is "paper" when D = 0 and omega = 0 (Theorem 1 as
+    stated), else "derived". Applicable when gamma <= theorem1_stepsize(...)."""
     gamma_max = theorem1_stepsize(L, mu, n, tau, omega)
     D = (1.0 - tau + omega) * (2.0 / n) * sum_sq_local_grads
     return LinearBound(theorem=f"{theorem}, arXiv:1901.09437; neighbourhood derived from Lemma 2",

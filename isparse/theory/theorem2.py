@@ -20,24 +20,8 @@ from .bound import LinearBound, NoBound
 
 
 def theorem2_stepsize(L: float, mu: float, n: int, tau: float) -> float:
-    """Theorem 2's default stepsize (shared-data ISAGA, Algorithm 4): gamma = 1/(L(tau + 4/n)), which gives c = 3/n^2.
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-
-    Returns
-    -------
-    float
-        gamma, below the theorem's limit 1/(L(3/n + tau)) (docs/algorithms.md §3).
-    """
+    """Theorem 2's default stepsize (shared-data ISAGA, Algorithm 4): gamma = 1/(L(tau + 4/n)), which gives c = 3/n^2,
+    below the theorem's limit 1/(L(3/n + tau)) (docs/algorithms.md §3)."""
     return 1.0 / (L * (tau + 4.0 / n))
 
 
@@ -46,32 +30,9 @@ def theorem2_bound(*, L_example: float, mu: float, n: int, N: int, tau: float, g
     """Theorem 2's bound (shared-data ISAGA, Algorithm 4; statement reconstructed) with the table starting at 0.
 
     E[r_t + c gamma^2 Psi^t] <= (1 - rho)^t (r_0 + c gamma^2 Psi^0), which bounds E||x^t - x*||^2 (the module docstring;
-    docs/algorithms.md §3).
-
-    Parameters
-    ----------
-    L_example : float
-        Smoothness of every psi_j.
-    mu : float
-        Strong convexity of f.
-    n : int
-        Workers.
-    N : int
-        Examples.
-    tau : float
-        Fraction of blocks each worker sends.
-    gamma : float
-        The stepsize used; applicable up to 1/(L(3/n + tau)).
-    r0 : float
-        ||x^0 - x*||^2.
-    sum_sq_example_grads : float
-        Psi^0 = sum_j ||grad psi_j(x*)||^2.
-
-    Returns
-    -------
-    LinearBound or NoBound
-        On ``dist_sq``, with the Lyapunov weight c gamma^2; a NoBound when c <= 2/n^2 (no contraction is proved).
-    """
+    docs/algorithms.md §3): a bound on ``dist_sq`` with the Lyapunov weight c gamma^2, applicable up to
+    1/(L(3/n + tau)); a NoBound when c <= 2/n^2 (no contraction is proved). ``L_example`` is the smoothness of every
+    psi_j."""
     gamma_max = 1.0 / (L_example * (3.0 / n + tau))
     c = (1.0 / n) * (1.0 / (gamma * L_example) - 1.0 / n - tau)
     if c <= 2.0 / n ** 2:

@@ -30,28 +30,8 @@ from .bound import LinearBound
 
 
 def theorem3_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
-    """Theorem 3's stepsize (ISEGA, Algorithm 2).
-
-    gamma = min{1/(4L(1 + 1/(n tau'))), 1/(mu/tau' + 4L/(n tau'))}, tau' = tau/(1 + omega).
-
-    Parameters
-    ----------
-    L : float
-        Smoothness constant of the rule (Assumption 1).
-    mu : float
-        Strong convexity of f.
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-    omega : float, optional
-        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
-
-    Returns
-    -------
-    float
-        gamma; omega > 0 is derived (docs/algorithms.md §7), omega = 0 the paper's rule (§3).
-    """
+    """Theorem 3's stepsize (ISEGA, Algorithm 2): gamma = min{1/(4L(1 + 1/(n tau'))), 1/(mu/tau' + 4L/(n tau'))},
+    tau' = tau/(1 + omega); omega > 0 is derived (docs/algorithms.md §7), omega = 0 the paper's rule (§3)."""
     tau = tau / (1.0 + omega)
     return min(1.0 / (4.0 * L * (1.0 + 1.0 / (n * tau))), 1.0 / (mu / tau + 4.0 * L / (n * tau)))
 
@@ -61,30 +41,9 @@ def theorem3_bound(*, L: float, mu: float, n: int, tau: float, gamma: float, r0:
     """Theorem 3's bound on E||x^t - x*||^2 for ISEGA (Algorithm 2) with h_i^0 = 0 and stepsize gamma.
 
     E||x^t - x*||^2 <= E Phi^t <= (1 - gamma mu)^t Phi^0, Phi^0 = r_0 + (gamma/(2 L tau n)) sum_i ||grad f_i(x*)||^2
-    (the module docstring; docs/algorithms.md §3).
-
-    Parameters
-    ----------
-    L, mu : float
-        Smoothness of every f_i, strong convexity of f.
-    n : int
-        Workers.
-    tau : float
-        Fraction of blocks each worker sends.
-    gamma : float
-        The stepsize used; applicable when gamma <= theorem3_stepsize(...).
-    r0 : float
-        ||x^0 - x*||^2.
-    sum_sq_local_grads : float
-        sum_i ||h_i^0 - grad f_i(x*)||^2 = sum_i ||grad f_i(x*)||^2 for h^0 = 0.
-    omega : float
-        The codec's omega (0: float64, the theorem as stated); the bound is then Theorem 3's at tau/(1 + omega).
-
-    Returns
-    -------
-    LinearBound
-        On ``dist_sq``, with the Lyapunov weight gamma/(2 L tau n); ``source`` "paper" at omega = 0, else "derived".
-    """
+    (the module docstring; docs/algorithms.md §3), with the Lyapunov weight gamma/(2 L tau n); with omega > 0 Theorem
+    3's at tau/(1 + omega). ``source`` "paper" at omega = 0, else "derived"; applicable when gamma <=
+    theorem3_stepsize(...)."""
     gamma_max = theorem3_stepsize(L, mu, n, tau, omega)
     tau = tau / (1.0 + omega)
     phi0 = r0 + gamma / (2.0 * L * tau * n) * sum_sq_local_grads

@@ -56,30 +56,11 @@ def _coefficients(n: int, tau: float, omega: float) -> tuple[float, float]:
 
 
 def theorem5_stepsize(L: float, mu: float, n: int, tau: float, omega: float = 0.0) -> float:
-    """Theorem 5's default stepsize (distributed ISAGA, Algorithm 5).
+    """Theorem 5's default stepsize (distributed ISAGA, Algorithm 5; L of every f_ij).
 
     gamma = 1/(L(tau + (a + 3b/2)/n)), so that c = (3b/2)/n^2; (a, b) = (1, 2) for tau >= 1/n without a codec, else
-    (2(1 + omega), 2(1 + omega)).
-
-    Parameters
-    ----------
-    L : float
-        Smoothness of every f_ij.
-    mu : float
-        Strong convexity of f (unused by this rule).
-    n : int
-        Number of workers.
-    tau : float
-        Fraction of the blocks each worker sends, in [1/m, 1] (section 1: tau*m blocks of m).
-    omega : float, optional
-        The codec's omega (E||Q(v) - v||^2 <= omega ||v||^2; docs/algorithms.md §7); 0: float64, the paper's setting.
-
-    Returns
-    -------
-    float
-        1/(L(tau + 4/n)) for tau >= 1/n, 1/(L(tau + 5/n)) below, 1/(L(tau + 5(1 + omega)/n)) with a codec's omega
-        (the module docstring; docs/algorithms.md §3, §7).
-    """
+    (2(1 + omega), 2(1 + omega)): 1/(L(tau + 4/n)) for tau >= 1/n, 1/(L(tau + 5/n)) below, 1/(L(tau + 5(1 + omega)/n))
+    with a codec's omega (the module docstring; docs/algorithms.md §3, §7)."""
     a, b = _coefficients(n, tau, omega)
     return 1.0 / (L * (tau + (a + 1.5 * b) / n))
 
@@ -89,38 +70,9 @@ def theorem5_bound(*, L_example: float, mu: float, n: int, tau: float, gamma: fl
     """Theorem 5's bound (distributed ISAGA, Algorithm 5; Lyapunov weight reconstructed) with alpha^0 = 0.
 
     E[||x^t - x*||^2 + c gamma^2 Psi^t] <= (1 - theta)^t (r_0 + c gamma^2 Psi^0), so a bound on dist_sq (the module
-    docstring; docs/algorithms.md §3).
-
-    Parameters
-    ----------
-    L_example : float
-        Smoothness of every f_ij.
-    mu : float
-        Strong convexity of f.
-    n : int
-        Workers.
-    tau : float
-        Fraction of blocks each worker sends.
-    gamma : float
-        The stepsize used; applicable up to the theorem's limit (``gamma_max``).
-    r0 : float
-        ||x^0 - x*||^2.
-    sum_sq_local_grads : float
-        sum_i ||grad f_i(x*)||^2: above a tolerance, Assumption 2 fails.
-    sum_sq_example_grads : float
-        Psi^0 = sum_ij ||grad f_ij(x*)||^2 (the table starts at 0).
-    l_max : int
-        The largest number of examples on a worker.
-    omega : float
-        The codec's omega (0: float64, the theorem as stated); with omega > 0 the derived bound of the module
-        docstring.
-
-    Returns
-    -------
-    LinearBound or NoBound
-        A NoBound when Assumption 2 fails (at tau < 1, or at any tau with a codec) or the stepsize leaves no
-        contraction.
-    """
+    docstring; docs/algorithms.md §3), applicable up to the theorem's limit (``gamma_max``). A NoBound when Assumption 2
+    fails (``sum_sq_local_grads`` above a tolerance; at tau < 1, or at any tau with a codec) or the stepsize leaves no
+    contraction. ``L_example`` is the smoothness of every f_ij, ``l_max`` the largest number of examples on a worker."""
     gamma_rule = theorem5_stepsize(L_example, mu, n, tau, omega)
     a, b = _coefficients(n, tau, omega)
     # the theorem's own limit: c > b/n^2, i.e. gamma < 1/(L(tau + (a + b)/n))
