@@ -16,7 +16,7 @@ from ..errors import DataError, check_choice, check_range
 
 @dataclass(frozen=True)
 class Dataset:
-    """A binary classification data set.
+    """A binary classification data set (docs/glossary.md: the data).
 
     Attributes
     ----------
@@ -24,8 +24,6 @@ class Dataset:
         Feature rows a_j.
     b : ndarray of shape (N,)
         Labels in {-1.0, +1.0}.
-    name : str
-        Short name for logs.
     source : str
         Where it came from (a file path or a package).
     labels : str
@@ -56,22 +54,8 @@ def label_mapping(y) -> str:
 
 
 def to_pm1(y, source: str = "labels", line_of=None) -> np.ndarray:
-    """Map labels of any binary convention to {-1, +1} (the smaller label becomes -1; :func:`label_mapping` says
-    how).
-
-    Parameters
-    ----------
-    y : array-like of shape (N,)
-        The labels as read.
-    source : str
-        What to name in the message (the file).
-    line_of : callable, optional
-        Row index -> physical line of the file, to name the first bad row's line.
-
-    Returns
-    -------
-    ndarray of float64, shape (N,)
-        -1.0 for the smaller label, +1.0 for the other.
+    """Map labels ``y`` of any binary convention to {-1.0, +1.0} (the smaller label becomes -1; :func:`label_mapping`
+    says how); ``source`` is named in the message, ``line_of`` maps a row to its physical line of the file.
 
     Raises
     ------
@@ -106,16 +90,8 @@ def validate_arrays(A: sp.csr_matrix, source: str, line_of=None) -> None:
     The stepsizes and bounds are computed from L, a function of the squared norms ||a_j||^2 of the rows
     (``isparse.problems.glm``): a value above about 1.3e154 has an infinite square in float64, and L, the
     stepsize and the bound would be infinite or NaN. The sum of squares over all rows must be finite too.
-
-    Parameters
-    ----------
-    A : csr_matrix of shape (N, d)
-        The feature rows.
-    source : str
-        What to name in the message (the file).
-    line_of : callable, optional
-        Row index (0-based) -> the physical line of the file it was read from (1-based); without it the
-        message names the row only.
+    ``line_of`` maps a row (0-based) to the physical line of the file it was read from (1-based); without it the
+    message names the row only.
 
     Raises
     ------
@@ -151,24 +127,10 @@ def validate_arrays(A: sp.csr_matrix, source: str, line_of=None) -> None:
 
 
 def split_rows(N: int, n: int, how: str = "shuffle", seed: int = 0) -> list[np.ndarray]:
-    """Split the row indices 0..N-1 into ``n`` contiguous parts of sizes differing by at most one.
+    """Split the row indices 0..N-1 into ``n`` sorted contiguous parts of sizes differing by at most one.
 
-    Parameters
-    ----------
-    N : int
-        Number of rows.
-    n : int
-        Number of workers, 1 <= n <= N.
-    how : {"shuffle", "contiguous"}
-        ``shuffle`` permutes the rows with ``seed`` first (the default, so that every worker
-        sees both classes); ``contiguous`` keeps the file order (heterogeneous shards).
-    seed : int
-        Seed of the permutation.
-
-    Returns
-    -------
-    list of ndarray of int
-        n sorted arrays of row indices, of sizes differing by at most one.
+    ``how="shuffle"`` permutes the rows with ``seed`` first (the default, so that every worker sees both classes);
+    ``"contiguous"`` keeps the file order (heterogeneous shards).
 
     Raises
     ------

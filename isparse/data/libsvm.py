@@ -110,28 +110,20 @@ def _first_malformed_line(path: Path, n_features: int | None = None):
 
 
 def load_libsvm(path, n_features: int | None = None, name: str | None = None, empty_rows: str = "keep") -> Dataset:
-    """Read a LIBSVM/svmlight file with :func:`sklearn.datasets.load_svmlight_file`.
+    """Read a LIBSVM/svmlight file (``.gz`` and ``.bz2`` too, with the same checks) with
+    :func:`sklearn.datasets.load_svmlight_file`; labels mapped to {-1, +1}.
 
     Indices are 1-based (LIBSVM's format: an index 0 is an error, never a silent switch to 0-based), increasing
     within a line; a label is one number.
 
     Parameters
     ----------
-    path : str or Path
-        The file (``.gz`` and ``.bz2`` are decompressed, with the same checks).
     n_features : int, optional
         The dimension d (>= the largest index of the file; columns past it are zero); pass it so that files with
         unused trailing features line up. Default: the largest index.
-    name : str, optional
-        Short name (defaults to the file name).
     empty_rows : {"keep", "drop", "error"}
         Rows without any feature (w1a and w8a have some): kept with a warning, dropped, or an error
         naming the first such line.
-
-    Returns
-    -------
-    Dataset
-        ``A`` of shape (N, d), ``b`` in {-1, +1}.
 
     Raises
     ------
@@ -195,15 +187,8 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
 
 
 def load_breast_cancer() -> Dataset:
-    """scikit-learn's bundled Wisconsin breast-cancer set (569 x 30), standardized (zero mean, unit variance).
-
-    Needs no download: the file ships inside scikit-learn.
-
-    Returns
-    -------
-    Dataset
-        ``A`` of shape (569, 30), ``b`` in {-1, +1} (malignant -1, benign +1).
-    """
+    """scikit-learn's bundled Wisconsin breast-cancer set (569 x 30), standardized (zero mean, unit variance), labels
+    malignant -1, benign +1. Needs no download: the file ships inside scikit-learn."""
     from sklearn.datasets import load_breast_cancer as _load
     from sklearn.preprocessing import StandardScaler
 

@@ -72,10 +72,8 @@ class DataSource(Section):
 
     @classmethod
     def from_dict(cls, values, key: str = "data"):
-        """The data option of ``values``, every value checked.
-
-        ``values['name']`` picks the option's class; the keys not given take that option's defaults (a named set's
-        ``lam``).
+        """The data option of ``values``, every value checked: ``values['name']`` picks the option's class; the keys
+        not given take that option's defaults (a named set's ``lam``).
 
         Raises
         ------
@@ -92,27 +90,21 @@ class DataSource(Section):
 
     # -- the run -----------------------------------------------------------------------------------------
     def check_run(self, spec, key: str = "data") -> None:
-        """Checks of this source against the rest of the run ``spec`` (a :class:`~isparse.spec.RunSpec`).
+        """Checks of this source against the rest of the run ``spec`` (a :class:`~isparse.spec.RunSpec`); none for this
+        base.
 
         Raises
         ------
         ConfigError
-            A key of the run this source cannot be used with (none for this base).
+            A key of the run this source cannot be used with.
         """
 
     def dataset(self, cache_dir=None):
-        """The :class:`~isparse.data.Dataset` of this source, read or taken from the cache.
-
-        Parameters
-        ----------
-        cache_dir : str or Path, optional
-            Keep the parsed data set there (``isparse.cache``), keyed by the file's path, size and time and the
-            options; None: read the file (once per process: it is remembered).
-
-        Returns
-        -------
-        Dataset or None
-            None for a source that makes its problem directly (``quadratic``).
+        """The :class:`~isparse.data.Dataset` of this source, read or taken from the cache ``cache_dir``
+        (``isparse.cache``,
+        keyed by the file's path, size and time and the options; None: read the file once per process); None for a
+        source
+        that makes its problem directly (``quadratic``).
 
         Raises
         ------
@@ -139,16 +131,11 @@ class DataSource(Section):
                        b=z["b"], name=str(z["name"]), source=str(z["source"]), labels=str(z["labels"]))
 
     def fingerprint(self) -> dict | None:
-        """What a run of this source reads from its file (:meth:`file`): its absolute path, size and SHA-256.
+        """What a run of this source reads from its file (:meth:`file`): ``{"file": str, "bytes": int, "sha256": str}``,
+        or None for a source that reads no file (``breast_cancer``, ``quadratic``).
 
         A checkpoint records it, and a resume whose file differs is refused (``pipeline.lifecycle``). The file is
         hashed once per process (:func:`isparse.cache.file_digest`).
-
-        Returns
-        -------
-        dict or None
-            ``{"file": str, "bytes": int, "sha256": str}`` (size in bytes, 64 hex digits); None for a source that
-            reads no file (``breast_cancer``, ``quadratic``).
 
         Raises
         ------
@@ -169,20 +156,9 @@ class DataSource(Section):
         return None
 
     def problem(self, spec, dataset, parts):
-        """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts``.
-
-        Parameters
-        ----------
-        spec : RunSpec
-            The run (its ``problem`` section and lambda).
-        dataset : Dataset
-            The data (:meth:`dataset`).
-        parts : list of ndarray of int
-            The rows of each of the n workers (:func:`~isparse.data.dataset.split_rows`).
-
-        Returns
-        -------
-        GLMProblem
+        """The run's problem: the linear model of ``spec.problem`` on ``dataset``, its rows split as ``parts`` (the rows
+        of
+        each worker, :func:`~isparse.data.dataset.split_rows`).
 
         Raises
         ------
@@ -216,7 +192,7 @@ class Bundled(DataSource):
     lam: float = param(0.1, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
 
     def read(self):
-        """Load the breast-cancer set now (:func:`~isparse.data.libsvm.load_breast_cancer`), without cache."""
+        """Via :func:`~isparse.data.libsvm.load_breast_cancer`."""
         from .libsvm import load_breast_cancer
 
         return load_breast_cancer()
@@ -285,7 +261,7 @@ class NamedLibsvm(_LibsvmSource):
         return file
 
     def read(self):
-        """Read the set's file now, without cache (d: ``n_features``, else the published one).
+        """d is ``n_features``, else the published one.
 
         Raises
         ------
@@ -302,7 +278,6 @@ class NamedLibsvm(_LibsvmSource):
             return load_libsvm(self.file(), n_features=d, name=self.name, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
-        """The option's keys with ``dir`` the absolute data directory, for a Dask worker."""
         return {**self.to_dict(), "dir": str(self.directory())}
 
 
@@ -336,7 +311,7 @@ class LibsvmFile(_LibsvmSource):
         return _declared(type(self), "path").existing("data.path", self.path)
 
     def read(self):
-        """Read ``data.path`` now, without cache.
+        """Read ``data.path``.
 
         Raises
         ------
@@ -351,7 +326,6 @@ class LibsvmFile(_LibsvmSource):
             return load_libsvm(self.file(), n_features=self.n_features, empty_rows=self.empty_rows)
 
     def loader(self) -> dict:
-        """The option's keys with ``path`` absolute, for a Dask worker."""
         return {**self.to_dict(), "path": str(self.file())}
 
 
@@ -391,12 +365,9 @@ class Quadratic(DataSource):
         return None
 
     def problem(self, spec, dataset, parts):
-        """The :class:`~isparse.problems.QuadraticProblem` of ``d``, ``o``, ``workers.n`` and ``seed``.
-
-        References
-        ----------
-        arXiv:1901.09437, problem (17).
-        """
+        """The :class:`~isparse.problems.QuadraticProblem` (arXiv:1901.09437, problem (17)) of ``d``, ``o``,
+        ``workers.n``
+        and ``seed``."""
         from ..problems import QuadraticProblem
 
         with keys(d="data.d", o="data.o", n="workers.n", seed="data.seed"):
@@ -428,19 +399,8 @@ SOURCES: dict = _sources()
 
 
 def source(name: str, **values) -> DataSource:
-    """The data option ``name`` with ``values`` for its keys, checked as the command line's ``data=<name>``.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`SOURCES`: ``breast_cancer``, a named LIBSVM set, ``libsvm`` or ``quadratic``.
-    **values
-        The option's keys (``dir``, ``path``, ``n_features``, ``empty_rows``, ``lam``, ``load``; ``d``, ``o``,
-        ``seed`` for ``quadratic``).
-
-    Returns
-    -------
-    DataSource
+    """The data option ``name`` (a key of :data:`SOURCES`) with ``values`` for its keys, checked as the command line's
+    ``data=<name>``.
 
     Raises
     ------
@@ -456,29 +416,10 @@ def source(name: str, **values) -> DataSource:
 
 def load_dataset(name: str, data_dir: str | None = None, path: str | None = None, empty_rows: str | None = None,
                  n_features: int | None = None) -> Dataset:
-    """Read a data set by name, without cache.
-
-    It is the data source ``name`` of :mod:`isparse.data.sources` with these options, as the command line's
-    ``data=<name>`` with ``data.dir``, ``data.path``, ``data.empty_rows`` and ``data.n_features``.
-
-    Parameters
-    ----------
-    name : str
-        ``breast_cancer`` (bundled), a named LIBSVM set (:data:`NAMED_FILES`) or ``libsvm`` (then ``path``).
-    data_dir : str, optional
-        ``data.dir`` of a named set (default ``$ISPARSE_DATA_DIR``).
-    path : str, optional
-        ``data.path`` of ``libsvm``.
-    empty_rows : {"keep", "drop", "error"}, optional
-        ``data.empty_rows`` (see :func:`load_libsvm`).
-    n_features : int, optional
-        ``data.n_features``: the dimension d of a LIBSVM file (default: the published one of a named set,
-        :data:`NAMED_FEATURES`; the largest index of a ``libsvm`` file).
-
-    Returns
-    -------
-    Dataset
-        ``A`` of shape (N, d), ``b`` in {-1, +1}.
+    """Read a data set by name, without cache: the data source ``name`` of :mod:`isparse.data.sources` with these
+    options, as the command line's ``data=<name>`` with ``data.dir``, ``data.path``, ``data.empty_rows`` and
+    ``data.n_features`` (the dimension d of a LIBSVM file; default: the published one of a named set,
+    :data:`NAMED_FEATURES`, or the largest index of a ``libsvm`` file). Labels b are in {-1, +1}.
 
     Raises
     ------
