@@ -23,15 +23,10 @@ class ConfigError(ValueError):
     Parameters
     ----------
     key : str
-        The configuration key (``tau``, ``workers.n``, ...), as the user types it.
+        The configuration key (``tau``, ``workers.n``, ...), as the user types it (also an attribute).
     message : str
         One line naming the key, the value given and what is allowed
         (``The 'tau' parameter must be in [1/m = 0.0333, 1]; got 1.5.``).
-
-    Attributes
-    ----------
-    key : str
-        The configuration key the error is about.
     """
 
     def __init__(self, key: str, message: str):
@@ -42,19 +37,10 @@ class ConfigError(ValueError):
         return (type(self), (self.key, str(self)))
 
     def renamed(self, names: dict) -> "ConfigError":
-        """The same error naming config keys instead of a function's arguments.
-
-        Parameters
-        ----------
-        names : dict of str to str
-            ``{argument: key}``: the error's key is mapped, and every quoted argument name (``'n'``) of its text
-            before the value given (the text from its last "; got " on is the value, kept as it is).
-
-        Returns
-        -------
-        ConfigError
-            A new error of the same class.
-        """
+        """A new error of the same class naming config keys instead of a function's arguments: ``names`` maps
+        ``{argument: key}``; the error's key is mapped, and every quoted argument name (``'n'``) of its text before the
+        value
+        given (the text from its last "; got " on is the value, kept as it is)."""
         text = str(self)
         head, sep, tail = text.rpartition("; got ")
         if not sep:
@@ -70,27 +56,16 @@ class DataError(ValueError):
 
 def check_range(key: str, value, low=None, high=None, *, low_text=None, high_text=None,
                 integer=False, low_open=False):
-    """Return ``value`` if ``low <= value <= high``, else raise :class:`ConfigError`.
+    """Return ``value`` (an int for ``integer=True``) if ``low <= value <= high``, else raise :class:`ConfigError`.
 
     Parameters
     ----------
-    key : str
-        Name of the field as the user types it (``workers.n``).
-    value : int or float
-        The value given.
     low, high : float or None
         Inclusive bounds; ``None`` means unbounded.
     low_text, high_text : str, optional
         How to print a bound that is derived (``"1/m"``).
-    integer : bool
-        Require an integer.
     low_open : bool
         The lower bound is exclusive.
-
-    Returns
-    -------
-    int or float
-        ``value`` (an int for ``integer=True``).
 
     Raises
     ------
@@ -119,12 +94,8 @@ def check_range(key: str, value, low=None, high=None, *, low_text=None, high_tex
 def keys(**names: str):
     """Within the block, a :class:`ConfigError` about a function's argument is raised again naming the config key.
 
-    The key and the text are renamed (:meth:`ConfigError.renamed`); any other error passes as it is.
-
-    Parameters
-    ----------
-    **names : str
-        ``argument=config key`` pairs.
+    ``names`` are ``argument=config key`` pairs; the key and the text are renamed (:meth:`ConfigError.renamed`); any
+    other error passes as it is.
 
     Examples
     --------
@@ -142,27 +113,8 @@ def keys(**names: str):
 
 
 def check_choice(key: str, value, allowed):
-    """Return ``value`` if it is one of ``allowed``, else raise :class:`ConfigError`.
-
-    Parameters
-    ----------
-    key : str
-        Name of the field as the user types it.
-    value : object
-        The value given.
-    allowed : iterable
-        The allowed values (listed in the message).
-
-    Returns
-    -------
-    object
-        ``value``.
-
-    Raises
-    ------
-    ConfigError
-        (``key``) ``value`` is not one of ``allowed``.
-    """
+    """Return ``value`` if it is one of ``allowed`` (listed in the message), else raise :class:`ConfigError` naming
+    ``key``."""
     allowed = list(allowed)
     if value not in allowed:
         raise ConfigError(
@@ -181,16 +133,8 @@ def _one_line(text) -> str:
 
 
 def import_user_module(module: str, key: str, what: str) -> None:
-    """Import a user's module, so that the classes it defines register themselves.
-
-    Parameters
-    ----------
-    module : str
-        The module's dotted name (``<key>.module``).
-    key : str
-        The section errors name (``algorithm``, ``messages``).
-    what : str
-        What the module defines, for the messages (``method``, ``codec``).
+    """Import a user's ``module`` (``<key>.module``), so that the classes it defines (``what``: ``method``, ``codec``)
+    register themselves.
 
     Raises
     ------

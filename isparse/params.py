@@ -170,23 +170,9 @@ class ListOf(Constraint):
 
 # -- fields ----------------------------------------------------------------------------------------------
 def param(default=dataclasses.MISSING, constraint: Constraint | None = None, doc: str = "", *, factory=None):
-    """A leaf key: its default, what it may be and what it means.
-
-    Parameters
-    ----------
-    default : object
-        The default value (omit it for a key without one).
-    constraint : Constraint
-        What the value may be; called with (key, value) when the section is checked.
-    doc : str
-        What the key means (the docs' table and ``python -m pipeline.schema``).
-    factory : callable, optional
-        Makes the default of a mutable value instead of ``default``.
-
-    Returns
-    -------
-    dataclasses.Field
-    """
+    """A leaf key: its ``default`` (omit it for a key without one; ``factory`` makes a mutable one), the ``constraint``
+    called with (key, value) when the section is checked, and ``doc``, what the key means (the docs' table and
+    ``python -m pipeline.schema``): a dataclasses.Field."""
     meta = {"constraint": constraint or Constraint(), "doc": doc}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
@@ -194,40 +180,14 @@ def param(default=dataclasses.MISSING, constraint: Constraint | None = None, doc
 
 
 def section(cls, doc: str = "", *, factory=None):
-    """A nested group of keys.
-
-    Parameters
-    ----------
-    cls : type
-        A :class:`Section` subclass; a base class whose :meth:`Section.choose` picks the option's class from the
-        values (the data source named by ``data.name``).
-    doc : str
-        What the group is.
-    factory : callable, optional
-        Makes its default (default: ``cls()``).
-
-    Returns
-    -------
-    dataclasses.Field
-    """
+    """A nested group of keys, ``cls`` a :class:`Section` subclass (a base class whose :meth:`Section.choose` picks the
+    option's class from the values: the data source named by ``data.name``); default ``factory``: ``cls()``."""
     return dataclasses.field(default_factory=factory or cls, metadata={"section": cls, "doc": doc})
 
 
 def required(key: str, what: str) -> ConfigError:
-    """The error of a key that must be set and is not (``???`` in a config, or missing).
-
-    Parameters
-    ----------
-    key : str
-        The key.
-    what : str
-        What it must name, for the message.
-
-    Returns
-    -------
-    ConfigError
-        To be raised by the caller.
-    """
+    """The ConfigError, for the caller to raise, of a ``key`` that must be set and is not (``???`` in a config, or
+    missing); ``what`` it must name goes in the message."""
     return ConfigError(key, f"The '{key}' parameter must be set ({what}); got nothing.")
 
 
@@ -296,17 +256,9 @@ class Section:
         return obj
 
     def check(self, key: str = "") -> "Section":
-        """Check every field (and nested section) of this instance and the rules.
-
-        Parameters
-        ----------
-        key : str
-            Where the section sits (``""`` at the top), for the messages.
-
-        Returns
-        -------
-        Section
-            This instance, its values normalized.
+        """Check every field (and nested section) of this instance and the rules; ``key`` is where the section sits
+        (``""``
+        at the top), for the messages. Returns this instance, its values normalized.
 
         Raises
         ------
@@ -360,22 +312,8 @@ class Section:
 
 
 def unknown_key(key: str, where: str, known) -> ConfigError:
-    """The error of a key a section does not have (it would be ignored).
-
-    Parameters
-    ----------
-    key : str
-        The unknown key, in full.
-    where : str
-        How the section is named (:meth:`Section.label`).
-    known : list of str
-        The section's keys, listed in the message.
-
-    Returns
-    -------
-    ConfigError
-        To be raised by the caller.
-    """
+    """The ConfigError, for the caller to raise, of a ``key`` (in full) a section does not have (it would be ignored);
+    ``where`` names the section (:meth:`Section.label`), ``known`` its keys, listed in the message."""
     return ConfigError(key, f"The '{key}' parameter is not a key of {where} (it would be ignored); known: "
                             f"{', '.join(known) or 'none'}.")
 
