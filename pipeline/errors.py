@@ -52,8 +52,9 @@ def user_message(exc: BaseException) -> str | None:
     """
     from isparse.engines import DivergenceError
 
-    cause = exc
-    while cause is not None:   # raised inside OmegaConf (a resolver) or Hydra: the project's own error is the message
+    cause, seen = exc, set()
+    while cause is not None and id(cause) not in seen:   # raised inside OmegaConf (a resolver) or Hydra: the
+        seen.add(id(cause))                               # project's own error is the message
         if isinstance(cause, (ConfigError, DataError, DivergenceError)):
             return one_line(cause)
         # OmegaConf wraps a resolver's exception raising inside its except clause (no "from"): its context

@@ -355,7 +355,10 @@ def checkpoint_saver(logger, outdir: Path, fresh=lambda step: True, data_files: 
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise storage_error(exc, tmp, logger.run_id, uploaded[-1] if uploaded else None) from exc
+            error = storage_error(exc, tmp, logger.run_id, uploaded[-1] if uploaded else None)
+            if error is exc:   # (not "raise exc from exc": a cycle of causes)
+                raise
+            raise error from exc
         logger.flush()
         logger.log_artifact(path)
         uploaded.append(ck.t)
