@@ -74,6 +74,7 @@ def test_emulated_with_inprocess_and_default_links_composes():
     assert (job.engine, job.cluster.kind) == ("inprocess", "emulated")
 
 
+@pytest.mark.slow
 def test_link_with_inprocess_on_the_command_line_is_one_line_and_status_2(tmp_path):
     proc = subprocess.run([CLI, f"paths.outputs={tmp_path}", "progress=false", "engine=inprocess", "cluster=emulated",
                            "cluster.link.up=10mbit"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
