@@ -452,6 +452,12 @@ class RandomK(Selection):
         return out
 
 
+def top_k(scores, k: int):
+    """The columns of the k largest ``scores`` of each row (shape (rows, k), ascending; ties to the lower column):
+    Top-K's selection, of coordinates by magnitude here and of blocks by norm in EF21."""
+    return np.sort(np.argsort(-scores, axis=1, kind="stable")[:, :k], axis=1)
+
+
 class TopK(RandomK):
     """Top-k: keeps the k coordinates of largest magnitude of each message, unscaled; contractive with alpha = k/q
     (the k largest hold at least k/q of ||v||^2). Deterministic: the coordinates travel (4 B each)."""
@@ -473,7 +479,7 @@ class TopK(RandomK):
         """Ties to the lower index; the support is int32."""
         counts = np.asarray(counts, dtype=np.int64)
         V = np.asarray(values, dtype=np.float64).reshape(counts.size, self.q)
-        S = np.sort(np.argsort(-np.abs(V), axis=1, kind="stable")[:, :self.k], axis=1).astype(np.int32)
+        S = top_k(np.abs(V), self.k).astype(np.int32)
         return Selected(S, np.take_along_axis(V, S, axis=1).ravel(), self.out_counts(counts, S))
 
 
@@ -566,5 +572,5 @@ def chain(*pieces: Compressor) -> Chain:
     return Chain(*pieces)
 
 
-__all__ = ["KINDS", "Chain", "Compressor", "Contractive", "IndependentBlocks", "RandomK", "Selected", "Selection", "TopK",
+__all__ = ["KINDS", "Chain", "Compressor", "Contractive", "IndependentBlocks", "RandomK", "Selected", "Selection", "TopK", "top_k",
            "chain"]
