@@ -155,6 +155,9 @@ def describe(exc: BaseException, trace_dir=None) -> tuple[str, bool]:
         return message, True
     if message is None:
         what = one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None and cause is not exc:   # what the wrapped error was (Hydra's, MLflow's wrappers)
+            what += f" ({one_line(f'{type(cause).__name__}: {cause}')})"
         what = what if len(what) <= 600 else what[:600] + "..."
         path = getattr(exc, "isparse_trace", None) or write_trace(exc, trace_dir)
         with contextlib.suppress(Exception):
