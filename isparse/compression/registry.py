@@ -23,6 +23,7 @@ from ..errors import ConfigError, DeclarationError, check_choice, import_user_mo
 from ..params import (Boolean, Constraint, Nullable, OneOf, Section, Text, check_options_declaration, param,
                       unknown_key)
 from .compressors import KINDS, Compressor
+from .sampling import CODEC
 
 #: messages.codec -> its class, in the order the classes were defined
 CODECS: dict[str, type] = {}
@@ -327,3 +328,11 @@ def _check_codec_declaration(cls) -> None:
         bound = "omega ||v||^2" if constant == "omega" else "(1 - alpha) ||v||^2"
         raise DeclarationError(f"{where} declares kind {cls.kind!r} and must define {constant}(q), its constant "
                                f"(E||Q(v) - v||^2 <= {bound})")
+    stream = cls.__dict__.get("stream", getattr(cls, "stream", None))
+    if cls.kind == "unbiased" and stream is None:   # E Q(v) = v for every v with Q deterministic means Q(v) = v: exact
+        raise DeclarationError(f"{where} declares kind 'unbiased' but no random stream: a deterministic codec that is "
+                               f"unbiased is exact (kind 'exact'); a random one must say where its draws come from: "
+                               f"add 'stream = CODEC' (from isparse.compression.sampling import CODEC) to the class")
+    if stream is not None and stream != CODEC:
+        raise DeclarationError(f"{where}.stream must be isparse.compression.sampling.CODEC (a value codec's draws; the "
+                               f"other streams are the block samplers'); got {stream!r}")
