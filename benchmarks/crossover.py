@@ -276,10 +276,10 @@ def make_pool(client, setup):
 
 def cluster_round_terms(client, setup) -> dict:
     """The round's floor and compute of ``setup`` measured on the emulated hosts with their links unshaped
-    (:func:`isparse.plan.measure_round_terms` on a DaskPool: 10 warm-up rounds, 100 timed): what ``isparse-plan``'s
+    (:func:`isparse.planning.measure_round_terms` on a DaskPool: 10 warm-up rounds, 100 timed): what ``isparse-plan``'s
     probes measure on the cluster it runs on, and what ``plan.link.latency`` is for. Measured per cell, just before
     its runs, so that it sees the machine's load as they do."""
-    from isparse.plan import measure_round_terms
+    from isparse.planning import measure_round_terms
 
     pool = make_pool(client, setup)
     try:
@@ -513,7 +513,7 @@ PREDICTION_BAND, RECOMMENDATION_BAND = 0.25, 0.10
 
 
 def planner_check(built: dict, cell: dict) -> dict:
-    """What ``isparse-plan``'s link model (:func:`isparse.plan.predict_setup_time`) predicts for each of our methods
+    """What ``isparse-plan``'s link model (:func:`isparse.planning.predict_setup_time`) predicts for each of our methods
     of ``cell``, without the emulator, against the measured times.
 
     The model's inputs: the links' rates and token-bucket depths (the emulator's
@@ -527,7 +527,7 @@ def planner_check(built: dict, cell: dict) -> dict:
     predicted and measured seconds and their ratio; the recommended method (the argmin of the predicted time over
     the covered ones) and whether its measured time is within :data:`RECOMMENDATION_BAND` of the fastest measured
     covered one."""
-    from isparse.plan import RoundTerms, predict_setup_time
+    from isparse.planning import RoundTerms, predict_setup_time
     from pipeline.cluster.emulated import bucket_bytes, rate_bits
 
     runs, out = cell["runs"], {"methods": {}}
@@ -708,7 +708,7 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
                           if "recommended_vs_fastest" in pl else pl.get("why", "–"))])
     if prow:
         out += [f"The planner's link model (`isparse-plan ... plan.link.up=... plan.link.down=...`, "
-                f"`isparse.plan.predict_setup_time`) against these measurements: predicted time within ±"
+                f"`isparse.planning.predict_setup_time`) against these measurements: predicted time within ±"
                 f"{PREDICTION_BAND:.0%} of the measured in **{ps['within']} of {ps['compared']}** (method, cell) "
                 f"pairs; its recommended method within {RECOMMENDATION_BAND:.0%} of the fastest measured (of the "
                 f"methods it covers) in **{ps['recommendations_ok']} of {ps['cells']}** cells. The round "

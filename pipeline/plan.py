@@ -17,14 +17,14 @@ work). Then:
    cluster.address; engine=inprocess: this process): short real runs (``plan.rounds`` rounds after a warm-up of
    ``tracking.log_every``; ``plan.repeats`` of them, interleaved, the median kept) at up to three tau < 1 of the
    grid (its smallest, the one nearest 1/n, its largest, at ``blocks.size``) and at tau = 1, and fits seconds per
-   round = latency + bytes / bandwidth for tau < 1, tau = 1 as measured (``isparse.plan.fit_round_cost``), with
+   round = latency + bytes / bandwidth for tau < 1, tau = 1 as measured (``isparse.planning.fit_round_cost``), with
    the run's codec; each other codec of the grid gets one probe at the tau nearest 1/n, and what it measured
    beyond the line at its bytes (its encoding and decoding, ``codec_offset_s``) is added to its rows;
 3. prints each row's predicted iterations, seconds per round, time and uplink bytes to eps, the rows the theory
    gives no count for (with the reason), and the recommendation: the row with the least predicted time.
 
 With ``plan.link.up`` and ``plan.link.down`` (tc rates, e.g. ``plan.link.up=10mbit plan.link.down=100mbit``) the rows'
-rounds are not the fitted line of this cluster but the link model's (:func:`isparse.plan.predict_time`): latency
+rounds are not the fitted line of this cluster but the link model's (:func:`isparse.planning.predict_time`): latency
 (the probes' floor, or ``plan.link.latency``) + the slowest host's uplink bytes / its up rate + x (d x 8 B) / the
 down rate (each message less ``plan.link.burst``, a token bucket's depth) + the probes' worker compute scaled to ceil(n / H) workers per host, times the bound's iterations scaled
 by one in-process run of the configured tau (``plan.link.calibrate``); H is ``cluster.n_workers`` or the cluster's
@@ -35,7 +35,7 @@ tau, blocks_size, predicted_iterations, predicted_round_s, predicted_time_s, pre
 ``recommended`` (one of them), ``skipped``, ``round_cost`` (the fit and its probes) and ``notes``. It is also written
 to ``plan.json`` in the job's directory (``hydra.run.dir``: outputs/plan/<date>/<time>).
 
-The model and the theory are in :mod:`isparse.plan`; this module is the glue (config, cluster, output).
+The model and the theory are in :mod:`isparse.planning`; this module is the glue (config, cluster, output).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from omegaconf import DictConfig
 from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
-from isparse.plan import (ROUND_TRIP_S, CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
+from isparse.planning import (ROUND_TRIP_S, CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
                           down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, resolve_block_sizes,
                           resolve_codecs, resolve_tau_grid, workers_per_host)
 from isparse.spec import BlocksSpec, MessagesSpec
@@ -150,7 +150,7 @@ def probe(setup, pool, rounds: int, log_every: int) -> Probe:
 
 def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
     """The tau*m of the grid to probe: of its tau < 1 its smallest, the one nearest ceil(m/n) (tau = 1/n) and its
-    largest (the line of the fit), and tau = 1 if the grid has it (its own code path: ``isparse.plan``)."""
+    largest (the line of the fit), and tau = 1 if the grid has it (its own code path: ``isparse.planning``)."""
     sparse = [k for k in tau_ms if k < m]
     picks = {k for k in tau_ms if k == m}
     if sparse:
@@ -161,10 +161,10 @@ def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
 
 class _LinkModel:
     """``plan.link.*``: the rows' rounds predicted for H hosts behind links of the given rates
-    (:func:`isparse.plan.predict_time`) instead of the fitted line of this cluster's rounds.
+    (:func:`isparse.planning.predict_time`) instead of the fitted line of this cluster's rounds.
 
     The terms it measures here: the round's floor (the line's probes, each round minus its worker compute, fitted
-    against the uplink bytes; its intercept; with engine=inprocess plus :data:`isparse.plan.ROUND_TRIP_S`, a Dask
+    against the uplink bytes; its intercept; with engine=inprocess plus :data:`isparse.planning.ROUND_TRIP_S`, a Dask
     actor round trip this process does not make), unless ``plan.link.latency`` gives it; the worker compute per
     logical worker at each probed tau (a probe's compute / the workers its slowest host carried), interpolated
     linearly in tau and times ceil(n / H); and, with ``plan.link.calibrate``, the factor between the bound's

@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Optional
 from isparse.compression.tau import Tau
 from isparse.compression import CODECS
 from isparse.errors import ConfigError
-from isparse.plan import CodecChoice, resolve_block_sizes, resolve_codecs, resolve_tau_grid
+from isparse.planning import CodecChoice, resolve_block_sizes, resolve_codecs, resolve_tau_grid
 from isparse.params import Boolean, Interval, Nullable, OneOf, Section, Text, param, section
 from isparse.paths import PathValue, anchor_paths
 from isparse.spec import MessagesSpec, RunSpec
@@ -147,7 +147,7 @@ class JobConfig(RunSpec):
 
 class _Grid:
     """``plan.taus`` / ``plan.block_sizes``: null (the default grid) or a list (a single value: a list of one); an
-    empty list is refused now, naming what the grid holds (``isparse.plan``); each entry is checked now by ``entry``
+    empty list is refused now, naming what the grid holds (``isparse.planning``); each entry is checked now by ``entry``
     (a tau's grammar, :meth:`isparse.compression.tau.Tau.parse`) and its range once d and m are known."""
 
     text = "null or a list"
@@ -171,7 +171,7 @@ class _Grid:
 
 class _CodecGrid:
     """``plan.codecs``: null (messages.codec alone) or a list of codec names (``<name>:<x>`` for a codec's one numeric
-    option, ``dither:<s>`` for s levels), each checked now (``isparse.plan.resolve_codecs``)."""
+    option, ``dither:<s>`` for s levels), each checked now (``isparse.planning.resolve_codecs``)."""
 
     text = "null or a list"
 
@@ -195,7 +195,7 @@ def _link_both_or_none(link, key) -> None:
 
 @dataclass
 class PlanLinkSpec(Section):
-    """The link isparse-plan predicts for (``isparse.plan.predict_time``): both rates null = the configured cluster's
+    """The link isparse-plan predicts for (``isparse.planning.predict_time``): both rates null = the configured cluster's
     rounds as measured (no link model)."""
 
     up: Any = param(None, Rates(), "each host's uplink (host -> master): a tc rate (10mbit, 1gbit), a list of one per "

@@ -415,7 +415,7 @@ def test_the_spec_refuses_an_unknown_codec_and_stray_levels():
 
 def test_the_planner_counts_the_codecs_bits():
     """isparse-plan's bytes per round: the codec's bits per value (and dither's norm per message)."""
-    from isparse.plan import uplink_bytes_per_round
+    from isparse.planning import uplink_bytes_per_round
 
     f64 = uplink_bytes_per_round(100, 123, 123, 2, False)
     assert f64 == 100 * 2 * 8

@@ -16,7 +16,7 @@ from isparse.errors import DeclarationError
 from isparse.compression import (CODECS, FLOAT64, Codec, IndependentBlocks, MessagesSpec, Sampler, chain, codec,
                                  codec_class)
 from isparse.params import Interval, param
-from isparse.plan import CodecChoice, resolve_codecs
+from isparse.planning import CodecChoice, resolve_codecs
 from outside import run_outside, write_outside
 from specs import make
 

@@ -248,7 +248,7 @@ def test_methods_without_a_derivation_say_so(a1a):
 
 def test_the_link_model_counts_the_compressed_downlink():
     """isparse-plan's time model (``predict_time``): a host's downlink per round is the message's packed bytes."""
-    from isparse.plan import predict_setup_time
+    from isparse.planning import predict_setup_time
 
     dense = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
     coded = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3,

@@ -1,6 +1,6 @@
 """isparse-plan (issue 13 item 5): the real console script in a subprocess against the session's real LocalCluster,
 isparse-run for the same overrides in a real Hydra multirun with a real sqlite MLflow store under tmp_path, and the
-planner's model (isparse.plan) on numbers derived by hand."""
+planner's model (isparse.planning) on numbers derived by hand."""
 
 import json
 import math
@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from isparse import ConfigError, load_dataset
 from specs import make
 from pipeline.plan import render
-from isparse.plan import (Probe, PlanRow, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes,
+from isparse.planning import (Probe, PlanRow, SkippedRow, fit_round_cost, plan_row, recommend, resolve_block_sizes,
                           resolve_tau_grid, uplink_bytes_per_round)
 
 BIN = Path(sys.executable).parent

@@ -1,4 +1,4 @@
-"""The planner's time model for a link (issue 32 item 6): ``isparse.plan.predict_time`` on numbers computed by hand,
+"""The planner's time model for a link (issue 32 item 6): ``isparse.planning.predict_time`` on numbers computed by hand,
 its monotonicity in the rates, host aggregation's byte counts (tau = 1: exactly m values; tau < 1: the union's
 expectation against a Monte-Carlo of the project's own sampler), and ``isparse-plan ... plan.link.up=...
 plan.link.down=... --json`` run for real (a subprocess, engine=inprocess, a1a) with its bad values refused."""
@@ -13,7 +13,7 @@ import pytest
 from isparse import ConfigError
 from isparse.compression.codecs import Dither
 from isparse.compression.sampling import BLOCKS, Sampler
-from isparse.plan import (expected_union_blocks, host_uplink_bytes, predict_setup_time, predict_time,
+from isparse.planning import (expected_union_blocks, host_uplink_bytes, predict_setup_time, predict_time,
                           scaled_iterations, workers_per_host)
 
 from test_plan import cli, compose_plan
@@ -234,7 +234,7 @@ def test_plan_bad_link_values_named(tmp_path, overrides, key, text):
 def test_measure_round_terms_in_process():
     """A short in-process run of a small problem: the floor is at least the round trip added, one worker's compute
     is positive, and the busiest host's compute is it x ceil(n / H) (n = 4: x 4 on one host, x 2 on 2 or 3)."""
-    from isparse.plan import ROUND_TRIP_S, measure_round_terms
+    from isparse.planning import ROUND_TRIP_S, measure_round_terms
     from specs import make
 
     setup = make("isega", n=4, tau="auto")
@@ -251,7 +251,7 @@ def test_measure_round_terms_on_a_dask_pool(dask_client):
     a real round's (at least the in-process floor + 0.5 ms: a Dask round trip costs 3-5 ms here), one worker's
     compute is the slowest host's / 2, and the run leaves the pool's iterates the in-process ones."""
     from isparse.engines.dask import DaskPool
-    from isparse.plan import measure_round_terms
+    from isparse.planning import measure_round_terms
     from specs import make
 
     setup = make("isega", n=4, tau="auto")

@@ -18,7 +18,7 @@ from isparse.compression.blocks import BlockPartition
 from isparse.compression.tau import Tau, resolve_tau
 from isparse.params import Nullable, Section, Text, param, section
 from isparse.paths import PathValue, anchor_paths
-from isparse.plan import resolve_tau_grid
+from isparse.planning import resolve_tau_grid
 from isparse.problems import GLMProblem, QuadraticProblem
 from isparse.regularizers import make_regularizer
 
