@@ -7,6 +7,7 @@ these values, a job (:mod:`pipeline.lifecycle`, :mod:`pipeline._typed`, :mod:`pi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
@@ -47,3 +48,25 @@ class job_env_set:
     def __exit__(self, *exc):
         _JOB_ENV.values = self.saved
         return False
+
+
+#: held by :func:`environ`: the environment is the process's, and the Dask launcher runs jobs (each of which may start
+#: a LocalCluster) in several threads of one process
+_ENVIRON_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def environ(updates: dict):
+    """This process's environment with ``updates`` set (a None value leaves its key as it is), put back on exit; one
+    thread at a time (another thread's ``environ`` waits until this one has put the environment back)."""
+    with _ENVIRON_LOCK:
+        saved = {key: os.environ.get(key) for key in updates}
+        os.environ.update({key: value for key, value in updates.items() if value is not None})
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value

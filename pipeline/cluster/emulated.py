@@ -278,7 +278,7 @@ def mark_killed(runs: list[dict]) -> list[str]:
         try:
             from mlflow import MlflowClient
 
-            from .start import environ
+            from ..jobenv import environ
 
             # a tracking server that is gone: one quick try, not MLflow's minutes of retries
             with environ({"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}):

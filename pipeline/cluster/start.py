@@ -6,12 +6,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 import weakref
 from pathlib import Path
 
 from isparse.errors import ConfigError
 
+from ..jobenv import environ
 from .options import security_from
 
 log = logging.getLogger(__name__)
@@ -180,28 +180,6 @@ def local_cluster(*, malloc_trim_threshold=None, malloc_mmap_threshold=None, **k
         env["MALLOC_MMAP_THRESHOLD_"] = str(int(malloc_mmap_threshold))
     with environ(env):
         return LocalCluster(processes=True, **kwargs)
-
-
-#: held by :func:`environ`: the environment is the process's, and the Dask launcher runs jobs (each of which may start
-#: a LocalCluster) in several threads of one process
-_ENVIRON_LOCK = threading.RLock()
-
-
-@contextlib.contextmanager
-def environ(updates: dict):
-    """This process's environment with ``updates`` set (a None value leaves its key as it is), put back on exit; one
-    thread at a time (another thread's ``environ`` waits until this one has put the environment back)."""
-    with _ENVIRON_LOCK:
-        saved = {key: os.environ.get(key) for key in updates}
-        os.environ.update({key: value for key, value in updates.items() if value is not None})
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 #: client -> the emulated cluster :func:`dask_client` started for it (:func:`record_run`)
