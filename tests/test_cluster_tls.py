@@ -1,6 +1,7 @@
 """TLS: a scheduler and two workers started with the dask CLI and self-signed certificates made here; isparse-run
 with the certificates runs, a client without them (or with another CA's) is refused with an error naming the keys."""
 
+import contextlib
 import shutil
 import subprocess
 
@@ -20,6 +21,32 @@ def _self_signed(directory, name):
                     "-out", str(cert), "-subj", f"/CN={name}", "-addext", "subjectAltName=IP:127.0.0.1"],
                    check=True, capture_output=True)
     return cert, key
+
+
+@contextlib.contextmanager
+def _tls_local_client(tmp_path):
+    """A TLS LocalCluster of 2 worker processes with a certificate made here for every role, and its client:
+    (client, the certificate's path)."""
+    from distributed import Client, LocalCluster
+    from distributed.security import Security
+
+    cert, key = _self_signed(tmp_path, "streams")
+    files = {f"tls_{role}_{part}": str(path) for role in ("client", "scheduler", "worker")
+             for part, path in (("cert", cert), ("key", key))}
+    security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tls",
+                      security=security, dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, security=security, direct_to_workers=True) as client:
+        yield client, cert
+
+
+def _isega_and_its_local_run():
+    """ISEGA on breast_cancer over 4 workers, and its in-process run's iterates (60 rounds)."""
+    from isparse import InProcessPool, load_dataset
+    from specs import make
+
+    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
+    return s, s.run(InProcessPool(*s.pool_args()), max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
 
 
 def _tls(cert, key):
@@ -90,22 +117,10 @@ def test_the_rounds_travel_over_tls_streams_on_a_tls_cluster(tmp_path):
     import ssl
 
     import numpy as np
-    from distributed import Client, LocalCluster
-    from distributed.security import Security
-
-    from isparse import InProcessPool, load_dataset
     from isparse.engines.dask import DaskPool
-    from specs import make
 
-    cert, key = _self_signed(tmp_path, "streams")
-    files = {f"tls_{role}_{part}": str(path) for role in ("client", "scheduler", "worker")
-             for part, path in (("cert", cert), ("key", key))}
-    security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
-    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
-    local = s.run(InProcessPool(*s.pool_args()), max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tls",
-                      security=security, dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster, security=security, direct_to_workers=True) as client:
+    s, local = _isega_and_its_local_run()
+    with _tls_local_client(tmp_path) as (client, _):
         pool = DaskPool(client, *s.pool_args())
         hosts = list(pool._hosts)
         assert len(hosts) == 2 and all(h.address.startswith("tls://") for h in hosts)
@@ -124,19 +139,11 @@ def test_strangers_without_the_certificate_are_refused_and_the_tls_run_is_unchan
     import ssl
 
     import numpy as np
-    from distributed import Client, LocalCluster
     from distributed.comm.addressing import get_address_host_port
-    from distributed.security import Security
 
-    from isparse import InProcessPool, load_dataset
     from isparse.engines.dask import DaskPool
-    from specs import make
 
-    cert, key = _self_signed(tmp_path, "streams")
-    files = {f"tls_{role}_{part}": str(path) for role in ("client", "scheduler", "worker")
-             for part, path in (("cert", cert), ("key", key))}
-    security = Security(tls_ca_file=str(cert), require_encryption=True, **files)
-    attempts = []
+    attempts, cert = [], tmp_path / "streams.pem"
 
     class TLSAttackedPool(DaskPool):
         def _connect_streams(self, hosts, listened):
@@ -158,11 +165,8 @@ def test_strangers_without_the_certificate_are_refused_and_the_tls_run_is_unchan
                         attempts.append(("plain tcp", type(exc).__name__))
             super()._connect_streams(hosts, listened)
 
-    s = make(algorithm="isega", data=load_dataset("breast_cancer"), lam=0.1, n=4, block_size=2, seed=3)
-    local = s.run(InProcessPool(*s.pool_args()), max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", protocol="tls",
-                      security=security, dashboard_address="127.0.0.1:0") as cluster, \
-            Client(cluster, security=security, direct_to_workers=True) as client:
+    s, local = _isega_and_its_local_run()
+    with _tls_local_client(tmp_path) as (client, _):
         pool = TLSAttackedPool(client, *s.pool_args())
         res = s.run(pool, max_iter=60, tol=1e-300, keep_iterates=True, log_every=20)
         hosts = [h.address for h in pool._hosts]
