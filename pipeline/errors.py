@@ -65,6 +65,11 @@ def user_message(exc: BaseException) -> str | None:
         return hydra_text
     if type(exc).__name__ == "LauncherConfigError":
         return one_line(exc)
+    return _os_message(exc)
+
+
+def _os_message(exc: BaseException) -> str | None:
+    """An ``OSError`` naming a file, in one line; None for anything else."""
     if isinstance(exc, OSError) and getattr(exc, "filename", None):
         return f"{exc.strerror or type(exc).__name__}: {exc.filename!r}"
     return None
@@ -151,7 +156,7 @@ def describe(exc: BaseException, trace_dir=None) -> tuple[str, bool]:
     ``<stage>: <message>``, and a fault that is not bad input also names its full traceback, written (once) to
     ``trace_dir`` (default :func:`trace_dir`)."""
     message = user_message(exc)
-    if message is not None and not isinstance(exc, OSError):   # names its key: where it failed
+    if message is not None and message != _os_message(exc):   # names its key: where it failed
         return message, True
     if message is None:
         what = one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
