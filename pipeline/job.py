@@ -208,7 +208,7 @@ def _log_run(job, setup, pool, logger, name, stop, checkpoint=None, data_file=No
             logger.set_tags({"compare.role": job.compare.role, "compare.arm": str(job.compare.arm)})
         logger.log_metrics({SUMMARY + "predicted_iterations": predicted}, step=0)
     logger.log_dict({str(i): a for i, a in pool.placement.items()}, "placement.json")
-    if pool.name == "dask":
+    if _on_dask(pool):
         logger.set_tags({"dask_dashboard": pool.client.dashboard_link or "none",
                          "dask_scheduler": pool.client.scheduler.address, **job.cluster.tags()})
         pool.on_recovery = lambda event: _log_recovery(logger, pool, event)
@@ -241,7 +241,7 @@ def _finish(job, setup, pool, logger, name, checkpoint, result, observer, predic
                                                                             * setup.problem.d * 8),
                "uplink_ratio_codec": last["uplink_bytes"] / max(1.0, last["uplink_bytes_float64"]),
                "wall_s_total": last["wall_s"] + observer.shift}
-    if pool.name == "dask":   # the Dask engine measured what it received
+    if _on_dask(pool):   # the Dask engine measured what it received
         traffic = pool.traffic()
         summary.update({k: traffic[k] for k in ("uplink_serialized_ratio", "uplink_overhead_per_reply")})
         logger.log_params({"uplink_serialized_ratio": f"{traffic['uplink_serialized_ratio']:.6g}",
@@ -356,3 +356,12 @@ def metrics(rec: dict, n: int, r0: float, quantity: str = "dist_sq") -> dict:
         if num is not None and den is not None and 0 < num < math.inf and 0 < den < math.inf:
             out[key] = math.log10(num) - math.log10(den)
     return out
+
+
+def _on_dask(pool) -> bool:
+    """Whether ``pool`` is the Dask engine's (a type check that imports nothing: no DaskPool exists unless its module
+    was imported)."""
+    import sys
+
+    dask_engine = sys.modules.get("isparse.engines.dask")
+    return dask_engine is not None and isinstance(pool, dask_engine.DaskPool)

@@ -25,7 +25,7 @@ from ..data.dataset import Dataset
 from ..errors import check_range
 from ..regularizers import Zero
 from .base import Problem
-from .losses import LOSSES, L2Penalty, NonconvexPenalty
+from .losses import LOSSES, L2Penalty, NonconvexPenalty, Squared
 from .spectra import null_space_basis, rows_view, top_eig, top_eigs
 
 
@@ -220,7 +220,7 @@ class GLMProblem(Problem):
             L_up = max(s.scale * c * float(row_sq[p].sum()) for s, p in zip(self.shards, self.parts)) + smooth
             L_ex = c * max(s.scale * s.l * float(row_sq[p].max(initial=0.0)) for s, p in zip(self.shards, self.parts))
             L_ex += smooth
-            kappa = max(L_up, L_ex) / self.lam if self.penalty.name == "l2" else 0.0
+            kappa = max(L_up, L_ex) / self.lam if isinstance(self.penalty, L2Penalty) else 0.0
         if np.isfinite(L_up) and np.isfinite(L_ex) and np.isfinite(kappa):
             return
         bad = np.flatnonzero(~np.isfinite(row_sq))
@@ -340,7 +340,7 @@ class GLMProblem(Problem):
         lambda); 0 for the non-convex penalty."""
         if isinstance(self.penalty, NonconvexPenalty):
             return 0.0
-        if self.loss.name == "squared" and self.d <= 2000:
+        if isinstance(self.loss, Squared) and self.d <= 2000:
             return float(np.linalg.eigvalsh((self.A.T @ self.A).toarray())[0]) / self.N + self.lam
         return self.lam
 

@@ -13,6 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from .losses import Logistic
+
 
 class StackedGLM:
     """f_p for the hosted workers p = 0..k-1 of a linear-model problem (``GLMProblem``); the shards share ``scale``,
@@ -55,7 +57,7 @@ class StackedGLM:
     def residuals(self, x: np.ndarray) -> np.ndarray:
         """phi'(a_j^T x; b_j) of every hosted row, shape (R,) (the logistic one computed in place: -b expit(-b z))."""
         z = self.A @ x
-        if self.loss.name == "logistic":
+        if isinstance(self.loss, Logistic):
             z *= self._nb
             expit(z, out=z)
             z *= self._nb
