@@ -12,7 +12,8 @@ and returns the new model to that worker only. An "iteration" is one applied mes
 them do the work of one synchronous round. The delay of a message is the number of updates the
 master applied between the worker receiving its model and the message arriving; it is logged
 (``delay_mean``, ``delay_max``). The paper's Theorem 9 bound cannot be recovered from the text:
-only measurements are logged. The engines' asynchronous views run it; the master loop is the same.
+only measurements are logged (docs/algorithms.md §2, §3). The engines' asynchronous views run it; the master loop
+is the same.
 """
 
 from __future__ import annotations
@@ -28,40 +29,14 @@ class Theorem9(ISGDTheory):
     """ISGD's stepsize; Theorem 9's bound cannot be recovered from the paper's text, so none is logged."""
 
     def bound(self, ctx, method):
-        """A NoBound: Theorem 9's bound cannot be recovered from the paper's text (docs/algorithms.md §3).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-        method : AsyncISGD
-            The built method (its ``gamma``).
-
-        Returns
-        -------
-        NoBound
-            With the stepsize rule's gamma (Theorem 1's) as ``gamma_theory``.
-        """
+        """A NoBound, with the stepsize rule's gamma (Theorem 1's) as ``gamma_theory``."""
         return NoBound(theorem="Theorem 9 (asynchronous ISGD): the bound cannot be recovered from the paper's text",
                        gamma_theory=self.stepsize(ctx.problem.L, ctx.problem.mu, ctx.n, ctx.tau), gamma=method.gamma)
 
 
 class AsyncISGD(ISGD):
-    """Algorithm 8 of arXiv:1901.09437 (asynchronous ISGD), ``algorithm=async_isgd``.
-
-    Parameters
-    ----------
-    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
-    batch, schedule
-        As :class:`~isparse.methods.isgd.ISGD`.
-
-    Notes
-    -----
-    The worker step is ISGD's, with the worker's own step count as t; the master applies one message at a time,
-    x <- x - (gamma/n) (g_i)_{U_i}, and returns the model to that worker only (the module docstring). Theorem 9's
-    bound cannot be recovered from the text: only the delays are logged (docs/algorithms.md §2, §3).
-    """
+    """Algorithm 8 of arXiv:1901.09437 (asynchronous ISGD), ``algorithm=async_isgd``: ISGD's worker step, with the
+    worker's own step count as t; ``batch`` and ``schedule`` as :class:`~isparse.methods.isgd.ISGD`."""
 
     name = "async_isgd"
     traits = dataclasses.replace(ISGD.traits, asynchronous=True)
@@ -71,53 +46,14 @@ class AsyncISGD(ISGD):
                                 "paper's text)")
 
     def master_init(self, x0):
-        """None: the asynchronous master keeps no state (the engines count the delays).
-
-        Parameters
-        ----------
-        x0 : ndarray, shape (d,)
-            x^0.
-
-        Returns
-        -------
-        None
-        """
+        """None: the asynchronous master keeps no state (the engines count the delays)."""
         return None
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 8, master side: apply one message on arrival.
-
-        :math:`x \leftarrow x - \frac{\gamma}{n}(g_i)_{U_i}`, with (g_i)_{U_i} the message of worker i.
-
-        Parameters
-        ----------
-        state : None
-            The asynchronous master keeps no state.
-        x : ndarray, shape (d,)
-            The newest model.
-        batch : Messages
-            One worker's message (its ``t`` is that worker's own step count).
-        donate : bool
-            Unused (no state).
-
-        Returns
-        -------
-        x : ndarray, shape (d,)
-            The new model, returned to that worker only.
-        state : None
-        """
+        r"""Algorithm 8: on arrival of worker i's message, :math:`x \leftarrow x - \frac{\gamma}{n}(g_i)_{U_i}`; the
+        new model goes back to worker i only."""
         return self.averaged_step(x, batch), state
 
     def extra_iterates(self, state) -> dict:
-        """None: no average is kept.
-
-        Parameters
-        ----------
-        state : None
-
-        Returns
-        -------
-        dict
-            Empty.
-        """
+        """None: no average is kept."""
         return {}

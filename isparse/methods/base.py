@@ -58,12 +58,8 @@ class Method(Box):
 
     A subclass declares the four class attributes below and defines :meth:`worker_step` and :meth:`master_step` (and,
     for a method with memory, :meth:`worker_init` and :meth:`master_init`): section 2 of arXiv:1901.09437, the common
-    template (docs/algorithms.md §2). The class statement checks the declaration and registers a named class.
-
-    Parameters
-    ----------
-    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box`; a method built by :meth:`configure` receives them from the run.
+    template (docs/algorithms.md §2). The class statement checks the declaration and registers a named class. Its
+    constructor is :class:`~isparse.methods.contract.Box`'s; :meth:`configure` passes it the run's values.
 
     Raises
     ------
@@ -82,7 +78,7 @@ class Method(Box):
         The dataclass of its ``algorithm.<key>`` options (:class:`AlgorithmOptions` or a subclass); the built method
         reads the checked values as ``self.opts``.
     ``traits`` (Traits)
-        needs, full, prox, asynchronous, derivable_ids, state_text.
+        What it is beside its steps (:class:`~isparse.methods.contract.Traits`).
     ``theory`` (Theory or None)
         Its stepsize rule and bound (``isparse.theory.base``); None: gamma = step.multiplier / L and no bound.
     """
@@ -102,11 +98,6 @@ class Method(Box):
 
         A full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer, ``step.L=f``
         only where the stepsize rule takes L, only a synchronous method a compressed downlink.
-
-        Parameters
-        ----------
-        spec : RunSpec
-            The run's spec (``isparse.spec.RunSpec``).
 
         Raises
         ------
@@ -133,12 +124,8 @@ class Method(Box):
 
     @classmethod
     def check(cls, ctx: Context) -> None:
-        """Checks of the method against the problem before any work.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
+        """Checks of the method against the run ``ctx`` before any work (a method's own checks come first, then
+        ``super().check(ctx)``).
 
         Raises
         ------
@@ -161,54 +148,21 @@ class Method(Box):
 
     @classmethod
     def state_bytes(cls, ctx: Context) -> int:
-        """Bytes of the method's worker and master states (float64), for the memory check before any work.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        int
-            Bytes; 0 by default (no state).
-        """
+        """Bytes of the method's worker and master states (float64), for the memory check before any work; 0 by
+        default (no state)."""
         return 0
 
     # -- building -------------------------------------------------------------------------------------------
     @classmethod
     def message_values(cls, ctx: Context) -> int:
-        """The most values one worker sends in a round.
-
-        Known before the method is built; the codec's omega is computed for this many values.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        int
-            min(d, tau*m x b) by default.
-        """
+        """The most values one worker sends in a round, known before the method is built (the codec's omega is
+        computed for this many): min(d, tau*m x b) by default."""
         return values_in_blocks(ctx.problem.d, ctx.tau_m, ctx.blocks.size)
 
     @classmethod
     def run_inputs(cls, ctx: Context) -> dict:
-        """Constructor keywords the method takes from the run beyond the stepsize and the common ones.
-
-        E.g. ISGD's effective minibatch, shared-data ISAGA's N; none by default.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        dict
-        """
+        """Constructor keywords the method takes from the run beyond the stepsize and the common ones (ISGD's
+        effective minibatch, shared-data ISAGA's N); none by default."""
         return {}
 
     @classmethod
@@ -218,11 +172,6 @@ class Method(Box):
         The theory's stepsize keywords (or :data:`~isparse.theory.base.NO_THEORY`'s gamma = step.multiplier / L), the
         common keywords (``ctx.common()``) and :meth:`run_inputs` go to the constructor; then the theory's bound is
         computed for the method built (docs/algorithms.md §3).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
 
         Returns
         -------
@@ -237,20 +186,8 @@ class Method(Box):
 
     @classmethod
     def shards(cls, ctx: Context) -> tuple[list, list | None]:
-        """What each of the n workers holds, and its data rows: the problem's shards by default.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (:class:`~isparse.methods.context.Context`).
-
-        Returns
-        -------
-        shards : list
-            One per worker.
-        parts : list or None
-            The data rows of each worker.
-        """
+        """(shards, parts): what each of the n workers holds and its data rows (None: not from a data set); the
+        problem's by default."""
         return ctx.problem.shards, ctx.problem.parts
 
 
@@ -259,13 +196,6 @@ def check_needs(cls, problem) -> None:
 
     The capabilities are declared by the problem (``isparse.problems.base.Problem.capabilities``: what its stacked
     shards compute, and what the problem itself offers, e.g. ``strong_growth``).
-
-    Parameters
-    ----------
-    cls : type
-        A method class.
-    problem : Problem
-        The run's problem.
 
     Raises
     ------

@@ -20,31 +20,22 @@ from .options import AlgorithmOptions
 
 @dataclass
 class Context:
-    """Everything a method needs to be built for one run (``isparse.runsetup.build`` makes it).
+    """Everything a method needs to be built for one run (``isparse.runsetup.build`` makes it); the fields are the
+    run's keys and the glossary's names.
 
     Attributes
     ----------
-    algorithm : str
-    problem : GLMProblem or QuadraticProblem
-    reference : Reference
-    n : int
-    blocks : BlockPartition
-    tau, tau_m : float, int
-    step_multiplier : float
     step_rule : {"theory", "paper", "paper_literal"}
+        ``step.rule``.
     step_L : {"shards", "f"}
         ``step.L``: the stepsize's L is max_i L_i (shards) or L_f of f itself (f).
-    seed : int
-    send_ids : bool
-    codec : Codec
-        ``messages.codec`` (``isparse.compression.codecs``).
     omega : float or None
-        The codec's omega for this method's messages (0 for float64, None for a biased codec): set by ``build``.
+        The codec's (``messages.codec``) omega for this method's messages (0 for float64, None for a biased codec):
+        set by ``build``.
     options : AlgorithmOptions
         The method's own options (``batch``, ``schedule``, ``alpha``, ``rho``, ...), checked.
-    regularizer : Regularizer
     data : Dataset or None
-    x0 : ndarray of shape (d,)
+        None for a problem not built from a data set.
     """
 
     algorithm: str
@@ -68,24 +59,15 @@ class Context:
     omega: Optional[float] = 0.0
 
     def common(self) -> dict:
-        """The keyword arguments every method's constructor takes from the run.
-
-        Returns
-        -------
-        dict
-            ``options``, ``reg`` (the regularizer R), ``seed``, ``send_ids`` and ``codec`` (see
-            :class:`~isparse.methods.contract.Box`).
-        """
+        """The keyword arguments every method's constructor takes from the run: ``options``, ``reg``, ``seed``,
+        ``send_ids`` and ``codec`` (:class:`~isparse.methods.contract.Box`)."""
         return dict(options=self.options, reg=self.regularizer, seed=self.seed, send_ids=self.send_ids,
                     codec=self.codec)
 
     @property
     def uplink(self):
-        """The uplink compressor of the run, C(v) = (1/tau) Q(v_U).
-
-        ``chain(IndependentBlocks(tau*m, m, b), codec)`` (``isparse.compression``); its ``omega(d)`` is the composed
-        (1 + omega_Q)/tau - 1 (docs/algorithms.md §7).
-        """
+        """The uplink compressor of the run, C(v) = (1/tau) Q(v_U): ``chain(IndependentBlocks(tau*m, m, b), codec)``;
+        its ``omega(d)`` is the composed (1 + omega_Q)/tau - 1 (docs/algorithms.md §7)."""
         return chain(IndependentBlocks(self.tau_m, self.blocks.m, self.blocks.size), self.codec)
 
     @property
@@ -94,21 +76,9 @@ class Context:
         return float(np.sum((self.x0 - self.reference.x_star) ** 2))
 
     def constants(self, **extra) -> dict:
-        """The run's common constants, which the theory functions take by keyword.
-
-        ``isparse.theory.base.with_constants`` hands each function the ones it declares.
-
-        Parameters
-        ----------
-        **extra
-            Further constants to include.
-
-        Returns
-        -------
-        dict
-            ``L`` (max_i L_i), ``mu``, ``n``, ``tau``, ``r0`` (||x^0 - x*||^2), ``sum_sq_local_grads``
-            (sum_i ||grad f_i(x*)||^2) and ``omega`` (the codec's; 0 for float64 or a biased codec), and ``extra``.
-        """
+        """The run's common constants, by the glossary's names, which the theory functions take by keyword
+        (``isparse.theory.base.with_constants`` hands each the ones it declares): ``L``, ``mu``, ``n``, ``tau``,
+        ``r0``, ``sum_sq_local_grads`` and ``omega`` (0 for float64 or a biased codec), and ``extra``."""
         p = self.problem
         return dict(L=p.L, mu=p.mu, n=self.n, tau=self.tau, r0=self.r0,
                     sum_sq_local_grads=self.reference.sum_sq_local_grads, omega=self.omega or 0.0, **extra)

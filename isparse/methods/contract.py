@@ -50,20 +50,18 @@ class Traits:
     Attributes
     ----------
     needs : tuple of str
-        Capabilities of the stacked data its worker step uses (``isparse.problems.base.Problem.capabilities``,
-        checked before any work).
+        Capabilities of the stacked shards its worker step uses (``Problem.capabilities``, checked before any work).
     full : bool
         A full-communication baseline: tau = 1 is forced.
     prox : bool
-        Takes a proximal step for a regularizer R (``problem.reg``); the others refuse one.
+        Takes a proximal step for R (``problem.reg``); the others refuse one.
     asynchronous : bool
         Messages are applied one at a time, on arrival (Algorithm 8).
     derivable_ids : bool
         The master can recompute the block ids from (seed, i, t) (False for Top-K): then only values are sent.
     master_sums : bool
-        The master step uses the round's messages only through their sum (:meth:`Box.aggregate`): a host may send
-        one sum of its workers' messages (``messages.aggregate=host``; False for ISAGA with shared data, whose master
-        keeps per-worker values).
+        The master step uses a batch only through its sum (:meth:`Box.aggregate`), so a host may send one sum
+        (``messages.aggregate=host``; False for shared-data ISAGA, whose master keeps per-worker values).
     state_text : str
         What its states hold, for the error when they do not fit in memory (``Method.state_bytes``).
     """
@@ -78,19 +76,8 @@ class Traits:
 
 
 class Sampled(NamedTuple):
-    """The hosted workers' draw of round t: U_i^t and its coordinates (what :meth:`Box.sampled` returns).
-
-    Attributes
-    ----------
-    data : stacked data
-        The hosted workers' data (``data.ids``: their indices i, shape (k,)).
-    t : int
-    U : ndarray of int, shape (k, tau*m)
-        Sorted block ids of each hosted worker.
-    pc, pw : ndarray of int, shape (q,)
-        The coordinate of every sampled value and the row p of the hosted worker it belongs to, worker-major (the
-        order of the values a worker sends).
-    """
+    """The hosted workers' draw of round t (what :meth:`Box.sampled` returns): the stacked shards ``data``, ``t``,
+    ``U`` and its (``pc``, ``pw``) pairs, worker-major, the order of the values sent (the glossary's names)."""
 
     data: object
     t: int
@@ -100,41 +87,23 @@ class Sampled(NamedTuple):
 
 
 def values_in_blocks(d: int, tau_m: int, b: int) -> int:
-    """The most coordinates tau*m blocks of size b hold: min(d, tau*m x b) (the last block may be shorter).
-
-    Parameters
-    ----------
-    d : int
-        Dimension.
-    tau_m : int
-        Blocks per message, tau*m.
-    b : int
-        Block size.
-
-    Returns
-    -------
-    int
-    """
+    """The most coordinates tau*m blocks of size b hold: min(d, tau*m x b) (the last block may be shorter)."""
     return min(d, tau_m * b)
 
 
 class Box(abc.ABC):
     """A method that sends tau*m blocks of a d-vector per worker and round: its four steps and what they share.
 
+    Every method's constructor takes these (a method adds its own keywords after them).
+
     Parameters
     ----------
-    n : int
-        Number of logical workers.
-    blocks : BlockPartition
-        The m blocks.
-    tau_m : int
-        Blocks per worker per round, 1 <= tau_m <= m.
-    gamma : float
-        Stepsize gamma > 0.
+    n, blocks, tau_m, gamma : int, BlockPartition, int, float
+        The logical workers, the m blocks, tau*m (1 <= tau_m <= m) and the stepsize gamma > 0.
     options : AlgorithmOptions, optional
-        The method's ``algorithm.*`` options, checked (``self.opts``; default: the declared defaults).
+        The method's checked ``algorithm.*`` options, read as ``self.opts`` (default: the declared defaults).
     reg : regularizer, optional
-        R with ``prox(v, step)`` (``self.reg``; default R = 0), for a method with ``traits.prox``.
+        R with ``prox(v, step)``, read as ``self.reg`` (default R = 0), for a method with ``traits.prox``.
     seed : int
         Seed of every random draw (``isparse.compression.sampling.Sampler``).
     send_ids : bool
@@ -162,39 +131,24 @@ class Box(abc.ABC):
 
     # -- the four steps ------------------------------------------------------------------------------------
     def worker_init(self, data, x0: np.ndarray):
-        """The hosted workers' state at x^0 (section 2: the memories start at 0, e.g. h_i^0 = 0).
-
-        Parameters
-        ----------
-        data : stacked data
-            The k hosted workers' data.
-        x0 : ndarray, shape (d,)
-            x^0.
-
-        Returns
-        -------
-        NamedTuple or None
-            Arrays with a leading axis of the k hosted workers (or of their examples); None: the method keeps no worker
-            state (the default).
-        """
+        """The hosted workers' state at x^0 (section 2: the memories start at 0, e.g. h_i^0 = 0); None (the
+        default): no worker state."""
         return None
 
     @abc.abstractmethod
     def worker_step(self, data, state, x: np.ndarray, t: int, donate: bool = False) -> tuple[Messages, object]:
-        """One round of the hosted workers at x^t.
-
-        Their proposals' blocks, as messages (section 2, the common template).
+        """One round of the hosted workers at x^t: their proposals' blocks (section 2, the common template).
 
         Parameters
         ----------
-        data : stacked data
-            The hosted workers' data (``data.ids``, ``data.k``, and the capabilities ``traits.needs`` names).
+        data : stacked shards
+            The hosted workers' (``data.ids``, ``data.k``, and the capabilities ``traits.needs`` names).
         state : NamedTuple or None
             Their state (:meth:`worker_init`, then each step's).
         x : ndarray of shape (d,)
-            The point x^t the master sent.
+            x^t, the point the master sent.
         t : int
-            The round (an asynchronous worker's own step count).
+            The round (an asynchronous worker's own step count); every draw is a function of (seed, i, t).
         donate : bool
             The step may write into ``state``'s arrays (the caller keeps no reference to them).
 
@@ -207,18 +161,7 @@ class Box(abc.ABC):
         """
 
     def master_init(self, x0: np.ndarray):
-        """The master's state at x^0.
-
-        Parameters
-        ----------
-        x0 : ndarray, shape (d,)
-            x^0.
-
-        Returns
-        -------
-        NamedTuple or None
-            Arrays (e.g. ISEGA's h_bar, shape (d,)); None: the master keeps no state (the default).
-        """
+        """The master's state at x^0 (e.g. ISEGA's h_bar); None (the default): no master state."""
         return None
 
     @abc.abstractmethod
@@ -247,87 +190,31 @@ class Box(abc.ABC):
 
     # -- the worker's preamble, written once ---------------------------------------------------------------
     def sampled(self, data, t: int, U: np.ndarray | None = None) -> Sampled:
-        """U_i^t of the hosted workers and its coordinates (the tau*m-nice sampling of section 1).
-
-        Parameters
-        ----------
-        data : stacked data
-            The hosted workers' data (``data.ids``).
-        t : int
-            The round.
-        U : ndarray of int, shape (k, tau*m), optional
-            Block sets to use instead of the draw (e.g. EF21's Top-K).
-
-        Returns
-        -------
-        Sampled
-            U (from (seed, i, t) unless given) with its coordinates ``pc`` and rows ``pw``.
-        """
+        """U_i^t of the hosted workers (the tau*m-nice sampling of section 1, from (seed, i, t)) and its coordinates;
+        a given ``U`` is used instead of the draw (EF21's Top-K)."""
         U = self.sample(data.ids, t) if U is None else U
         pc, pw = self.coords_batch(U)
         return Sampled(data, int(t), U, pc, pw)
 
     def local_grads(self, data, x: np.ndarray, s: Sampled) -> np.ndarray:
-        """(grad f_i(x))_{U_i} of every hosted worker, worker-major.
-
-        Only those coordinates are computed, or they are gathered from whole local gradients (one sparse product) when
-        more than an eighth of the coordinates are sampled (:meth:`dense_path`).
-
-        Parameters
-        ----------
-        data : stacked data
-            The hosted workers' data (``grads_on_blocks``, ``grads``).
-        x : ndarray, shape (d,)
-            The point.
-        s : Sampled
-            The round's draw (:meth:`sampled`).
-
-        Returns
-        -------
-        ndarray, shape (q,)
-            q = the number of sampled coordinates over the hosted workers.
-        """
+        """(grad f_i(x))_{U_i} of every hosted worker, worker-major, shape (q,): only those coordinates, or gathered
+        from whole local gradients (one sparse product) above an eighth of the coordinates (:meth:`dense_path`)."""
         if self.dense_path():
             return data.grads(x)[s.pw, s.pc]
         return data.grads_on_blocks(x, s.U, self.blocks, (s.pc, s.pw))
 
     def send(self, s: Sampled, values: np.ndarray) -> Messages:
-        """The hosted workers' batch: ``values`` on their block sets ``s.U``, coded by the codec.
-
-        Parameters
-        ----------
-        s : Sampled
-            The round's draw.
-        values : ndarray, shape (q,)
-            What each worker sends on its coordinates, worker-major, in block order.
-
-        Returns
-        -------
-        Messages
-            Its ``values`` are the decoded ones (what the master sees, what a worker's memory moves by); block ids are
-            included only when :attr:`sends_ids`.
-        """
+        """The hosted workers' batch: ``values`` (shape (q,), worker-major, in block order) on their block sets
+        ``s.U``, coded by the codec. Its ``values`` are the decoded ones (what the master sees, what a worker's memory
+        moves by); block ids travel only when :attr:`sends_ids`."""
         counts = np.bincount(s.pw, minlength=s.data.k).astype(np.int32)
         blocks = s.U.astype(BLOCK_ID_DTYPE) if self.sends_ids else None
         return self.encode(s.data.ids, s.t, counts, values, blocks)
 
     def sample(self, ids, t: int) -> np.ndarray:
-        """U_i^t of the workers ``ids``: the tau*m-nice sampling, a function of (seed, i, t) (docs/algorithms.md §1).
-
-        The last call is remembered, so an in-process master does not redraw what its host drew.
-
-        Parameters
-        ----------
-        ids : array_like of int, shape (k,)
-            The workers i.
-        t : int
-            The round.
-
-        Returns
-        -------
-        ndarray of int, shape (k, tau*m)
-            Sorted block ids of each worker.
-        """
+        """U_i^t of the workers ``ids``, shape (k, tau*m): the tau*m-nice sampling, a function of (seed, i, t)
+        (docs/algorithms.md §1). The last call is remembered, so an in-process master does not redraw what its host
+        drew."""
         ids = np.asarray(ids, dtype=np.int64)
         key = (int(t), ids.tobytes())
         memo = self.__dict__.get("_memo")
@@ -337,21 +224,9 @@ class Box(abc.ABC):
         return memo[1]
 
     def coords_batch(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``blocks.coords_batch(U)``: the coordinates of the block sets U, worker-major.
-
-        The last result is remembered (keyed by the array U itself), so a worker step, its gathered gradient and an
-        in-process master's scatter-add compute the coordinates once per round.
-
-        Parameters
-        ----------
-        U : ndarray of int, shape (k, tau*m)
-            Block sets.
-
-        Returns
-        -------
-        pc, pw : ndarray of int, shape (q,)
-            Each coordinate, and the row of the worker it belongs to.
-        """
+        """``blocks.coords_batch(U)``: (pc, pw), worker-major. The last result is remembered (keyed by the array U
+        itself), so a worker step, its gathered gradient and an in-process master's scatter-add compute the
+        coordinates once per round."""
         memo = self.__dict__.get("_coords_memo")
         if memo is None or memo[0] is not U:
             memo = (U, self.blocks.coords_batch(U))
@@ -359,39 +234,16 @@ class Box(abc.ABC):
         return memo[1]
 
     def dense_path(self) -> bool:
-        """Whether :meth:`local_grads` computes whole local gradients.
-
-        Above an eighth of the coordinates the sparse product is cheaper than gathering the sampled entries. A function
-        of tau*m, b and d only, so every host takes the same path.
-
-        Returns
-        -------
-        bool
-        """
+        """Whether :meth:`local_grads` computes whole local gradients: above an eighth of the coordinates the sparse
+        product is cheaper than gathering the sampled entries. A function of tau*m, b and d only, so every host takes
+        the same path."""
         return 8 * self.tau_m * self.blocks.size > self.blocks.d
 
     def encode(self, ids, t: int, counts: np.ndarray, values: np.ndarray, blocks=None) -> Messages:
-        """The batch of the workers ``ids``, coded by ``self.codec``.
+        """The batch of the workers ``ids``, coded by ``self.codec``, with the block ids ``blocks`` if given.
 
         A random codec draws one uniform per value from stream ``CODEC`` keyed by (seed, i, t),
         :attr:`values_per_message` per worker whatever it sends, so a worker's draws do not depend on its host.
-
-        Parameters
-        ----------
-        ids : array_like of int, shape (k,)
-            The workers.
-        t : int
-            The round.
-        counts : ndarray of int32, shape (k,)
-            Values per worker.
-        values : ndarray, shape (sum(counts),)
-            The values, worker-major.
-        blocks : ndarray of int, shape (k, tau*m), optional
-            Block ids to send with the values.
-
-        Returns
-        -------
-        Messages
         """
         values = np.ascontiguousarray(values, dtype=np.float64)
         ids = np.asarray(ids)
@@ -400,32 +252,12 @@ class Box(abc.ABC):
 
     # -- the master's side ---------------------------------------------------------------------------------
     def coords_of(self, batch: Messages) -> np.ndarray:
-        """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t).
-
-        Parameters
-        ----------
-        batch : Messages
-            A round's messages.
-
-        Returns
-        -------
-        ndarray of int, shape (q,)
-        """
+        """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t)."""
         U = batch.blocks if batch.blocks is not None else self.sample(batch.workers, batch.t)
         return self.coords_batch(U)[0]
 
     def aggregate(self, batch: Messages) -> np.ndarray:
-        """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order).
-
-        Parameters
-        ----------
-        batch : Messages
-            A round's messages (decoded values).
-
-        Returns
-        -------
-        ndarray, shape (d,)
-        """
+        """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order)."""
         if isinstance(batch, HostSums):   # each host's sum on the union of its workers' coordinates, host by host
             coords = [self.union_of(g, batch.t) for g in batch.groups]
             return np.bincount(np.concatenate(coords), weights=np.concatenate(batch.sums), minlength=self.blocks.d)
@@ -433,37 +265,15 @@ class Box(abc.ABC):
 
     # -- host aggregation (messages.aggregate=host) ----------------------------------------------------------
     def sums_on_host(self, batch) -> bool:
-        """Whether a host may send one sum for ``batch``: the master needs only the sum (``traits.master_sums``),
+        """Whether a host may send one sum for its ``batch``: the master needs only the sum (``traits.master_sums``),
         the run is synchronous, no block ids travel and the values are float64 (a sum of coded values is not a coded
-        value: a host with a lossy codec sends its workers' coded messages).
-
-        Parameters
-        ----------
-        batch : Messages
-            A host's messages of one round.
-
-        Returns
-        -------
-        bool
-        """
+        value: a host with a lossy codec sends its workers' coded messages)."""
         return (self.traits.master_sums and not self.traits.asynchronous and isinstance(batch, Messages)
                 and batch.blocks is None and batch.codec.exact)
 
     def union_of(self, workers: np.ndarray, t: int) -> np.ndarray:
-        """The union of the workers' coordinates in round t, ascending, recomputed from (seed, i, t).
-
-        Parameters
-        ----------
-        workers : ndarray of int, shape (k,)
-            Logical worker indices.
-        t : int
-            The round.
-
-        Returns
-        -------
-        ndarray of int, shape (u,)
-            Coordinates; u = d when a worker sends every block.
-        """
+        """The union of the ``workers``' coordinates in round t, ascending, recomputed from (seed, i, t) (all d when a
+        worker sends every block)."""
         return self._union(self.coords_batch(self.sample(np.asarray(workers), int(t)))[0])
 
     def _union(self, coords: np.ndarray) -> np.ndarray:
@@ -474,22 +284,12 @@ class Box(abc.ABC):
         return np.unique(coords)
 
     def host_sums(self, batch: Messages, groups: list) -> HostSums:
-        """The sums the hosts ``groups`` send for their workers' messages of one round (``messages.aggregate=host``).
+        """The sums the hosts send for their workers' messages of one round (``messages.aggregate=host``): each on
+        the union of its workers' coordinates, ascending.
 
-        Each sum adds the workers' values coordinate by coordinate in worker order (the order of :meth:`aggregate`'s
-        scatter-add), so a host of one worker sends its message's values unchanged.
-
-        Parameters
-        ----------
-        batch : Messages
-            The messages of the workers of every group, ordered by worker (decoded float64 values).
-        groups : list of ndarray of int
-            Consecutive runs of ``batch.workers``: the workers of each host.
-
-        Returns
-        -------
-        HostSums
-            The values of each host's sum on the union of its workers' coordinates, ascending.
+        ``groups`` are consecutive runs of ``batch.workers``, one per host. Each sum adds the workers' values
+        coordinate by coordinate in worker order (the order of :meth:`aggregate`'s scatter-add), so a host of one
+        worker sends its message's values unchanged.
         """
         c = self.coords_of(batch)
         ends = np.cumsum(batch.counts.astype(np.int64))
@@ -505,22 +305,8 @@ class Box(abc.ABC):
         return HostSums(list(groups), sums, batch.t)
 
     def averaged_step(self, x, batch, gamma=None):
-        """x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5 and 6.
-
-        Parameters
-        ----------
-        x : ndarray, shape (d,)
-            x^t.
-        batch : Messages
-            All n workers' messages of round t.
-        gamma : float, optional
-            The stepsize (default ``self.gamma``; ISGD passes gamma_t).
-
-        Returns
-        -------
-        ndarray, shape (d,)
-            x^{t+1}.
-        """
+        """x^{t+1} = x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5 and 6
+        (ISGD passes its gamma_t)."""
         return x - ((self.gamma if gamma is None else gamma) / self.n) * self.aggregate(batch)
 
     # -- derived quantities --------------------------------------------------------------------------------
@@ -564,93 +350,32 @@ class Box(abc.ABC):
         return self.uplink.codec.memory_rate(self.values_per_message)
 
     def with_seed(self, seed: int) -> "Box":
-        """The same method with another seed (a new set of random draws).
-
-        Parameters
-        ----------
-        seed : int
-
-        Returns
-        -------
-        Box
-            A shallow copy with its own sampler.
-        """
+        """A shallow copy with another seed and its own sampler (a new set of random draws)."""
         other = copy.copy(self)
         other.seed, other.sampler, other._memo = int(seed), Sampler(int(seed)), None
         return other
 
     # -- data on a host ------------------------------------------------------------------------------------
     def host_shards(self, shards: list, ids) -> list:
-        """What a host of the logical workers ``ids`` is sent: their shards.
-
-        Parameters
-        ----------
-        shards : list
-            The n workers' shards.
-        ids : array_like of int, shape (k,)
-            The hosted workers.
-
-        Returns
-        -------
-        list
-        """
+        """What a host of the logical workers ``ids`` is sent: their shards."""
         return [shards[int(i)] for i in ids]
 
     def host_data(self, shards: list, ids):
-        """The stacked data of the hosted workers (``type(shard).stack``).
-
-        Parameters
-        ----------
-        shards : list
-            The n workers' shards.
-        ids : array_like of int, shape (k,)
-            The hosted workers.
-
-        Returns
-        -------
-        stacked data
-        """
+        """The stacked shards of the hosted workers ``ids`` (``type(shard).stack``)."""
         return type(shards[0]).stack(shards, ids)
 
     # -- what is measured and logged -----------------------------------------------------------------------
     def iterate(self, state, x):
-        """The measured point: x^t (IASGD measures its own output sequence w_k).
-
-        Parameters
-        ----------
-        state : NamedTuple or None
-            The master's state.
-        x : ndarray, shape (d,)
-            x^t.
-
-        Returns
-        -------
-        ndarray, shape (d,)
-        """
+        """The measured point, from the master's state: x^t (IASGD measures its own output sequence w_k)."""
         return x
 
     def extra_iterates(self, state) -> dict:
-        """Points beside x^t whose suboptimality is logged (``subopt_<key>``).
-
-        Parameters
-        ----------
-        state : NamedTuple or None
-            The master's state.
-
-        Returns
-        -------
-        dict of str to ndarray of shape (d,)
-            Empty by default (ISGD: ``avg``, the x_hat^t of Theorem 6).
-        """
+        """Points beside x^t, from the master's state, whose suboptimality is logged as ``subopt_<key>``: none by
+        default (ISGD: ``avg``, the x_hat^t of Theorem 6)."""
         return {}
 
     def derived_params(self) -> dict:
-        """Method-specific derived parameters to log (ISGD's batch_effective, IASGD's rho).
-
-        Returns
-        -------
-        dict
-        """
+        """Method-specific derived parameters to log (ISGD's batch_effective, IASGD's rho)."""
         return {}
 
     # monitors of the Lyapunov function's memory part (None: the method keeps no memory)

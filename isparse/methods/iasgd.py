@@ -12,7 +12,8 @@ master forms q = (1/(n tau)) sum_i (g_i)_{U_i}, an unbiased estimate of grad f(z
 
 with eta = 1/(rho L), s = sqrt(mu/(rho^2 L)), alpha = s/(1+s), beta = 1 - s, gamma eta = 1/(rho sqrt(mu L))
 and w_0 = v_0 = x^0. rho is the strong-growth constant of q (``isparse.theory.iasgd``). The measured
-iterate is w_k; with rho = 1 and tau = 1 this is Nesterov's method with step 1/L (``asgd``).
+iterate is w_k; with rho = 1 and tau = 1 this is Nesterov's method with step 1/L (``asgd``). Bound: Theorem 8 with
+rho_hat derived (``isparse.theory.iasgd``; docs/algorithms.md §2, §3).
 """
 
 from __future__ import annotations
@@ -41,18 +42,10 @@ class IasgdOptions(MinibatchOptions):
 
 
 class IasgdMasterState(NamedTuple):
-    """IASGD's state of the master (Algorithm 7).
+    """IASGD's state of the master (Algorithm 7)."""
 
-    Attributes
-    ----------
-    w : ndarray of shape (d,)
-        The output sequence w_k (the measured point).
-    v : ndarray of shape (d,)
-        The momentum sequence v_k.
-    """
-
-    w: np.ndarray
-    v: np.ndarray
+    w: np.ndarray   #: (d,): the output sequence w_k (the measured point)
+    v: np.ndarray   #: (d,): the momentum sequence v_k
 
 
 def _no_gamma_rule(L, mu, n, tau, omega=0.0):
@@ -64,23 +57,12 @@ class IasgdTheory(Theory):
     codec's omega; ``isparse.theory.iasgd``), scaled by 1/step.multiplier; the bound on f - f*."""
 
     def rho(self, ctx) -> tuple[float, bool]:
-        """(rho, computed): the configured rho, or rho_hat where it can be computed (Theorem 8).
+        """(rho, computed): the configured rho, or rho_hat where it can be computed (Theorem 8); ``computed``: rho is
+        rho_hat and the multiplier is at most 1, so the bound applies.
 
         rho_hat (docs/algorithms.md §3) needs exact local gradients (every worker's minibatch that runs is all its
-        examples) and a problem with a strong-growth constant. rho is scaled by 1/step.multiplier (a larger multiplier
-        means a larger step 1/(rho L)). Computed once per build (``ctx.cache``).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-
-        Returns
-        -------
-        rho : float
-            >= 1 before the multiplier.
-        computed : bool
-            rho is rho_hat (and the multiplier is at most 1): the bound applies.
+        examples) and a problem with a strong-growth constant. rho (>= 1) is scaled by 1/step.multiplier (a larger
+        multiplier means a larger step 1/(rho L)). Computed once per build (``ctx.cache``).
 
         Raises
         ------
@@ -106,41 +88,13 @@ class IasgdTheory(Theory):
         return rho / ctx.step_multiplier, computed and ctx.step_multiplier <= 1
 
     def step(self, ctx) -> dict:
-        """The step parameter of the constructor: rho (``algorithm.rho``, or the computed rho_hat).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-
-        Returns
-        -------
-        dict
-            ``{"rho": rho}`` (scaled by 1/step.multiplier; the step is eta = 1/(rho L)).
-
-        Raises
-        ------
-        ConfigError
-            ``algorithm.rho`` is null and rho_hat cannot be computed (see :meth:`rho`).
-        """
+        """``{"rho": rho}`` (:meth:`rho`, which raises the ConfigError); the step is eta = 1/(rho L)."""
         return {"rho": self.rho(ctx)[0]}
 
     def bound(self, ctx, method):
-        """Theorem 8 with Vaswani, Bach, Schmidt's Theorem 1 on f(w_k) - f*: docs/algorithms.md §3.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-        method : IASGD
-            The built method.
-
-        Returns
-        -------
-        LinearBound or NoBound
-            (1 - s)^k [f(w_0) - f* + (mu/2)||w_0 - x*||^2] for the computed rho_hat
-            (:func:`isparse.theory.iasgd.iasgd_bound`); a NoBound for a hand-set rho.
-        """
+        """Theorem 8 with Vaswani, Bach, Schmidt's Theorem 1 on f(w_k) - f* (docs/algorithms.md §3):
+        (1 - s)^k [f(w_0) - f* + (mu/2)||w_0 - x*||^2] for the computed rho_hat
+        (:func:`isparse.theory.iasgd.iasgd_bound`); a NoBound for a hand-set rho."""
         rho, computed = self.rho(ctx)
         return with_constants(iasgd_bound, ctx, rho=rho, rho_is_computed=computed,
                               subopt0=ctx.problem.F(ctx.x0) - ctx.reference.F_star)
@@ -151,21 +105,12 @@ class IASGD(ISGD):
 
     Parameters
     ----------
-    n, blocks, tau_m, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box`; ``gamma`` is ignored: the step is eta = 1/(rho L).
+    gamma : None
+        Ignored: the step is eta = 1/(rho L).
     L, mu : float
-        Smoothness and strong convexity of f.
+        Of f.
     rho : float
-        Strong-growth constant used (>= 1).
-    batch : int, optional
-        The minibatch that runs (as ISGD).
-
-    Notes
-    -----
-    The workers send (g_i)_{U_i} at the extrapolated point zeta_k (ISGD's worker step); the master forms
-    q = (1/(n tau)) sum_i (g_i)_{U_i} and takes the accelerated step of Vaswani, Bach, Schmidt (arXiv:1810.07288,
-    Theorem 1) with the strong-growth constant rho of q (:class:`IasgdMasterState`, the module docstring). Bound:
-    Theorem 8 with rho_hat derived (:mod:`isparse.theory.iasgd`; docs/algorithms.md §2, §3).
+        The strong-growth constant used (>= 1).
     """
 
     name = "iasgd"
@@ -183,124 +128,37 @@ class IASGD(ISGD):
 
     @classmethod
     def run_inputs(cls, ctx) -> dict:
-        """The constructor's run facts: ISGD's minibatch, and L and mu of f.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-
-        Returns
-        -------
-        dict
-            ``batch``, ``L``, ``mu``.
-        """
+        """ISGD's ``batch``, and ``L`` and ``mu`` of f."""
         return {**super().run_inputs(ctx), "L": ctx.problem.L, "mu": ctx.problem.mu}
 
     def master_init(self, x0):
-        """The master's sequences at x^0: w_0 = v_0 = x^0.
-
-        Parameters
-        ----------
-        x0 : ndarray, shape (d,)
-            x^0.
-
-        Returns
-        -------
-        IasgdMasterState
-            ``w`` and ``v``, shape (d,) each.
-        """
+        """w_0 = v_0 = x^0."""
         x0 = np.array(x0, dtype=float)
         return IasgdMasterState(w=x0.copy(), v=x0.copy())
 
     def master_step(self, state, zeta, batch, donate=False):
-        r"""Algorithm 7 (IASGD), master side: one accelerated step along the sparsified estimate q.
-
-        The accelerated step of Vaswani, Bach, Schmidt (Theorem 1) along
-        :math:`q = \frac{1}{n\tau}\sum_i (g_i)_{U_i}`.
-
-        .. math::
-
-            w_{k+1} = \zeta_k - \eta q, \quad v_{k+1} = \beta v_k + (1 - \beta)\zeta_k - \gamma\eta\, q, \quad
-            \zeta_{k+1} = \alpha v_{k+1} + (1 - \alpha) w_{k+1}.
-
-        Parameters
-        ----------
-        state : IasgdMasterState
-            w_k and v_k, shape (d,) each.
-        zeta : ndarray, shape (d,)
-            zeta_k, the extrapolated point the workers computed at.
-        batch : Messages
-            All n workers' messages of round t, ordered by worker (decoded values).
-        donate : bool
-            The step may write into ``state``'s arrays.
-
-        Returns
-        -------
-        x : ndarray, shape (d,)
-            zeta_{k+1}, the next point the workers compute at.
-        state : IasgdMasterState
-            w_{k+1} and v_{k+1}.
-        """
+        r"""The accelerated step (the module docstring's) along :math:`q = \frac{1}{n\tau}\sum_i (g_i)_{U_i}`, from
+        ``zeta`` = zeta_k, the point the workers computed at; returns zeta_{k+1}, where they compute next."""
         q = self.aggregate(batch) / (self.n * self.tau)
         w = zeta - self.eta * q
         v = self.beta * state.v + (1.0 - self.beta) * zeta - self.gamma_eta * q
         return self.alpha * v + (1.0 - self.alpha) * w, IasgdMasterState(w=w, v=v)
 
     def derived_params(self) -> dict:
-        """ISGD's ``batch_effective`` and ``rho``, the strong-growth constant used.
-
-        Returns
-        -------
-        dict
-        """
+        """ISGD's ``batch_effective`` and ``rho``, the strong-growth constant used."""
         return {**super().derived_params(), "rho": self.rho}
 
     def iterate(self, state, x):
-        """The measured point: w_k (x is the extrapolated query point zeta_k).
-
-        Parameters
-        ----------
-        state : IasgdMasterState
-            w_k and v_k.
-        x : ndarray, shape (d,)
-            zeta_k.
-
-        Returns
-        -------
-        ndarray, shape (d,)
-            w_k.
-        """
+        """w_k (x is the extrapolated query point zeta_k)."""
         return state.w
 
     def extra_iterates(self, state) -> dict:
-        """None: IASGD logs no average (its measured point is w_k, :meth:`iterate`).
-
-        Parameters
-        ----------
-        state : IasgdMasterState
-
-        Returns
-        -------
-        dict
-            Empty.
-        """
+        """None: IASGD logs no average (its measured point is w_k, :meth:`iterate`)."""
         return {}
 
     @classmethod
     def check(cls, ctx):
-        """The checks of :meth:`Method.check`, after one of its own: the accelerated step needs mu > 0.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-
-        Raises
-        ------
-        ConfigError
-            mu = 0 (``problem.penalty`` is not l2), or a check of :meth:`Method.check` fails.
-        """
+        """Also: the accelerated step needs mu > 0 (a ConfigError naming ``problem.penalty`` when it is not l2)."""
         if ctx.problem.mu <= 0:
             raise ConfigError("problem.penalty", f"The 'problem.penalty' parameter must be l2 for algorithm={cls.name} "
                                                  f"(the accelerated step needs mu > 0); got {ctx.problem.penalty.name!r}.")
@@ -308,17 +166,8 @@ class IASGD(ISGD):
 
 
 class ASGD(IASGD):
-    """Accelerated SGD, ``algorithm=asgd``: IASGD with tau = 1 (the full-communication baseline).
-
-    Parameters
-    ----------
-    n, blocks, tau_m, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box` ; ``L``, ``mu``, ``rho``, ``batch`` as :class:`IASGD`.
-
-    Notes
-    -----
-    With rho = 1 it is Nesterov's method with step 1/L (docs/algorithms.md §2).
-    """
+    """Accelerated SGD, ``algorithm=asgd``: IASGD with tau = 1 (the full-communication baseline); with rho = 1 it is
+    Nesterov's method with step 1/L (docs/algorithms.md §2)."""
 
     name = "asgd"
     traits = dataclasses.replace(IASGD.traits, full=True)

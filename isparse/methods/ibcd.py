@@ -7,7 +7,7 @@
 
 No 1/tau rescaling: the effective step along grad f is gamma * tau. Worker i sends the tau*m
 blocks of grad f_i(x^t) on U_i^t; it keeps no state. With tau = 1 this is distributed gradient
-descent with step gamma (``gd``). Theorem 1 bounds it (``isparse.theory.theorem1``).
+descent with step gamma (``gd``). Theorem 1 bounds it (``isparse.theory.theorem1``; docs/algorithms.md §2, §3).
 """
 
 from __future__ import annotations
@@ -22,103 +22,32 @@ class Theorem1(Theory):
     """Theorem 1's stepsize and bound (with the codec's omega); ``theorem`` names the algorithm it is cited for."""
 
     def bound(self, ctx, method):
-        """Theorem 1's bound (Theorem 4's for IBGD) for ``method.gamma``: docs/algorithms.md §3.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (constants L, mu, n, tau, r0, sum_i ||grad f_i(x*)||^2, the codec's omega).
-        method : IBCD
-            The built method (its ``gamma``).
-
-        Returns
-        -------
-        LinearBound or NoBound
-            E||x^t - x*||^2 <= (1 - gamma tau mu)^t r_0 + gamma D/(n mu)
-            (:func:`isparse.theory.theorem1.theorem1_bound`); a NoBound when mu = 0.
-        """
+        """Theorem 1's bound (Theorem 4's for IBGD; docs/algorithms.md §3): E||x^t - x*||^2 <= (1 - gamma tau mu)^t
+        r_0 + gamma D/(n mu) (:func:`isparse.theory.theorem1.theorem1_bound`); a NoBound when mu = 0."""
         return strongly_convex_or_none(ctx, method, lambda: with_constants(
             theorem1_bound, ctx, gamma=method.gamma, theorem=self.theorem))
 
 
 class IBCD(Method):
-    """Algorithm 1 of arXiv:1901.09437 (IBCD), ``algorithm=ibcd``: independent block coordinate descent.
-
-    Parameters
-    ----------
-    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
-
-    Notes
-    -----
-    Worker i sends (grad f_i(x^t))_{U_i^t}, tau*m blocks, and keeps no state; the master averages the proposals,
-    x^{t+1} = x^t - (gamma/n) sum_i (grad f_i(x^t))_{U_i^t} (the module docstring). No 1/tau rescaling: the effective
-    step is gamma tau. Stepsize and bound: Theorem 1 (:mod:`isparse.theory.theorem1`; docs/algorithms.md §2, §3).
-    """
+    """Algorithm 1 of arXiv:1901.09437 (IBCD), ``algorithm=ibcd``: independent block coordinate descent."""
 
     name = "ibcd"
     theory = Theorem1(theorem1_stepsize, theorem="Theorem 1 (IBCD)", codec_theory=True)
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""Algorithm 1, lines 3-5: every hosted worker i sends :math:`(\nabla f_i(x^t))_{U_i^t}`.
-
-        Parameters
-        ----------
-        data : stacked data
-            The k hosted workers' data (``data.ids``, shape (k,): their indices i).
-        state : None
-            IBCD keeps no worker state.
-        x : ndarray, shape (d,)
-            The broadcast point x^t.
-        t : int
-            The round t (U_i^t is a function of (seed, i, t)).
-        donate : bool
-            The step may write into ``state``'s arrays (the caller keeps no reference).
-
-        Returns
-        -------
-        batch : Messages
-            tau*m blocks of grad f_i(x^t) per worker (``values_per_message`` values at most).
-        state : None
-        """
+        r"""Algorithm 1, lines 3-5: every hosted worker i sends :math:`(\nabla f_i(x^t))_{U_i^t}`."""
         s = self.sampled(data, t)                                  # line 3: U_i^t, tau*m-nice, every hosted i
         return self.send(s, self.local_grads(data, x, s)), state   # lines 4-5: send (grad f_i(x^t))_{U_i}
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 1 (IBCD), line 7: the master averages the proposals.
-
-        :math:`x^{t+1} = \frac1n \sum_i x_i^{t+1} = x^t - \frac{\gamma}{n} \sum_i (\nabla f_i(x^t))_{U_i^t}`.
-
-        Parameters
-        ----------
-        state : None
-            IBCD keeps no master state.
-        x : ndarray, shape (d,)
-            x^t.
-        batch : Messages
-            All n workers' messages of round t, ordered by worker (decoded values).
-        donate : bool
-            The step may write into ``state``'s arrays.
-
-        Returns
-        -------
-        x : ndarray, shape (d,)
-            x^{t+1} (no 1/tau rescaling: the effective step is gamma tau).
-        state : None
-        """
+        r"""Algorithm 1, line 7: :math:`x^{t+1} = \frac1n \sum_i x_i^{t+1} = x^t - \frac{\gamma}{n} \sum_i
+        (\nabla f_i(x^t))_{U_i^t}`."""
         return self.averaged_step(x, batch), state                 # line 7: x^{t+1} = (1/n) sum_i x_i^{t+1}
 
 
 class GD(IBCD):
     """Distributed gradient descent, ``algorithm=gd``: IBCD with tau = 1 (the full-communication baseline).
 
-    Parameters
-    ----------
-    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
-
-    Notes
-    -----
     x^{t+1} = x^t - (gamma/n) sum_i grad f_i(x^t) = x^t - gamma grad f(x^t); Theorem 1 at tau = 1 gives
     gamma = 1/(2L) and the rate 1 - gamma mu (docs/algorithms.md §2).
     """

@@ -6,8 +6,8 @@ Each worker, independently, sends its whole gradient with probability tau and no
 
     x^{t+1} = x^t - \\frac{\\gamma}{n} \\sum_{i: \\theta_i^t = 1} \\nabla f_i(x^t), \\qquad \\theta_i^t \\sim \\text{Bernoulli}(\\tau).
 
-No 1/tau rescaling (effective step gamma tau), as IBCD. Theorem 4 gives the same stepsize and bound
-as Theorem 1 (``isparse.theory.theorem1``). A sent gradient is dense (d values, no block ids); the
+No 1/tau rescaling (effective step gamma tau), as IBCD. Theorem 4 gives the same stepsize and bound as Theorem 1
+(``isparse.theory.theorem1``; docs/algorithms.md §2, §3). A sent gradient is dense (d values, no block ids); the
 coins theta_i^t are drawn from (seed, i, t), so the master knows who sent.
 """
 
@@ -23,65 +23,22 @@ from .ibcd import IBCD
 
 
 class IBGD(IBCD):
-    """Algorithm 3 of arXiv:1901.09437 (IBGD), ``algorithm=ibgd``: independent Bernoulli gradient descent.
-
-    Parameters
-    ----------
-    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
-
-    Notes
-    -----
-    tau is the probability that a worker sends: with the coin theta_i^t ~ Bernoulli(tau) worker i sends its whole
-    grad f_i(x^t) (d values, no ids), otherwise nothing; x^{t+1} = x^t - (gamma/n) sum_{i: theta_i^t = 1} grad f_i(x^t).
-    Theorem 4 gives Theorem 1's stepsize and rate (:mod:`isparse.theory.theorem1`; docs/algorithms.md §2, §3).
-    """
+    """Algorithm 3 of arXiv:1901.09437 (IBGD), ``algorithm=ibgd``: tau is the probability that a worker sends."""
 
     name = "ibgd"
     traits = Traits(needs=("grads",))
     theory = dataclasses.replace(IBCD.theory, theorem="Theorem 4 (IBGD; the rate of Theorem 1)")
 
     def senders(self, ids, t) -> np.ndarray:
-        """The coins theta_i^t ~ Bernoulli(tau) of Algorithm 3, a function of (seed, i, t).
-
-        Parameters
-        ----------
-        ids : array_like of int, shape (k,)
-            The workers.
-        t : int
-            The round.
-
-        Returns
-        -------
-        ndarray of bool, shape (k,)
-            True: the worker sends its whole gradient (all True at tau = 1).
-        """
+        """The coins theta_i^t ~ Bernoulli(tau) of Algorithm 3 of the workers ``ids``, a function of (seed, i, t):
+        True, the worker sends its whole gradient (all True at tau = 1)."""
         if self.tau_m == self.blocks.m:
             return np.ones(len(ids), bool)
         return self.sampler.coins(COINS, ids, t, self.tau)
 
     def worker_step(self, data, state, x, t, donate=False):
-        r"""Algorithm 3: worker i sends its whole :math:`\nabla f_i(x^t)` if :math:`\theta_i^t = 1`, nothing otherwise.
-
-        Parameters
-        ----------
-        data : stacked data
-            The k hosted workers' data (``grads``).
-        state : None
-            IBGD keeps no worker state.
-        x : ndarray, shape (d,)
-            The broadcast point x^t.
-        t : int
-            The round t (the coins theta_i^t are a function of (seed, i, t), :meth:`senders`).
-        donate : bool
-            Unused (no state).
-
-        Returns
-        -------
-        batch : Messages
-            d values per sender, 0 for the others (``counts``); no block ids.
-        state : None
-        """
+        r"""Algorithm 3: worker i sends its whole :math:`\nabla f_i(x^t)` (d values, no ids) if
+        :math:`\theta_i^t = 1`, nothing otherwise."""
         send = np.flatnonzero(self.senders(data.ids, t))
         G = data.grads(x, send)                                  # grad f_i(x^t) of the workers with theta_i^t = 1
         counts = np.zeros(data.k, np.int32)
@@ -95,31 +52,10 @@ class IBGD(IBCD):
 
     @classmethod
     def message_values(cls, ctx) -> int:
-        """The most values one worker sends in a round, before the method is built: d (a whole gradient).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-
-        Returns
-        -------
-        int
-            d.
-        """
+        """d (a whole gradient)."""
         return ctx.problem.d
 
     def coords_of(self, batch):
-        """Coordinates of every value of ``batch``: 0..d-1 once per sender (the coins recomputed from (seed, i, t)).
-
-        Parameters
-        ----------
-        batch : Messages
-            The workers' messages of one round.
-
-        Returns
-        -------
-        ndarray of int, shape (d * senders,)
-        """
+        """0..d-1 once per sender (the coins recomputed from (seed, i, t))."""
         send = self.senders(batch.workers, batch.t)
         return np.tile(np.arange(self.blocks.d), int(send.sum()))

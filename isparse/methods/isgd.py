@@ -9,7 +9,8 @@ and sends the tau*m blocks of the minibatch gradient g_i; the master takes
 
 with a constant gamma_t = gamma or the decreasing gamma_t = 1/(a + c t) of Theorem 6. The master
 also keeps the average x_hat^t of x^0..x^t weighted by 1/gamma_s, the point Theorem 6 bounds.
-For a non-convex f (mu = 0) the stepsize and bound are Theorem 7's.
+For a non-convex f (mu = 0) the stepsize and bound are Theorem 7's (``isparse.theory.isgd``; docs/algorithms.md
+§2, §3).
 """
 
 from __future__ import annotations
@@ -38,21 +39,11 @@ class IsgdOptions(MinibatchOptions):
 
 
 class IsgdMasterState(NamedTuple):
-    """ISGD's state of the master (Algorithm 6, and the average Theorem 6 bounds).
+    """ISGD's state of the master (Algorithm 6, and the average Theorem 6 bounds)."""
 
-    Attributes
-    ----------
-    t : int
-        Iterations done.
-    x_hat : ndarray of shape (d,)
-        The average of x^0..x^t weighted by 1/gamma_s.
-    weight : float
-        sum_s 1/gamma_s.
-    """
-
-    t: int
-    x_hat: np.ndarray
-    weight: float
+    t: int              #: iterations done
+    x_hat: np.ndarray   #: (d,): the average of x^0..x^t weighted by 1/gamma_s
+    weight: float       #: sum_s 1/gamma_s
 
 
 class ISGDTheory(Theory):
@@ -60,21 +51,12 @@ class ISGDTheory(Theory):
     schedule gamma_t = 1/(a + c t) (``algorithm.schedule=decreasing``); the bound on dist_sq or on f(x_hat) - f*."""
 
     def step(self, ctx) -> dict:
-        """The stepsize keywords of the constructor (Theorems 6 and 7; docs/algorithms.md §3, §5).
+        """``{"gamma": gamma}``, plus ``"schedule": (a, c)`` for the decreasing schedule (gamma = gamma_0 then);
+        Theorems 6 and 7, docs/algorithms.md §3, §5.
 
         Constant gamma: Theorem 1's rule (with the codec's omega), Theorem 7's gamma = 1/(L(tau + (1 - tau)/n)) when
         mu = 0, or the plots' (``step.rule=paper``: gamma tau = 1/(5 L_f); ``paper_literal``: 1/(5L)); decreasing
         (``algorithm.schedule=decreasing``): gamma_t = 1/(a + c t) of Theorem 6. Each is scaled by ``step.multiplier``.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-
-        Returns
-        -------
-        dict
-            ``{"gamma": gamma}``, plus ``"schedule": (a, c)`` for the decreasing schedule (gamma = gamma_0 then).
         """
         p, n, tau, mult = ctx.problem, ctx.n, ctx.tau, ctx.step_multiplier
         if ctx.options.schedule == "decreasing":
@@ -89,21 +71,9 @@ class ISGDTheory(Theory):
         return {"gamma": mult * rule(L, p.mu, n, tau, **omega)}
 
     def bound(self, ctx, method):
-        """The bound for the run's stepsize: docs/algorithms.md §3.
-
-        Parameters
-        ----------
-        ctx : Context
-            The run (constants; sigma^2 from the shards' minibatch noise; nu^2 and f(x^0) when mu = 0).
-        method : ISGD
-            The built method (its ``gamma`` and the minibatch that runs).
-
-        Returns
-        -------
-        LinearBound, SublinearBound or NoBound
-            The constant-step bound on dist_sq, Theorem 6's on f(x_hat^t) - f*, or Theorem 7's on the average squared
-            gradient norm (:func:`isparse.theory.isgd.isgd_bound`).
-        """
+        """The constant-step bound on dist_sq, Theorem 6's on f(x_hat^t) - f*, or Theorem 7's on the average squared
+        gradient norm (:func:`isparse.theory.isgd.isgd_bound`; docs/algorithms.md §3), with sigma^2 of the minibatch
+        that runs (and nu^2 and f(x^0) when mu = 0)."""
         p = ctx.problem
         sigma_sq = float(np.mean([s.gradient_noise_bound(method.batch) for s in p.shards]))   # of the batch that runs
         extra = dict(nu_sq=p.gradient_dissimilarity_bound(), f0_minus_low=p.F(ctx.x0)) if p.mu <= 0 else {}
@@ -116,20 +86,11 @@ class ISGD(Method):
 
     Parameters
     ----------
-    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
     batch : int, optional
         The minibatch that runs (>= 1): ``algorithm.batch`` capped at the smallest shard (``run_inputs``); default
         ``self.opts.batch``.
     schedule : tuple or None
         None for the constant gamma; (a, c) for gamma_t = 1/(a + c t).
-
-    Notes
-    -----
-    Worker i sends (g_i^t)_{U_i^t}, g_i^t a minibatch gradient of f_i; x^{t+1} = x^t - (gamma_t/n) sum_i (g_i^t)_{U_i^t}
-    (no 1/tau rescaling). The master keeps x_hat^t, the 1/gamma_s-weighted average Theorem 6 bounds
-    (:class:`IsgdMasterState`). Stepsizes and bounds: Theorems 6 and 7 and a derived constant-step bound
-    (:mod:`isparse.theory.isgd`; docs/algorithms.md §2, §3).
     """
 
     name = "isgd"
@@ -146,119 +107,34 @@ class ISGD(Method):
 
     @classmethod
     def run_inputs(cls, ctx) -> dict:
-        """The minibatch that runs, min(algorithm.batch, l_min) (a cap is announced).
-
-        Parameters
-        ----------
-        ctx : Context
-            The run.
-
-        Returns
-        -------
-        dict
-            ``{"batch": ...}``.
-        """
+        """``{"batch": min(algorithm.batch, l_min)}``, the minibatch that runs (a cap is announced)."""
         return {"batch": ctx.options.effective_batch(ctx.problem.shards, announce=True)}
 
     def stepsize_at(self, t: int) -> float:
-        """gamma_t: the constant gamma, or 1/(a + c t) of Theorem 6.
-
-        Parameters
-        ----------
-        t : int
-            The round.
-
-        Returns
-        -------
-        float
-        """
+        """gamma_t: the constant gamma, or 1/(a + c t) of Theorem 6."""
         if self.schedule is None:
             return self.gamma
         a, c = self.schedule
         return 1.0 / (a + c * t)
 
     def minibatches(self, data, t) -> np.ndarray:
-        """Each hosted worker's minibatch: ``batch`` distinct local example indices, a function of (seed, i, t).
-
-        Parameters
-        ----------
-        data : stacked data
-            The hosted workers' data (``data.l``).
-        t : int
-            The round.
-
-        Returns
-        -------
-        ndarray of int, shape (k, batch)
-        """
+        """Each hosted worker's minibatch, shape (k, batch): distinct local example indices, from (seed, i, t)."""
         return self.sampler.subsets(EXAMPLES, data.ids, t, data.l, self.batch)
 
     def worker_step(self, data, state, x, t, donate=False):
-        """Algorithm 6, worker side: worker i sends :math:`(g_i^t)_{U_i^t}`, g_i^t the gradient of f_i on a minibatch.
-
-        The minibatch is ``batch`` distinct local examples drawn from (seed, i, t) (:meth:`minibatches`).
-
-        Parameters
-        ----------
-        data : stacked data
-            The k hosted workers' data (``data.ids``, shape (k,): their indices i).
-        state : None
-            ISGD keeps no worker state.
-        x : ndarray, shape (d,)
-            The broadcast point x^t.
-        t : int
-            The round t (U_i^t is a function of (seed, i, t)).
-        donate : bool
-            The step may write into ``state``'s arrays (the caller keeps no reference).
-
-        Returns
-        -------
-        batch : Messages
-            tau*m blocks of g_i^t per worker.
-        state : None
-        """
+        """Algorithm 6: worker i sends :math:`(g_i^t)_{U_i^t}`, g_i^t the gradient of f_i on its minibatch
+        (:meth:`minibatches`)."""
         s = self.sampled(data, t)
         g = data.minibatch_grads_at(x, self.minibatches(data, t), s.pw, s.pc)     # (g_i^t)_{U_i}
         return self.send(s, g), state
 
     def master_init(self, x0):
-        """The master's state at x^0: t = 0 and the weighted average x_hat^0 = x^0.
-
-        Parameters
-        ----------
-        x0 : ndarray, shape (d,)
-            x^0.
-
-        Returns
-        -------
-        IsgdMasterState
-            ``t`` = 0, ``x_hat`` = x^0 (shape (d,)), ``weight`` = 1/gamma_0.
-        """
+        """t = 0, x_hat^0 = x^0, weight 1/gamma_0."""
         return IsgdMasterState(t=0, x_hat=np.array(x0, dtype=float), weight=1.0 / self.stepsize_at(0))
 
     def master_step(self, state, x, batch, donate=False):
-        r"""Algorithm 6 (ISGD), master side: the averaged step, and the weighted average of Theorem 6.
-
-        :math:`x^{t+1} = x^t - \frac{\gamma_t}{n}\sum_i (g_i^t)_{U_i^t}`, and the average x_hat of Theorem 6.
-
-        Parameters
-        ----------
-        state : IsgdMasterState
-            t, x_hat^t (shape (d,)) and the sum of the weights 1/gamma_s.
-        x : ndarray, shape (d,)
-            x^t.
-        batch : Messages
-            All n workers' messages of round t, ordered by worker (decoded values).
-        donate : bool
-            The step may write into ``state``'s arrays.
-
-        Returns
-        -------
-        x : ndarray, shape (d,)
-            x^{t+1} (no 1/tau rescaling: the effective step is gamma_t tau).
-        state : IsgdMasterState
-            t + 1, and x_hat^{t+1}: the average of x^0..x^{t+1} weighted by 1/gamma_s.
-        """
+        r""":math:`x^{t+1} = x^t - \frac{\gamma_t}{n}\sum_i (g_i^t)_{U_i^t}` (no 1/tau rescaling), and x_hat^{t+1},
+        the average of x^0..x^{t+1} weighted by 1/gamma_s (Theorem 6)."""
         x_new = self.averaged_step(x, batch, gamma=self.stepsize_at(state.t))
         t = state.t + 1
         w = 1.0 / self.stepsize_at(t)
@@ -266,18 +142,7 @@ class ISGD(Method):
         return x_new, IsgdMasterState(t=t, x_hat=x_hat, weight=state.weight + w)
 
     def extra_iterates(self, state) -> dict:
-        """``avg`` = x_hat^t, the weighted average Theorem 6 bounds (logged as ``subopt_avg``).
-
-        Parameters
-        ----------
-        state : IsgdMasterState
-            The master's state.
-
-        Returns
-        -------
-        dict
-            ``{"avg": ndarray of shape (d,)}``.
-        """
+        """``avg`` = x_hat^t, the weighted average Theorem 6 bounds (logged as ``subopt_avg``)."""
         return {"avg": state.x_hat}
 
     def derived_params(self) -> dict:
@@ -286,17 +151,8 @@ class ISGD(Method):
 
 
 class SGD(ISGD):
-    """Distributed minibatch SGD, ``algorithm=sgd``: ISGD with tau = 1 (the full-communication baseline).
-
-    Parameters
-    ----------
-    n, blocks, tau_m, gamma, options, reg, seed, send_ids, codec
-        As :class:`~isparse.methods.contract.Box` (built by :meth:`~isparse.methods.base.Method.configure`).
-
-    Notes
-    -----
-    With n = 1 it is SGD; the paper's ISGD plots compare against it (docs/algorithms.md §5).
-    """
+    """Distributed minibatch SGD, ``algorithm=sgd``: ISGD with tau = 1 (the full-communication baseline); with
+    n = 1 it is SGD. The paper's ISGD plots compare against it (docs/algorithms.md §5)."""
 
     name = "sgd"
     traits = dataclasses.replace(ISGD.traits, full=True)

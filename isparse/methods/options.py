@@ -34,19 +34,8 @@ class AlgorithmOptions(Section):
 
     @classmethod
     def choose(cls, values, key):
-        """The options dataclass of the method that ``values`` name (its schema for the other keys).
-
-        Parameters
-        ----------
-        values : dict
-            The section's raw values (``name``, and ``module`` if set).
-        key : str or None
-            The section's key in the config (default ``algorithm``), for the error.
-
-        Returns
-        -------
-        type
-            ``method_class(name, module).options``.
+        """``method_class(name, module).options``: the options dataclass of the method that the section's raw
+        ``values`` name (its schema for the other keys); ``key`` is the section's (default ``algorithm``).
 
         Raises
         ------
@@ -58,19 +47,7 @@ class AlgorithmOptions(Section):
 
     @classmethod
     def label(cls, values, key):
-        """How the chosen method is named in a message: ``algorithm=<name>``.
-
-        Parameters
-        ----------
-        values : dict
-            The section's raw values.
-        key : str or None
-            The section's key (default ``algorithm``).
-
-        Returns
-        -------
-        str
-        """
+        """How the chosen method is named in a message: ``algorithm=<name>``."""
         return f"{key or 'algorithm'}={values.get('name', AlgorithmOptions.name)}"
 
     def method_class(self):
@@ -87,15 +64,8 @@ class MinibatchOptions(AlgorithmOptions):
                                                   "as batch_effective)")
 
     def effective_batch(self, shards, *, announce: bool = False) -> int:
-        """The minibatch that runs: min(batch, l_min), l_min the smallest number of examples on a worker.
-
-        Parameters
-        ----------
-        shards : list
-            The workers' shards (each with ``l``, its number of examples).
-        announce : bool
-            Log a warning when the cap applies (the build does, once per run).
-        """
+        """The minibatch that runs: min(batch, l_min), l_min the smallest shard's number of examples; ``announce``
+        logs a warning when the cap applies (the build does, once per run)."""
         l_min = min(int(s.l) for s in shards)
         if announce and self.batch > l_min:
             log.warning("algorithm.batch=%d is capped at the smallest shard's %d examples (the batch that runs: %d)",
