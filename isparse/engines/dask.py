@@ -1,10 +1,9 @@
 """The Dask engine: logical workers live on Dask workers as actors; the master loop stays in the client.
 
-Each Dask worker holds one :class:`DaskHost` actor (a :class:`~isparse.engines.host.WorkerHost`) with the logical workers
-placed there (contiguous, even split of 0..n-1 over the workers sorted by address), their data
-stacked. Shards are sent once when the actors are created, never per round; a round sends x to
-each host and receives one batch of messages per host (``isparse.compression.messages.Messages``). Only this
-module imports ``distributed``.
+Each Dask worker holds one :class:`DaskHost` actor (a :class:`~isparse.engines.host.WorkerHost`) with the logical
+workers placed there (:func:`place_workers`), their shards stacked. Shards are sent once when the actors are created,
+never per round; a round sends x to each host and receives one batch of messages per host. ``distributed`` is
+imported only for this engine (here, by its hosts, and by a host's ``measure``).
 
 How a round travels (``rounds``). Dask starts, places and recovers the hosts; by default (``rounds="stream"``) the
 round itself then goes over one persistent TCP connection per host, opened once after the host is created (and after
@@ -17,11 +16,12 @@ the stream's secret, which the master got in the reply of Dask's own ``open_stre
 buffers as frames of their own, behind a 16 B prelude and the frame lengths, at most what the other end's method
 can send (:func:`request_limit`, :func:`reply_limit`). The master writes every host's request,
 then reads every reply, with blocking sockets in the calling thread: no event loop and no thread hand-over on either
-side. A round whose request (or last reply) is larger than 256 KB goes to every host at once instead, one thread per
-host (a blocking send larger than the socket's buffer waits for the link: host after host, the waits add up). Dask's comm layer (``distributed.comm``) was measured first for this: 1.0-1.2 ms per
+side; a round whose request (or last reply) is larger than 256 KB goes to every host at once instead, one thread per
+host (``_PARALLEL_BYTES``). Dask's comm layer (``distributed.comm``) was measured first for this: 1.0-1.2 ms per
 bare 2-host round trip (an echo server per process, ~1 KB messages) on this project's 2-core machine, against
 0.1-0.3 ms for plain sockets, most of the difference in Python on both ends; of the plain-socket servers, one on the
-Dask worker's event loop took 0.55 ms and one in a thread of its own 0.32 ms (:class:`~isparse.engines.stream.RoundServer`).
+Dask worker's event loop took 0.55 ms and one in a thread of its own 0.32 ms
+(:class:`~isparse.engines.stream.RoundServer`).
 ``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
 comparison; docs/benchmarks.md item 2 measures both). The other calls (snapshot, restore, replay, memory, the
 asynchronous view) are actor calls either way.
@@ -64,20 +64,8 @@ ROUNDS = ("stream", "actor")
 
 
 def place_workers(n, addresses: list[str]) -> dict[str, list[int]]:
-    """Split logical workers evenly and contiguously over the sorted Dask worker addresses.
-
-    Parameters
-    ----------
-    n : int or list of int
-        The logical workers 0..n-1, or an explicit ascending list of them.
-    addresses : list of str
-        Dask worker addresses.
-
-    Returns
-    -------
-    dict
-        address -> ascending logical worker ids; only as many addresses as there are workers.
-    """
+    """Split the logical workers (0..n-1, or an ascending list ``n``) evenly and contiguously over the sorted Dask
+    worker ``addresses``: address -> ascending logical worker ids, only as many addresses as there are workers."""
     ids = np.arange(n) if np.isscalar(n) else np.asarray(n, dtype=int)
     parts = split_workers(ids, len(addresses))
     return {a: [int(i) for i in part] for a, part in zip(sorted(addresses), parts)}
@@ -119,12 +107,9 @@ class DaskPool:
     ----------
     client : distributed.Client
         A connected client (``direct_to_workers=True`` lets actor calls skip the scheduler).
-    method : Method
-        With the run's seed.
-    shards : list of n shards
-        Kept by the pool (a reference, no copy) to recreate lost workers.
-    x0 : ndarray of shape (d,)
-        Starting point x^0.
+    method, shards, x0
+        As :class:`~isparse.engines.inprocess.InProcessPool`'s; the shards are kept (a reference, no copy) to
+        recreate lost workers.
     snapshot_every : int, default 50
         Rounds between the client-side snapshots of the workers' states used for recovery; 0 turns
         recovery off (a lost Dask worker then fails the run). Cost: one state fetch per
@@ -154,12 +139,8 @@ class DaskPool:
 
     Attributes
     ----------
-    placement : dict
-        Logical worker index -> Dask worker address (updated after a recovery).
     restarts : int
         Lost Dask workers recovered from.
-    rounds_via : str
-        ``rounds``.
     timing : dict
         Cumulative seconds: ``compute_s`` (per round, the slowest host's compute measured inside the
         actor), ``comm_s`` (per round, the round trip minus that compute).
@@ -276,14 +257,8 @@ class DaskPool:
     def _open_streams(self, hosts) -> None:
         """Have every host of ``hosts`` listen (:meth:`DaskHost.open_stream`, concurrently) and connect to each once,
         with the client's TLS context (``security.get_connection_args("client")``) where the host listens with TLS.
-
-        Raises
-        ------
-        OSError
-            A host could not be reached within ``worker_timeout`` seconds (or needs TLS the client does not have).
-        TimeoutError
-            A host did not open its listener within ``worker_timeout`` seconds.
-        """
+        An OSError when a host cannot be reached within ``worker_timeout`` seconds (or needs TLS the client does not
+        have), a TimeoutError when it does not open its listener in that time."""
         hosts = list(hosts)
         self._connect_streams(hosts, self._listen(hosts))
 
@@ -317,30 +292,12 @@ class DaskPool:
                 h.comm = None
 
     def _stream_round(self, args, measure: bool, hosts=None) -> dict:
-        """One round over the hosts' streams: the request to every host first, then every reply (the hosts compute
-        meanwhile, concurrently; the replies are read in host order, each as soon as it is there).
-
-        Parameters
-        ----------
-        args : tuple
-            The arguments of :meth:`WorkerHost.round` (opaque here: passed on as they are).
-        measure : bool
-            Also return each reply's size: the bytes read for it from its stream.
-        hosts : list of _Host, optional
-            Default: all.
-
-        Returns
-        -------
-        dict
-            {host: (batch, compute seconds, reply bytes or None, memory or None)}. Hosts whose stream fails (closed:
-            their Dask worker died) or does not answer within ``worker_timeout`` seconds of the round's start are
-            recovered (:meth:`_recover`) and the round is made again over their replacements' streams.
-
-        Raises
-        ------
-        Exception
-            What ``WorkerHost.round`` raised on a host.
-        """
+        """One round over the hosts' streams (default: all), with :meth:`WorkerHost.round`'s ``args`` passed on as
+        they are: the request to every host first, then every reply (the hosts compute meanwhile; the replies are read
+        in host order, each as soon as it is there). {host: (batch, compute seconds, reply bytes read if ``measure``,
+        memory)}; hosts whose stream fails (closed: their Dask worker died) or does not answer within
+        ``worker_timeout`` seconds of the round's start are recovered (:meth:`_recover`) and the round is made again
+        over their replacements' streams. What ``WorkerHost.round`` raised on a host is raised here."""
         hosts = list(self._hosts if hosts is None else hosts)
         deadline = time.monotonic() + self.worker_timeout
         parts, size = _frames(args)
@@ -430,33 +387,13 @@ class DaskPool:
 
     # -- the engine protocol -----------------------------------------------------------------------
     def exchange(self, x, monitor=None, down=None):
-        """All workers' messages for the broadcast x, ordered by worker index (one request and one reply per host, over
-        its stream or as an actor call: ``rounds``).
+        """``Engine.exchange``: one request and one reply per host, over its stream or as an actor call (``rounds``).
 
-        Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client;
-        every ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized). A lost
-        Dask worker is recovered from (class docstring) and the round made again on its replacement.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The model x^t (w^t with a compressed downlink: kept to replay a recovered host's rounds).
-        monitor : ndarray of shape (d,), optional
-            x*: also return the workers' Lyapunov memory term after the step.
-        down : DownlinkMessage, optional
-            A compressed downlink's message, sent instead of x (each host makes w^t from it).
-
-        Returns
-        -------
-        batch : Messages
-            All n workers' messages, ordered by worker index.
-        memory : float or None
-            The memory term summed over the hosts, or None when ``monitor`` is None.
-
-        Raises
-        ------
-        RuntimeError
-            A Dask worker was lost and recovery is off (``snapshot_every=0``), or every Dask worker was lost.
+        Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client; every
+        ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized); x is kept to
+        replay a recovered host's rounds. A lost Dask worker is recovered from (the module's Notes) and the round made
+        again on its replacement; a RuntimeError when recovery is off (``snapshot_every=0``) or every Dask worker was
+        lost.
         """
         if self.snapshot_every > 0 and self.rounds % self.snapshot_every == 0 and self._snapshot_round != self.rounds:
             self.snapshot()
@@ -504,25 +441,15 @@ class DaskPool:
         return float(self.x0.size * 8) if down is None else down.bytes_per_copy
 
     def downlink_copies(self, workers) -> int:
-        """Copies of x that cross a link when x goes to ``workers`` (``Engine.downlink_copies``): one per host holding
-        any of them with ``aggregate``, else one per worker."""
+        """``Engine.downlink_copies``: one per host holding any of ``workers`` with ``aggregate``, else one per
+        worker."""
         if not self.aggregate:
             return int(np.asarray(workers).size)
         wanted = set(np.asarray(workers).tolist())
         return sum(1 for h in self._hosts if wanted.intersection(h.ids))
 
     def memory(self, x_star):
-        """Sum of the hosts' Lyapunov memory terms (a monitoring call, not counted as uplink).
-
-        Parameters
-        ----------
-        x_star : ndarray of shape (d,)
-            x*.
-
-        Returns
-        -------
-        float
-        """
+        """``Engine.memory``: the sum of the hosts' terms (a monitoring call, not counted as uplink)."""
         return float(sum(self._call("memory", lambda h: (x_star,)).values()))
 
     def traffic(self) -> dict:
@@ -532,15 +459,9 @@ class DaskPool:
                                 getattr(self.method, "downlink", None))
 
     def counters(self) -> dict:
-        """Cumulative counters for the records.
-
-        Returns
-        -------
-        dict
-            ``time_compute_s`` and ``time_comm_s`` (seconds), ``worker_restarts``, ``uplink_bytes_serialized`` and
-            ``downlink_bytes_serialized`` (bytes: the measured rounds' ratio of serialized to analytic bytes applied
-            to all rounds' analytic bytes; the downlink's analytic bytes are copies x ``downlink_bytes_per_copy``).
-        """
+        """``Engine.counters``, and ``worker_restarts``, ``uplink_bytes_serialized`` and ``downlink_bytes_serialized``
+        (bytes: the measured rounds' ratio of serialized to analytic bytes applied to all rounds' analytic bytes; the
+        downlink's analytic bytes are copies x ``downlink_bytes_per_copy``)."""
         m = self.measured
         ratio = m["serialized"] / max(1, m["analytic"])
         down = m["down_serialized"] / max(1.0, m["down_analytic"])
@@ -550,14 +471,8 @@ class DaskPool:
                 "downlink_bytes_serialized": int(round(down * self.rounds * copies * self.downlink_bytes_per_copy))}
 
     def snapshot(self) -> list:
-        """Every host's ``HostSnapshot``, fetched from the actors once per round (a checkpoint and the recovery
-        snapshot of the same round share the fetch); it also becomes the recovery snapshot.
-
-        Returns
-        -------
-        list of HostSnapshot
-            One per host.
-        """
+        """``Engine.snapshot``, one per host, fetched from the actors; it also becomes the recovery snapshot (a
+        checkpoint and the recovery snapshot of the same round share the fetch)."""
         if self._snapshot_round != self.rounds or self._snapshot is None:
             snaps = list(self._call("snapshot", lambda h: ()).values())
             self._snapshot, self._snapshot_round, self._since = snaps, self.rounds, []
@@ -565,15 +480,8 @@ class DaskPool:
         return self._snapshot
 
     def restore(self, snapshots, model=None) -> None:
-        """Put back every worker's state and counters (a checkpoint's); it also becomes the recovery snapshot.
-
-        Parameters
-        ----------
-        snapshots : list of HostSnapshot
-            Of any placement (e.g. an in-process run's, or one with another number of Dask workers).
-        model : ndarray of shape (d,), optional
-            With a compressed downlink: w, the model the workers last computed at.
-        """
+        """``Engine.restore`` (e.g. an in-process run's snapshots, or one with another number of Dask workers); they
+        also become the recovery snapshot."""
         self._snapshot, self._snapshot_round, self._since = list(snapshots), self.rounds, []
         if model is not None:
             self._model = np.asarray(model, dtype=float)
@@ -585,19 +493,9 @@ class DaskPool:
         pass
 
     def asynchronous(self, seed: int = 0, spread: float = 1.0):
-        """A truly asynchronous view (Algorithm 8): one pending actor call per logical worker, collected as they
-        finish (no recovery from lost workers).
-
-        Parameters
-        ----------
-        seed, spread : int, float
-            The simulated view's delay model (``Engine.asynchronous``): accepted for the same signature, not used
-            here (the delays are the cluster's own); another keyword is a TypeError.
-
-        Returns
-        -------
-        DaskAsync
-        """
+        """A truly asynchronous view (Algorithm 8), :class:`DaskAsync`: one pending actor call per logical worker,
+        collected as they finish (no recovery from lost workers). ``seed`` and ``spread`` are accepted for the
+        protocol's signature, not used (the delays are the cluster's own)."""
         return DaskAsync(self)
 
     def close(self):

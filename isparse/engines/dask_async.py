@@ -21,8 +21,6 @@ class DaskAsync(AsynchronousView):
     ----------
     pool : DaskPool
         The pool whose actors run the steps (its method must have no worker state).
-    poll_seconds : float
-        Seconds between two polls of the pending calls.
     """
 
     name = "dask"
@@ -33,26 +31,8 @@ class DaskAsync(AsynchronousView):
         self.pending, self.idle = {}, sorted(self.host_of)
 
     def exchange(self, x, monitor=None):
-        """Start a step of every idle worker on x and return the first message to finish.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The master's current model.
-        monitor : ndarray of shape (d,), optional
-            Not used (asynchronous runs log no memory term).
-
-        Returns
-        -------
-        batch : Messages
-            One worker's message; that worker is the next idle one.
-        memory : None
-
-        Raises
-        ------
-        RuntimeError
-            The Dask worker of the finished call was lost.
-        """
+        """``Engine.exchange``: start a step of every idle worker and return the first message to finish (its worker
+        is the next idle one; no memory term); a RuntimeError if the finished call's Dask worker was lost."""
         for i in self.idle:
             self.pending[i] = self.host_of[i].step_one(i, x)
         while True:

@@ -16,8 +16,7 @@ ACTOR_LOST = "Worker holding Actor was lost"
 #: where a host logs what its round stream refused and its errors: a child of Dask's worker logger, so that the worker's
 #: own log (``Client.get_worker_logs()``, the dashboard) holds it
 STREAM_LOG = logging.getLogger("distributed.worker.isparse")
-#: bytes of the pickled headers a stream message may carry beyond its arrays' values (the largest measured was under
-#: 1 KB; docs/clusters.md)
+#: the same as ``isparse.engines.traffic.STREAM_HEADER_BYTES`` (unused here)
 STREAM_HEADER_BYTES = 1 << 16
 
 class DaskHost(WorkerHost):
@@ -35,11 +34,6 @@ class DaskHost(WorkerHost):
     On the stream path (``DaskPool(rounds="stream")``) the master calls :meth:`open_stream` once; the rounds then
     arrive on that connection, served by a thread of the host's own (:class:`~isparse.engines.stream.RoundServer`), where
     :meth:`WorkerHost.round` runs.
-
-    Parameters
-    ----------
-    method, ids, shards, x0
-        As for :class:`~isparse.engines.host.WorkerHost`.
     """
 
     _round_server = None
@@ -54,9 +48,8 @@ class DaskHost(WorkerHost):
         (``security.get_listen_args("worker")``: its certificate, the cluster's CA, client certificates required). It
         serves the one connection that proves the secret, and stops listening then or after ``setup_seconds``; each
         request on it (at most ``limit`` bytes) runs :meth:`WorkerHost.round` in that thread (:meth:`_answer`).
-        Refused connections and the stream's errors are logged on the worker's log (logger
-        ``distributed.worker.isparse``: ``Client.get_worker_logs()`` shows them). A stream opened before is closed
-        first.
+        Refused connections and the stream's errors are logged on the worker's log (:data:`STREAM_LOG`). A stream
+        opened before is closed first.
 
         Returns
         -------
@@ -98,46 +91,19 @@ class DaskHost(WorkerHost):
             return frames((False, sendable(exc)))
 
     async def close_stream(self) -> bool:
-        """Stop listening and close the round stream, if any (its thread ends).
-
-        Returns
-        -------
-        bool
-            Whether anything was still open.
-        """
+        """Stop listening and close the round stream, if any (its thread ends); whether anything was still open."""
         server, self._round_server = self._round_server, None
         return server is not None and server.close()
 
     async def stream_state(self) -> dict:
-        """Whether the host still listens and still has a round stream (for checks).
-
-        Returns
-        -------
-        dict
-            ``listening`` and ``connected``, bools.
-        """
+        """Whether the host still listens and still has a round stream (for checks): ``listening``, ``connected``."""
         server = self._round_server
         return {"listening": server is not None and server.listening,
                 "connected": server is not None and server.connected}
 
     async def round(self, x, monitor=None, measure=False):
-        """One worker step of every hosted worker on the broadcast x, as one pickled reply.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The model x^t.
-        monitor : ndarray of shape (d,), optional
-            x*: also compute the hosted workers' Lyapunov memory term after the step.
-        measure : bool
-            Also report the bytes Dask sends for the reply.
-
-        Returns
-        -------
-        bytes
-            The pickled tuple (batch, compute seconds, reply bytes or None, memory or None); read it with
-            :func:`unpack_reply`.
-        """
+        """:meth:`WorkerHost.round` as one pickled reply (read it with :func:`unpack_reply`); ``measure`` sizes the
+        bytes Dask sends for the reply (the class docstring)."""
         batch, compute, _, memory = WorkerHost.round(self, x, monitor)
         reply = pickle.dumps((batch, compute, None, memory), protocol=5)
         if measure:
@@ -148,16 +114,5 @@ class DaskHost(WorkerHost):
 
 
 def unpack_reply(reply: bytes) -> tuple:
-    """Read a :class:`DaskHost` round's reply.
-
-    Parameters
-    ----------
-    reply : bytes
-        What :meth:`DaskHost.round` returned.
-
-    Returns
-    -------
-    tuple
-        (batch, compute seconds, reply size in bytes or None, memory or None).
-    """
+    """(batch, compute seconds, reply size in bytes or None, memory or None) of a :meth:`DaskHost.round` reply."""
     return pickle.loads(reply)

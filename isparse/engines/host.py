@@ -23,9 +23,6 @@ class HostSnapshot:
 
     Attributes
     ----------
-    ids : ndarray of int, shape (k,)
-    state : NamedTuple or None
-        The method's batched worker state (arrays with a leading axis of k workers, or of their examples).
     t : ndarray of int64, shape (k,)
         Steps each worker has done (equal in a synchronous run).
     l : ndarray of int64, shape (k,)
@@ -54,25 +51,9 @@ def _split(snap: HostSnapshot) -> dict:
 
 
 def regroup(snapshots, ids) -> HostSnapshot:
-    """The snapshot of the workers ``ids`` from snapshots of other groupings (a recovery, a resume elsewhere).
-
-    Parameters
-    ----------
-    snapshots : list of HostSnapshot
-        Snapshots that together hold every worker of ``ids``.
-    ids : array of int, shape (k,)
-        The logical workers wanted, in the order of the result.
-
-    Returns
-    -------
-    HostSnapshot
-        One of ``snapshots`` itself when its ids are ``ids``; else the workers' rows cut out and concatenated.
-
-    Raises
-    ------
-    KeyError
-        A worker of ``ids`` is in none of the snapshots.
-    """
+    """The snapshot of the workers ``ids``, in that order, from snapshots of other groupings (a recovery, a resume
+    elsewhere): one of ``snapshots`` itself when its ids are ``ids``, else the workers' rows cut out and concatenated
+    (a KeyError when a worker is in none)."""
     ids = np.asarray(ids, dtype=np.int64)
     for s in snapshots:
         if np.array_equal(s.ids, ids):
@@ -90,21 +71,9 @@ def regroup(snapshots, ids) -> HostSnapshot:
 
 
 def split_workers(ids, hosts: int) -> list:
-    """The logical workers ``ids`` split evenly and contiguously over ``hosts`` machines (at most one per worker).
-
-    Parameters
-    ----------
-    ids : array of int, shape (n,)
-        Logical worker indices, ascending.
-    hosts : int
-        Number of machines, >= 1.
-
-    Returns
-    -------
-    list of ndarray of int
-        The workers of each machine, in order; ``numpy.array_split`` of ``ids`` into min(hosts, n) parts (the Dask
-        engine's placement over its sorted worker addresses, :func:`isparse.engines.dask.place_workers`).
-    """
+    """The logical workers ``ids`` (ascending) split evenly and contiguously over ``hosts`` machines:
+    ``numpy.array_split`` into min(hosts, n) parts (the Dask engine's placement over its sorted worker addresses,
+    :func:`isparse.engines.dask.place_workers`)."""
     ids = np.asarray(ids, dtype=np.int64)
     return [part for part in np.array_split(ids, max(1, min(int(hosts), ids.size)))]
 
@@ -114,14 +83,10 @@ class WorkerHost:
 
     Parameters
     ----------
-    method : Method
-        Supplies ``host_data``, ``worker_init`` and ``worker_step``.
     ids : list of int
         Logical worker indices hosted here, ascending.
     shards : list
         What ``method.host_shards`` gives this host (sent once, kept here).
-    x0 : ndarray of shape (d,)
-        Starting point, for the method's worker state.
     aggregate : bool, default False
         Send one sum of the hosted workers' messages instead of each message, where the method allows it
         (``messages.aggregate=host``; :meth:`~isparse.methods.contract.Box.sums_on_host`).
@@ -151,19 +116,9 @@ class WorkerHost:
         return batch
 
     def receive(self, message) -> np.ndarray:
-        """The model of this round from the downlink's message.
-
-        Parameters
-        ----------
-        message : ndarray of shape (d,) or DownlinkMessage
-            The dense x^t, or (a compressed downlink) the message of C(x^t - w^{t-1}).
-
-        Returns
-        -------
-        ndarray of shape (d,)
-            x^t itself, or w^t = w^{t-1} + C(x^t - w^{t-1}), which the host keeps (``Downlink.receive``: the master's
-            w^t bit for bit).
-        """
+        """The model of this round from the downlink's ``message``: the dense x^t itself, or from a compressed
+        downlink's message of C(x^t - w^{t-1}), w^t = w^{t-1} + C(x^t - w^{t-1}), which the host keeps
+        (``Downlink.receive``: the master's w^t bit for bit)."""
         if self.downlink is None or isinstance(message, np.ndarray):
             return message
         self.w = self.downlink.receive(self.w, message, self.method.sampler)
@@ -176,12 +131,11 @@ class WorkerHost:
         return batch
 
     def round(self, x, monitor: np.ndarray | None = None, measure: bool = False) -> tuple:
-        """One worker step of every hosted worker on the broadcast model.
+        """One worker step of every hosted worker on the broadcast model (x^t, or a downlink message:
+        :meth:`receive`).
 
         Parameters
         ----------
-        x : ndarray of shape (d,) or DownlinkMessage
-            The broadcast model x^t, or the compressed downlink's message (:meth:`receive`: the step is at w^t).
         monitor : ndarray of shape (d,), optional
             x*: also return the memory part of the Lyapunov function after the step.
         measure : bool
@@ -194,9 +148,9 @@ class WorkerHost:
         compute : float
             Seconds the step took (and the sum).
         size : int or None
-            The serialized bytes with ``measure``, else None.
+            The serialized bytes with ``measure``.
         memory : float or None
-            The memory term with ``monitor``, else None.
+            The memory term with ``monitor``.
 
         Raises
         ------
@@ -214,25 +168,8 @@ class WorkerHost:
         return batch, compute, size, (self.memory(monitor) if monitor is not None else None)
 
     def step_one(self, i: int, x: np.ndarray):
-        """One worker step of the hosted logical worker i only (asynchronous methods, Algorithm 8; stateless workers).
-
-        Parameters
-        ----------
-        i : int
-            Logical worker index (one of the hosted ``ids``).
-        x : ndarray of shape (d,)
-            The model the worker last received.
-
-        Returns
-        -------
-        Messages
-            Worker i's message.
-
-        Raises
-        ------
-        RuntimeError
-            The method has a worker state.
-        """
+        """Worker i's message: one step of the hosted logical worker i only, at the model it last received
+        (asynchronous methods, Algorithm 8; a RuntimeError for a method with worker state)."""
         if self.state is not None:
             raise RuntimeError(f"{self.method.name}: asynchronous steps need a method without worker state")
         p = int(np.searchsorted(self.ids, i))
@@ -243,50 +180,23 @@ class WorkerHost:
         return batch
 
     def snapshot(self) -> HostSnapshot:
-        """The hosted workers' state and counters, as a value (no copy: the next step will not write into it).
-
-        Returns
-        -------
-        HostSnapshot
-        """
+        """The hosted workers' state and counters, as a value (no copy: the next step will not write into it)."""
         self._shared = True
         # examples per worker (the stacked data's l), for splitting per-example arrays by worker
         return HostSnapshot(self.ids.copy(), self.state, self.t.copy(), np.asarray(self.data.l, np.int64))
 
     def restore(self, snapshots, model: np.ndarray | None = None) -> None:
-        """Put back the state and counters of the hosted workers from ``snapshots`` (any grouping).
-
-        Parameters
-        ----------
-        snapshots : iterable of HostSnapshot
-            Together holding every hosted worker.
-        model : ndarray of shape (d,), optional
-            With a compressed downlink: w, the model the workers last computed at (the next message updates it).
-
-        Raises
-        ------
-        KeyError
-            A hosted worker is in none of the snapshots.
-        """
+        """``Engine.restore`` for the hosted workers, from snapshots of any grouping (a KeyError when a hosted
+        worker is in none)."""
         snap = regroup(list(snapshots), self.ids)
         self.state, self.t, self._shared = snap.state, snap.t.copy(), True
         if model is not None and self.downlink is not None:
             self.w = np.array(model, dtype=float)
 
     def replay(self, xs: list) -> int:
-        """Re-run the hosted workers' steps on the models ``xs`` in order, discarding the messages (a recovery).
-
-        Parameters
-        ----------
-        xs : list of ndarray of shape (d,)
-            The models the workers computed at since the snapshot the state was restored from (x^t, or w^t with a
-            compressed downlink: the host's w becomes the last).
-
-        Returns
-        -------
-        int
-            ``len(xs)``, the steps replayed.
-        """
+        """Re-run the hosted workers' steps on the models ``xs`` in order, discarding the messages (a recovery), and
+        return ``len(xs)``. ``xs`` are the models they computed at since the snapshot the state was restored from
+        (x^t, or w^t with a compressed downlink: the host's w becomes the last)."""
         for x in xs:
             self._step(x)
         if xs and self.downlink is not None:
@@ -294,20 +204,9 @@ class WorkerHost:
         return len(xs)
 
     def memory(self, x_star: np.ndarray) -> float:
-        """The memory part of the Lyapunov function summed over the hosted workers (``method.worker_memory``).
-
-        The targets (grad f_i(x*), or per-example gradients) are computed here once, where the data live.
-
-        Parameters
-        ----------
-        x_star : ndarray of shape (d,)
-            x*.
-
-        Returns
-        -------
-        float
-            NaN where the method has no worker memory.
-        """
+        """The memory part of the Lyapunov function summed over the hosted workers (``method.worker_memory``; NaN
+        without one). The targets (grad f_i(x*), or per-example gradients) are computed here once, where the data
+        live."""
         if self.method.worker_memory is None:
             return float("nan")
         if self._targets is None:
@@ -315,10 +214,5 @@ class WorkerHost:
         return float(self.method.worker_memory(self.data, self.state, self._targets))
 
     def ping(self) -> list[int]:
-        """The hosted worker ids (a cheap call to check the host is alive).
-
-        Returns
-        -------
-        list of int
-        """
+        """The hosted worker ids (a cheap call to check the host is alive)."""
         return self.ids.tolist()

@@ -21,12 +21,8 @@ class InProcessPool:
 
     Parameters
     ----------
-    method : Method
-        With the run's seed.
-    shards : list of n shards
-        The workers' parts of the problem (``problem.shards``).
-    x0 : ndarray of shape (d,)
-        Starting point, for the method's worker state.
+    method, shards, x0
+        The method with the run's seed, the n shards and x^0 (``RunSetup.pool_args``).
     hosts : int, optional
         Emulate H machines that each send one sum of their workers' messages (``messages.aggregate=host``): the
         workers split into H contiguous groups as the Dask engine places them on H Dask workers
@@ -35,13 +31,8 @@ class InProcessPool:
 
     Attributes
     ----------
-    name : str
-        ``"inprocess"``.
-    method : Method
     host : WorkerHost
         The one host, holding workers 0..n-1.
-    placement : dict
-        Logical worker index -> ``"inprocess"``.
     timing : dict
         Cumulative seconds: ``compute_s`` (the workers' steps), ``comm_s`` (always 0).
 
@@ -61,24 +52,7 @@ class InProcessPool:
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}   # cumulative seconds; nothing is communicated
 
     def exchange(self, x, monitor=None, down=None):
-        """One round of every worker on the broadcast x.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The model x^t (w^t with a compressed downlink).
-        monitor : ndarray of shape (d,), optional
-            x*: also return the workers' Lyapunov memory term after the step.
-        down : DownlinkMessage, optional
-            A compressed downlink's message: the host makes w^t from it, as a Dask host does.
-
-        Returns
-        -------
-        batch : Messages or HostSums
-            All n workers' messages, ordered by worker index (or the emulated hosts' sums, ``hosts``).
-        memory : float or None
-            The memory term, or None when ``monitor`` is None.
-        """
+        """``Engine.exchange``: one round of every worker (the batch is the emulated hosts' sums with ``hosts``)."""
         start = time.perf_counter()
         batch, _, _, memory = self.host.round(x if down is None else down, monitor)
         if self.groups is not None and self.method.sums_on_host(batch):
@@ -94,50 +68,19 @@ class InProcessPool:
         return sum(bool(np.isin(g, workers).any()) for g in self.groups)
 
     def memory(self, x_star):
-        """The workers' Lyapunov memory term now (``WorkerHost.memory``).
-
-        Parameters
-        ----------
-        x_star : ndarray of shape (d,)
-            x*.
-
-        Returns
-        -------
-        float
-            NaN where the method has no memory term.
-        """
+        """``Engine.memory`` (``WorkerHost.memory``)."""
         return self.host.memory(x_star)
 
     def snapshot(self) -> list:
-        """The host's state and counters, as a value.
-
-        Returns
-        -------
-        list of HostSnapshot
-            One snapshot, of workers 0..n-1.
-        """
+        """``Engine.snapshot``: one, of workers 0..n-1."""
         return [self.host.snapshot()]
 
     def restore(self, snapshots, model=None) -> None:
-        """Put back the workers' states and counters (from snapshots of any placement, e.g. a Dask run's).
-
-        Parameters
-        ----------
-        snapshots : list of HostSnapshot
-            Together holding every worker.
-        model : ndarray of shape (d,), optional
-            With a compressed downlink: w, the model the workers last computed at.
-        """
+        """``Engine.restore`` (from snapshots of any placement, e.g. a Dask run's)."""
         self.host.restore(snapshots, model)
 
     def counters(self) -> dict:
-        """Cumulative timing for the records.
-
-        Returns
-        -------
-        dict
-            ``time_compute_s`` and ``time_comm_s`` (seconds; the latter always 0).
-        """
+        """``Engine.counters``: ``time_compute_s`` and ``time_comm_s`` (always 0)."""
         return {"time_compute_s": self.timing["compute_s"], "time_comm_s": self.timing["comm_s"]}
 
     def stop(self):
@@ -145,19 +88,7 @@ class InProcessPool:
         pass
 
     def asynchronous(self, seed: int = 0, spread: float = 1.0):
-        """A simulated asynchronous view (Algorithm 8): see :class:`SimulatedAsync`.
-
-        Parameters
-        ----------
-        seed : int
-            Seed of the delay model.
-        spread : float
-            The slowest worker's mean compute time is 1 + ``spread`` times the fastest's.
-
-        Returns
-        -------
-        SimulatedAsync
-        """
+        """A simulated asynchronous view (Algorithm 8): :class:`SimulatedAsync`."""
         return SimulatedAsync(self, seed=seed, spread=spread)
 
     def close(self):
@@ -177,8 +108,6 @@ class SimulatedAsync(AsynchronousView):
     ----------
     pool : InProcessPool
         The pool whose host runs the steps (its method must have no worker state).
-    seed : int
-        Seed of the delay stream.
     spread : float
         Heterogeneity of the workers' mean compute times (simulated time units, not seconds).
     """
@@ -193,21 +122,8 @@ class SimulatedAsync(AsynchronousView):
         self.models, self.events, self.now, self.idle = {}, [], 0.0, list(range(n))
 
     def exchange(self, x, monitor=None):
-        """Give x to the idle workers and return the next message to finish, in simulated time.
-
-        Parameters
-        ----------
-        x : ndarray of shape (d,)
-            The master's current model.
-        monitor : ndarray of shape (d,), optional
-            Not used (asynchronous runs log no memory term).
-
-        Returns
-        -------
-        batch : Messages
-            One worker's message; that worker is the next idle one.
-        memory : None
-        """
+        """``Engine.exchange``: the next message to finish, in simulated time (its worker is the next idle one; no
+        memory term)."""
         for i in self.idle:                      # the idle workers get x and start their next step
             self.models[i] = x.copy()
             heapq.heappush(self.events, (self.now + self.rng.exponential(self.means[i]), i))

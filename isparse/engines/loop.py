@@ -32,19 +32,10 @@ class DivergenceError(RuntimeError):
     ----------
     t : int
         The iteration at which the divergence was detected.
-    gamma : float
-        The method's stepsize gamma.
     x_last : ndarray of shape (d,)
         The iterate before the step that diverged (the last finite one).
     hint : str, optional
         Appended to the message (e.g. the codec's overflow window).
-
-    Attributes
-    ----------
-    t : int
-    gamma : float
-    x_last : ndarray of shape (d,)
-    hint : str
     """
 
     def __init__(self, t: int, gamma: float, x_last: np.ndarray, hint: str = ""):
@@ -63,11 +54,11 @@ class RunResult:
     Parameters
     ----------
     x : ndarray of shape (d,)
-        The last (measured) iterate: x^T, or the method's own output sequence (IASGD's w_k).
+        The last measured iterate: x^T, or the method's own output sequence (IASGD's w_k).
     iterations : int
         T, the iterations done (including those before a resume).
     converged : bool
-        dist_sq <= tol * r_0 was reached (never with tol = 0, which runs all of max_iter).
+        dist_sq <= tol * r_0 was reached (never with tol = 0).
     records : list of dict
         The logged metrics, one dict per logged iteration. Keys: ``step``; ``dist_sq`` (||x^t - x*||^2);
         ``subopt`` (F(x^t) - F*); ``bound`` (the theorem's bound on its quantity, NaN when none applies);
@@ -96,19 +87,9 @@ class RunResult:
     iterates: list | None = None
 
     def frame(self):
-        """The records as a pandas DataFrame: one row per logged iteration, indexed by ``step``, one float64 column
-        per key of :attr:`records` (a key a record lacks is NaN there; NumPy scalars become plain floats).
-
-        Returns
-        -------
-        pandas.DataFrame
-            Shape (len(records), number of keys - 1); index ``step`` (int64).
-
-        Raises
-        ------
-        ImportError
-            pandas is not installed (it comes with MLflow, a dependency of the pipeline).
-        """
+        """The records as a pandas DataFrame: one row per logged iteration, indexed by ``step`` (int64), one float64
+        column per other key of :attr:`records` (a key a record lacks is NaN there; NumPy scalars become plain floats).
+        pandas comes with MLflow, a dependency of the pipeline."""
         import pandas as pd
 
         df = pd.DataFrame.from_records([{k: math.nan if v is None else float(v) for k, v in r.items()}
@@ -128,23 +109,17 @@ class Checkpoint:
 
     Parameters
     ----------
-    t : int
-        The iteration.
-    x : ndarray of shape (d,)
-        The iterate x^t.
     master : object
-        The method's master state (what ``method.master_init`` and ``method.master_step`` return).
+        The method's master state at t.
     workers : list of HostSnapshot
         Every host's worker state and step counters.
     uplink_per_worker : ndarray of float64, shape (n,)
         Bytes each worker has sent so far.
-    counters : dict
-        ``wall_s``, the time split (seconds) and the engine's counters so far.
     records : list of dict
         The records up to t (a resumed run's history starts at t = 0).
     w : ndarray of shape (d,), optional
         With a compressed downlink (``messages.downlink``): w^{t-1}, the model the workers last computed at, which
-        the next round's message updates (EF21-P's state); None without one.
+        the next round's message updates (EF21-P's state).
     data_files : list of dict, optional
         What the run read: per data file ``{"file", "bytes", "sha256"}``
         (:meth:`~isparse.data.sources.DataSource.fingerprint`; ``[]``: no file), set by whoever saves the checkpoint
@@ -169,7 +144,6 @@ class RunOptions:
 
     Attributes
     ----------
-    max_iter : int
     tol : float
         Stop when ||x^t - x*||^2 <= tol * r_0 (0: run all of ``max_iter``).
     log_every : int
@@ -185,7 +159,6 @@ class RunOptions:
     checkpoint_every : int
         A :class:`Checkpoint` to ``on_checkpoint`` every this many iterations, and one where ``should_stop`` stops
         the run (0: never).
-    on_checkpoint : callable(Checkpoint), optional
     resume : Checkpoint, optional
         Continue from it; the iterates are those of the uninterrupted run.
     expected_iter : float, optional
@@ -211,29 +184,9 @@ class RunOptions:
 
 
 def check_divergence(t, dist_sq, r0, gamma, x_prev, codec=None) -> None:
-    """Raise DivergenceError if ||x^t - x*||^2 is not finite or exceeds 1e12 r_0.
-
-    Parameters
-    ----------
-    t : int
-        The iteration.
-    dist_sq : float
-        ||x^t - x*||^2.
-    r0 : float
-        ||x^0 - x*||^2.
-    gamma : float
-        The stepsize, for the message.
-    x_prev : ndarray of shape (d,)
-        The last finite iterate, carried by the error.
-    codec : Codec, optional
-        Its ``overflow_hint()`` is added to the message (e.g. the natural codecs' exponent window, above which a
-        value decodes to inf).
-
-    Raises
-    ------
-    DivergenceError
-        The iterate diverged.
-    """
+    """Raise DivergenceError (carrying ``x_prev``, the last finite iterate) if dist_sq = ||x^t - x*||^2 is not finite
+    or exceeds 1e12 r_0. The ``codec``'s ``overflow_hint()`` is added to the message (e.g. the natural codecs'
+    exponent window, above which a value decodes to inf)."""
     if not math.isfinite(dist_sq) or dist_sq > 1e12 * max(r0, 1e-300):
         said = codec.overflow_hint() if codec is not None else None
         raise DivergenceError(t, gamma, x_prev, f", or {said}" if said else "")
@@ -242,22 +195,7 @@ def check_divergence(t, dist_sq, r0, gamma, x_prev, codec=None) -> None:
 class MasterLoop:
     """One run of ``method`` on ``engine`` (see the module docstring); :meth:`run` returns a :class:`RunResult`.
 
-    Parameters
-    ----------
-    method : Method
-        The algorithm, with its stepsize and the run's seed.
-    engine : Engine
-        Synchronous, or an asynchronous view for an asynchronous method.
-    problem : GLMProblem or QuadraticProblem
-        For F(x) in the logged suboptimality.
-    reference : Reference
-        x* and F*.
-    bound : LinearBound, SublinearBound or NoBound, optional
-        Logged as ``bound`` (NaN when not applicable); it bounds ``bound.quantity``.
-    x0 : ndarray of shape (d,)
-        Starting point x^0.
-    options : RunOptions
-        How long to run, what to record, where to hand checkpoints.
+    The arguments are :func:`run`'s, its options as a :class:`RunOptions`.
     """
 
     def __init__(self, method, engine: Engine, problem, reference, bound, x0, options: RunOptions):
@@ -289,36 +227,16 @@ class MasterLoop:
 
     # -- monitors -----------------------------------------------------------------------------
     def current(self) -> np.ndarray:
-        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k, Theorem 8).
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
+        """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k, Theorem 8)."""
         return self.method.iterate(self.master, self.x)
 
     def wants_memory(self) -> bool:
         """Whether a logged record needs the workers' Lyapunov memory term (the bound has a Lyapunov weight and
-        the method a worker memory).
-
-        Returns
-        -------
-        bool
-        """
+        the method a worker memory)."""
         return self.weight is not None and (self.method.worker_memory is not None)
 
     def logged(self, t: int) -> bool:
-        """Whether iteration ``t`` is on the logging schedule (every ``log_every``, and ``max_iter``).
-
-        Parameters
-        ----------
-        t : int
-            The iteration.
-
-        Returns
-        -------
-        bool
-        """
+        """Whether iteration ``t`` is on the logging schedule (every ``log_every``, and ``max_iter``)."""
         return t % self.opt.log_every == 0 or t == self.opt.max_iter
 
     def track_gradient(self):
@@ -335,38 +253,20 @@ class MasterLoop:
         return float(self.uplink.sum())
 
     def bound_now(self) -> float:
-        """The theorem's bound on ``bound.quantity`` at this t (NaN without one).
-
-        Returns
-        -------
-        float
-        """
+        """The theorem's bound on ``bound.quantity`` at this t (NaN without one)."""
         return float(self.bound(self.t)) if self.bound is not None else math.nan
 
     def counters(self) -> dict:
-        """The cumulative counters of the run so far (continued from a resumed checkpoint's).
-
-        Returns
-        -------
-        dict
-            ``wall_s``, ``time_monitor_s`` and ``time_master_s`` (seconds), ``uplink_bytes_float64`` (bytes) and
-            the engine's counters.
-        """
+        """The cumulative counters of the run so far (continued from a resumed checkpoint's): ``wall_s``,
+        ``time_monitor_s``, ``time_master_s``, ``uplink_bytes_float64`` and the engine's."""
         out = {"wall_s": time.perf_counter() - self.start, "time_monitor_s": self.monitor_s,
                "time_master_s": self.master_s,
                "uplink_bytes_float64": self.uplink64, **self.engine.counters()}
         return {k: v + self.offsets.get(k, 0) for k, v in out.items()}
 
     def record(self, dist_sq: float, memory: float | None) -> None:
-        """Make the record of iteration t (the keys of :attr:`RunResult.records`) and hand it to the observer.
-
-        Parameters
-        ----------
-        dist_sq : float
-            ||x^t - x*||^2 of the measured iterate.
-        memory : float or None
-            The workers' Lyapunov memory term from the round, or None to ask the engine (when needed).
-        """
+        """Make the record of iteration t (the keys of :attr:`RunResult.records`) and hand it to the observer;
+        ``memory`` is the workers' Lyapunov memory term from the round, or None to ask the engine (when needed)."""
         tick, counters = time.perf_counter(), self.counters()   # the time before this record's monitors
         try:
             self._record(dist_sq, memory, counters)
@@ -401,23 +301,9 @@ class MasterLoop:
 
     # -- the loop -----------------------------------------------------------------------------
     def restore(self, ck: Checkpoint) -> float:
-        """Continue from a checkpoint: the iteration, iterate, master and worker states, byte counters and records.
-
-        Parameters
-        ----------
-        ck : Checkpoint
-            What :meth:`checkpoint` handed out (possibly from another run on another engine).
-
-        Returns
-        -------
-        float
-            ||x^t - x*||^2 at the checkpoint's iterate.
-
-        Raises
-        ------
-        ConfigError
-            (``resume``) The method is asynchronous.
-        """
+        """Continue from ``ck`` (possibly from another run on another engine): the iteration, iterate, master and
+        worker states, byte counters and records; returns dist_sq there. A ConfigError (``resume``) for an
+        asynchronous method."""
         if self.method.asynchronous:
             raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
         self.t, self.x, self.master, self._master_shared = ck.t, np.array(ck.x, dtype=float), ck.master, True
@@ -431,18 +317,8 @@ class MasterLoop:
         return float(np.sum((self.current() - self.ref.x_star) ** 2))
 
     def iteration(self) -> float:
-        """One exchange and master step (x^t -> x^{t+1}), with the byte counts and the divergence check.
-
-        Returns
-        -------
-        float
-            dist_sq = ||x^{t+1} - x*||^2 of the new (measured) iterate.
-
-        Raises
-        ------
-        DivergenceError
-            dist_sq is not finite or exceeds 1e12 r_0.
-        """
+        """One exchange and master step (x^t -> x^{t+1}), with the byte counts and the divergence check; returns
+        dist_sq of the new measured iterate."""
         log_next = self.logged(self.t + 1)
         self.received[self.idle] = self.version
         self.models_sent += self.engine.downlink_copies(self.idle)
@@ -487,22 +363,9 @@ class MasterLoop:
 
     def run(self) -> RunResult:
         """Iterate until dist_sq <= tol r_0, ``max_iter`` or ``on_iteration`` returning False; the engine is stopped
-        at the end whatever happens.
-
-        Returns
-        -------
-        RunResult
-
-        Raises
-        ------
-        DivergenceError
-            The iterate diverged.
-        KeyboardInterrupt
-            ``should_stop`` returned True; with checkpoints on (``checkpoint_every`` > 0), one of the iteration it
-            stopped at was handed to ``on_checkpoint`` first, so every interrupted run can be resumed.
-        ConfigError
-            (``resume``) A checkpoint for an asynchronous method.
-        """
+        at the end whatever happens. Raises as :func:`run`; on ``should_stop`` with checkpoints on
+        (``checkpoint_every`` > 0), a checkpoint of the iteration it stopped at is handed to ``on_checkpoint`` first,
+        so every interrupted run can be resumed."""
         opt = self.opt
         bar = None
         if opt.progress:
@@ -568,22 +431,9 @@ def run(method, engine: Engine, problem, reference, bound=None, *, x0, max_iter:
     reference : Reference
         x* and F* (:func:`~isparse.problems.reference.reference_solve` or ``problem.reference()``).
     bound : LinearBound, SublinearBound or NoBound, optional
-        The theorem's bound, logged as ``bound`` (docs/algorithms.md §3); None logs NaN.
-    x0 : ndarray of shape (d,)
-        Starting point x^0.
-    max_iter : int
-        Most iterations to run.
-    tol : float
-        Stop when ||x^t - x*||^2 <= tol * r_0, r_0 = ||x^0 - x*||^2 (0: run all of ``max_iter``).
+        The theorem's bound on ``bound.quantity``, logged as ``bound`` (docs/algorithms.md §3); None logs NaN.
     **options
-        The other fields of :class:`RunOptions` (``log_every``, ``observer``, ``progress``, ``keep_iterates``,
-        ``should_stop``, ``checkpoint_every``, ``on_checkpoint``, ``resume``, ``expected_iter``,
-        ``on_iteration``).
-
-    Returns
-    -------
-    RunResult
-        The last iterate, the iteration count, whether tol was reached, the records and the bytes per worker.
+        The other fields of :class:`RunOptions`.
 
     Raises
     ------

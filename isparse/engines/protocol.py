@@ -1,7 +1,7 @@
 """What an engine provides to the master loop (``isparse.engines.loop``): a declared protocol, no probing.
 
-Both engines (``InProcessPool``, ``isparse.engines.dask.DaskPool``) and their asynchronous views
-implement it.
+Both engines (``InProcessPool``, ``isparse.engines.dask.DaskPool``) and their asynchronous views implement it; their
+own docstrings say only what they add to the definitions here.
 """
 
 from __future__ import annotations
@@ -55,41 +55,16 @@ class Engine(Protocol):
         """
 
     def downlink_copies(self, workers: np.ndarray) -> int:
-        """Copies of x that cross a link when x goes to ``workers`` (``downlink_bytes`` = copies x d x 8 B).
-
-        Parameters
-        ----------
-        workers : ndarray of int
-            The workers that get the model.
-
-        Returns
-        -------
-        int
-            One per machine holding any of them when machines sum their workers' messages (``messages.aggregate=host``),
-            else one per worker.
-        """
+        """Copies of x that cross a link when x goes to ``workers`` (``downlink_bytes`` = copies x d x 8 B): one per
+        machine holding any of them when machines sum their workers' messages (``messages.aggregate=host``), else one
+        per worker."""
 
     def memory(self, x_star: np.ndarray) -> float:
-        """The workers' Lyapunov memory term now (a separate call; the loop uses it only off the logging schedule).
-
-        Parameters
-        ----------
-        x_star : ndarray of shape (d,)
-            x*.
-
-        Returns
-        -------
-        float
-            NaN where the method has no memory term.
-        """
+        """The workers' Lyapunov memory term now, NaN where the method has none (a separate call; the loop uses it
+        only off the logging schedule)."""
 
     def snapshot(self) -> list:
-        """Every host's ``HostSnapshot`` (values; one state fetch per round however often it is asked).
-
-        Returns
-        -------
-        list of HostSnapshot
-        """
+        """Every host's ``HostSnapshot`` (values; one state fetch per round however often it is asked)."""
 
     def restore(self, snapshots: list, model: np.ndarray | None = None) -> None:
         """Put back the workers' states and counters from snapshots of any placement.
@@ -103,13 +78,8 @@ class Engine(Protocol):
         """
 
     def counters(self) -> dict:
-        """Cumulative engine counters for the records: ``time_compute_s``, ``time_comm_s``, and the engine's own.
-
-        Returns
-        -------
-        dict
-            Counter name -> value (seconds for the ``time_*`` counters).
-        """
+        """Cumulative engine counters for the records: ``time_compute_s``, ``time_comm_s`` (seconds), and the engine's
+        own."""
 
     def stop(self) -> None:
         """End of a run (an asynchronous view waits for its pending calls)."""
@@ -117,16 +87,7 @@ class Engine(Protocol):
     def asynchronous(self, seed: int = 0, spread: float = 1.0) -> "Engine":
         """The asynchronous view of this engine (for methods with ``asynchronous = True``, Algorithm 8).
 
-        Parameters
-        ----------
-        seed : int
-            Seed of a simulated delay model (in-process only).
-        spread : float
-            Heterogeneity of a simulated delay model (in-process only).
-
-        Returns
-        -------
-        Engine
+        ``seed`` and ``spread`` are a simulated delay model's (in-process only).
         """
 
     def close(self) -> None:
@@ -142,18 +103,7 @@ class AsynchronousView:
     name = "asynchronous"
 
     def memory(self, x_star):
-        """No Lyapunov memory term in an asynchronous run.
-
-        Parameters
-        ----------
-        x_star : ndarray of shape (d,)
-            Not used.
-
-        Returns
-        -------
-        float
-            NaN.
-        """
+        """NaN: no Lyapunov memory term in an asynchronous run."""
         return float("nan")
 
     def downlink_copies(self, workers):
@@ -161,24 +111,13 @@ class AsynchronousView:
         return int(np.asarray(workers).size)
 
     def snapshot(self):
-        """Not supported: asynchronous runs take no checkpoints.
-
-        Raises
-        ------
-        NotImplementedError
-            Always.
-        """
+        """Not supported: asynchronous runs take no checkpoints (NotImplementedError)."""
         raise NotImplementedError("asynchronous runs take no checkpoints")
 
     restore = snapshot
 
     def counters(self):
-        """The pool's counters (``pool.counters()``).
-
-        Returns
-        -------
-        dict
-        """
+        """The pool's counters (``pool.counters()``)."""
         return self.pool.counters()
 
     def close(self):

@@ -65,65 +65,27 @@ class ToEps:
     downlink_bytes: float
 
     def metrics(self) -> dict:
-        """The run metrics: ``time_to_eps_s``, ``rounds_to_eps``, ``uplink_bytes_to_eps``, ``downlink_bytes_to_eps``.
-
-        Returns
-        -------
-        dict
-        """
+        """The run metrics: ``time_to_eps_s``, ``rounds_to_eps``, ``uplink_bytes_to_eps``, ``downlink_bytes_to_eps``."""
         return {"time_to_eps_s": self.time_s, "rounds_to_eps": self.rounds,
                 "uplink_bytes_to_eps": self.uplink_bytes, "downlink_bytes_to_eps": self.downlink_bytes}
 
 
 def rounds_time(record: dict) -> float:
     """The seconds of the rounds up to a record: ``wall_s - time_monitor_s`` (``wall_s`` alone for a record made
-    before the loop counted its monitors).
-
-    Parameters
-    ----------
-    record : dict
-        A record of :attr:`~isparse.engines.loop.RunResult.records`.
-
-    Returns
-    -------
-    float
-    """
+    before the loop counted its monitors)."""
     return float(record["wall_s"]) - float(record.get("time_monitor_s", 0.0))
 
 
 def criterion_text(eps: float, on: str) -> str:
-    """The criterion in words, e.g. ``F - F* <= 1e-06 (F(x0) - F*)``.
-
-    Parameters
-    ----------
-    eps : float
-    on : str
-        ``subopt`` or ``dist_sq``.
-
-    Returns
-    -------
-    str
-    """
+    """The criterion in words, e.g. ``F - F* <= 1e-06 (F(x0) - F*)``."""
     return f"F - F* <= {eps:g} (F(x0) - F*)" if on == "subopt" else f"||x - x*||^2 <= {eps:g} r0"
 
 
 def to_eps(records: list[dict], eps: float = EPS, on: str = "subopt") -> ToEps | None:
     """The first logged record at ε and what the run took to get there; None if no logged record reaches it.
 
-    Parameters
-    ----------
-    records : list of dict
-        A run's records (:attr:`~isparse.engines.loop.RunResult.records`), the first of t = 0 (a resumed run's
-        too: the checkpoint carries them).
-    eps : float
-        ε > 0, relative to the measure at t = 0.
-    on : str
-        ``subopt`` (F - F* <= eps (F(x^0) - F*)) or ``dist_sq`` (||x - x*||^2 <= eps r_0).
-
-    Returns
-    -------
-    ToEps or None
-        None when no logged record reaches ε (a NaN or infinite value never does).
+    ``records`` start at t = 0 (a resumed run's too: the checkpoint carries them); ``eps`` and ``on`` are the
+    module docstring's criterion. A NaN or infinite value never reaches ε.
 
     Raises
     ------
