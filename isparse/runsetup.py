@@ -26,24 +26,12 @@ class RunSetup:
 
     Attributes
     ----------
-    problem : Problem
-        F = f + R split over the n workers.
-    reference : Reference
-        x*, F*, grad f_i(x*).
-    method : Method
-        With the run's seed.
     bound : LinearBound, SublinearBound or NoBound
         The theorem's bound for the stepsize used.
-    x0 : ndarray of shape (d,)
-        The starting point.
-    seed : int
-        Seed of every random draw of the workers (``isparse.compression.sampling``).
     shards : list
         What each worker holds: the problem's shards, or the whole data set for shared-data methods.
     rows : list of ndarray, optional
         The data rows behind each shard (None for problems not built from a data set).
-    spec : RunSpec, optional
-        What it was built from.
     """
 
     problem: object
@@ -57,18 +45,8 @@ class RunSetup:
     spec: RunSpec | None = None
 
     def pool_args(self, seed: int | None = None) -> tuple:
-        """The arguments of ``InProcessPool`` and ``DaskPool(client, ...)``.
-
-        Parameters
-        ----------
-        seed : int, optional
-            Another seed for the method (another set of random draws); None: the run's.
-
-        Returns
-        -------
-        tuple
-            ``(method, shards, x0)``.
-        """
+        """``(method, shards, x0)``: the arguments of ``InProcessPool`` and ``DaskPool(client, ...)``, the method with
+        another ``seed`` if given (another set of random draws)."""
         method = self.method if seed is None or int(seed) == self.method.seed else self.method.with_seed(seed)
         return method, self.shards, self.x0
 
@@ -82,10 +60,6 @@ class RunSetup:
             method is the one run (an asynchronous method runs on the pool's asynchronous view).
         **kwargs
             Passed to :func:`isparse.engines.run`: ``max_iter`` and ``tol`` (required), and its options.
-
-        Returns
-        -------
-        RunResult
 
         Raises
         ------
@@ -187,10 +161,6 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
         A solved x* of the same problem (skips the solve; it depends on neither tau nor the block size).
     cache_dir : str or Path, optional
         Keep x*, grad f_i(x*), L_i and parsed data sets on disk there (``isparse.cache``).
-
-    Returns
-    -------
-    RunSetup
 
     Raises
     ------
