@@ -16,8 +16,6 @@ ACTOR_LOST = "Worker holding Actor was lost"
 #: where a host logs what its round stream refused and its errors: a child of Dask's worker logger, so that the worker's
 #: own log (``Client.get_worker_logs()``, the dashboard) holds it
 STREAM_LOG = logging.getLogger("distributed.worker.isparse")
-#: the same as ``isparse.engines.traffic.STREAM_HEADER_BYTES`` (unused here)
-STREAM_HEADER_BYTES = 1 << 16
 
 class DaskHost(WorkerHost):
     """A :class:`~isparse.engines.host.WorkerHost` as a Dask actor. Its round is an ``async def`` method, so it runs

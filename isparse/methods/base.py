@@ -118,9 +118,9 @@ class Method(Box):
                                                    f"algorithm={cls.name} (an asynchronous method: each worker gets its "
                                                    f"own model, no shared w); got {downlink!r}.")
         if spec.problem.reg != "none" and not cls.traits.prox:
-            allowed = ", ".join(k for k, c in METHODS.items() if c.traits.prox)
             raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={cls.name} "
-                                             f"(only {allowed} take a proximal step); got {spec.problem.reg!r}.")
+                                             f"(only {_prox_methods()} take a proximal step); got "
+                                             f"{spec.problem.reg!r}.")
 
     @classmethod
     def check(cls, ctx: Context) -> None:
@@ -209,6 +209,11 @@ def check_needs(cls, problem) -> None:
                                        f"{', '.join(sorted(problem.capabilities)) or 'nothing'}).")
 
 
+def _prox_methods() -> str:
+    """The registered methods that take a proximal step, comma-separated."""
+    return ", ".join(k for k, c in METHODS.items() if c.traits.prox)
+
+
 def check_regularizer(cls, problem) -> None:
     """Refuse a problem whose own regularizer R (``problem.reg``, wherever the problem came from: the spec or
     ``build(spec, problem=...)``) is not zero for a method that takes no proximal step: it would run on f alone and
@@ -222,9 +227,8 @@ def check_regularizer(cls, problem) -> None:
     reg = getattr(problem, "reg", None)
     if reg is None or reg.is_zero or cls.traits.prox:
         return
-    allowed = ", ".join(k for k, c in METHODS.items() if c.traits.prox)
     raise ConfigError("problem.reg", f"The problem's regularizer R = {reg.describe} needs a proximal step, which "
-                                     f"algorithm={cls.name} does not take (only {allowed} do): give a problem with "
+                                     f"algorithm={cls.name} does not take (only {_prox_methods()} do): give a problem with "
                                      f"R = 0 or choose one of those.")
 
 
