@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import logging
 import os
 import signal
 import sys
@@ -222,6 +223,9 @@ def console(program: str, func, *args, **kwargs):
     original = warnings.formatwarning
     # a warning is one line too, "<program>: warning: <message>" (not Python's file:line and source line)
     warnings.formatwarning = lambda message, category, *a, **k: f"{program}: warning: {one_line(message)}\n"
+    # a log handler that cannot write (its file on a full or read-only disk) drops the record instead of printing a
+    # "--- Logging error ---" block with tracebacks to stderr: the fault itself is reported once, as its one line
+    logging.raiseExceptions = False
     try:
         with exits_on_error(program), hydra_reports_errors_to():
             return func(*args, **kwargs)

@@ -138,7 +138,7 @@ def test_a_wrong_secret_is_refused_and_the_right_one_still_gets_through():
     server = stream.RoundServer(_echo, "127.0.0.1", secret, limit=1 << 20, setup_seconds=30, log=log)
     try:
         with pytest.raises((stream.NotTheMaster, ConnectionError)):
-            stream.Stream("127.0.0.1", server.port, stream.new_secret(), 1 << 20, 5.0)
+            stream.Stream("127.0.0.1", server.port, stream.new_secret(), 1 << 20, 1.0)
         assert server.listening and not server.connected
         master = stream.Stream("127.0.0.1", server.port, secret, 1 << 20, 5.0)
         deadline = time.monotonic() + 5
@@ -176,17 +176,18 @@ def test_the_host_stops_listening_when_no_master_comes():
     assert any("no master connected" in line for line in handler.lines)
 
 
-def test_many_silent_strangers_do_not_keep_the_master_out():
+def test_silent_strangers_past_the_cap_do_not_keep_the_master_out():
+    """More silent connections than handshakes may be pending: each new one ends the oldest, so the master, connecting
+    last, still gets in (trying again within its timeout if its own connection was the one ended)."""
+    log = logging.getLogger("isparse.test.stream.silent")
+    handler = _Log()
+    log.addHandler(handler)
     secret = stream.new_secret()
-    server = stream.RoundServer(_echo, "127.0.0.1", secret, limit=1 << 16, setup_seconds=30,
-                                log=logging.getLogger("isparse.test.stream.silent"))
-    silent = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(stream.MAX_PENDING + 4)]
+    server = stream.RoundServer(_echo, "127.0.0.1", secret, limit=1 << 16, setup_seconds=30, log=log)
+    silent = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(stream.MAX_PENDING + 8)]
     try:
         time.sleep(0.5)
-        for s in silent[:4]:   # free a few slots
-            s.close()
-        time.sleep(0.5)
-        master = stream.Stream("127.0.0.1", server.port, secret, 1 << 16, 5.0)
+        master = stream.Stream("127.0.0.1", server.port, secret, 1 << 16, 10.0)
         master.send(*stream.frames((1,)), time.monotonic() + 5)
         assert master.receive(time.monotonic() + 5)[0] == (1,)
         master.close()
@@ -194,3 +195,31 @@ def test_many_silent_strangers_do_not_keep_the_master_out():
         for s in silent:
             s.close()
         server.close()
+    assert sum("was the oldest" in line for line in handler.lines) >= 8, handler.lines
+
+
+def test_a_stranger_dripping_bytes_is_cut_at_the_handshakes_time(monkeypatch):
+    """The handshake's time is one limit for all its reads: a byte every 0.3 s does not hold a slot past it."""
+    monkeypatch.setattr(stream, "HANDSHAKE_SECONDS", 1.0)
+    log = logging.getLogger("isparse.test.stream.drip")
+    handler = _Log()
+    log.addHandler(handler)
+    server = stream.RoundServer(_echo, "127.0.0.1", stream.new_secret(), limit=1024, setup_seconds=30, log=log)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            start, closed = time.monotonic(), False
+            while time.monotonic() - start < 5:
+                try:
+                    sock.sendall(b"x")
+                    time.sleep(0.3)
+                except OSError:
+                    closed = True
+                    break
+            elapsed = time.monotonic() - start
+        assert closed and elapsed < 3.0, elapsed
+        time.sleep(0.3)
+        assert not server._pending
+    finally:
+        server.close()
+        log.removeHandler(handler)
+    assert any("handshake" in line for line in handler.lines), handler.lines

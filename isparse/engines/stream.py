@@ -43,8 +43,9 @@ MAGIC = b"ISPRS\x00\x01\x00"
 SECRET_BYTES = CHALLENGE_BYTES = ANSWER_BYTES = 32
 #: seconds a connection has to complete the (TLS and) stream handshake before the host closes it
 HANDSHAKE_SECONDS = 10.0
-#: connections whose handshake may be pending at once at a host; more are closed at once (and logged)
-MAX_PENDING = 16
+#: connections whose handshake may be pending at once at a host; a new one past this closes the oldest pending one
+#: (logged), so that connections held open cannot keep a newer one, the master's, out
+MAX_PENDING = 64
 
 
 class FrameTooLarge(ConnectionError):
@@ -89,12 +90,21 @@ def read_frames(body, lengths) -> object:
     return pickle.loads(cut[0], buffers=cut[1:])
 
 
-def _recv_exactly(sock, n: int) -> bytes:
-    """``n`` bytes from ``sock``, or ``ConnectionResetError`` when it closes first."""
+def _recv_exactly(sock, n: int, deadline: float) -> bytes:
+    """``n`` bytes from ``sock`` before ``deadline`` (``time.monotonic()``): one limit for all the reads, so a peer
+    that sends a byte at a time gains nothing. ``ConnectionResetError`` when it closes first, ``TimeoutError`` past
+    the deadline."""
     buf = bytearray(n)
     got = 0
     while got < n:
-        k = sock.recv_into(memoryview(buf)[got:])
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{got} of {n} handshake bytes within the handshake's time")
+        sock.settimeout(left)
+        try:
+            k = sock.recv_into(memoryview(buf)[got:])
+        except TimeoutError:
+            raise TimeoutError(f"{got} of {n} handshake bytes within the handshake's time") from None
         if k == 0:
             raise ConnectionResetError(f"closed after {got} of {n} handshake bytes")
         got += k
@@ -210,7 +220,9 @@ class RoundServer:
         self.port = self.listener.getsockname()[1]
         self.deadline = time.monotonic() + float(setup_seconds)
         self.conn, self.closed, self.refused = None, False, 0
-        self._lock, self._pending, self._master = threading.Lock(), set(), threading.Event()
+        self._lock, self._master = threading.Lock(), threading.Event()
+        #: the pending handshakes, oldest first: thread -> (its connection, its deadline, why it was ended or None)
+        self._pending: dict = {}
         self.thread = threading.Thread(target=self._serve, name="isparse-round-stream", daemon=True)
         self.thread.start()
 
@@ -236,16 +248,16 @@ class RoundServer:
         except OSError:
             pass
 
-    def _handshake(self, conn, peer) -> None:
-        """The host's side of the handshake on one accepted connection; the first to prove the secret becomes the
-        stream (``self.conn``)."""
+    def _handshake(self, conn, peer, deadline: float) -> None:
+        """The host's side of the handshake on one accepted connection, before ``deadline``; the first to prove the
+        secret becomes the stream (``self.conn``)."""
         try:
-            conn.settimeout(min(HANDSHAKE_SECONDS, max(0.1, self.deadline - time.monotonic())))
+            conn.settimeout(max(1e-3, deadline - time.monotonic()))
             if self.ssl_context is not None:
                 conn = self.ssl_context.wrap_socket(conn, server_side=True)
             challenge = os.urandom(CHALLENGE_BYTES)
             conn.sendall(MAGIC + challenge)
-            got = _recv_exactly(conn, ANSWER_BYTES)
+            got = _recv_exactly(conn, ANSWER_BYTES, deadline)
             if not hmac.compare_digest(got, _answer(self.secret, challenge, b"master")):
                 raise NotTheMaster("it did not prove the stream's secret")
             with self._lock:
@@ -257,16 +269,32 @@ class RoundServer:
                 self._master.set()
                 self._stop_listening()   # wakes the accepting thread, which then serves this connection
         except Exception as exc:  # noqa: BLE001 - every way a stranger fails is logged and its connection closed
-            self._refuse(conn, peer, f"{type(exc).__name__}: {exc}")
+            why = self._pending.get(threading.current_thread(), (None, None, None))[2]
+            self._refuse(conn, peer, why or f"{type(exc).__name__}: {exc}")
         finally:
             with self._lock:
-                self._pending.discard(threading.current_thread())
+                self._pending.pop(threading.current_thread(), None)
+
+    def _cut(self, thread, why: str) -> None:
+        """End a pending handshake (its thread then logs ``why`` and returns): under ``self._lock``."""
+        conn, deadline, _ = self._pending[thread]
+        self._pending[thread] = (conn, deadline, why)
+        try:
+            conn.shutdown(socket.SHUT_RDWR)   # wakes the thread's blocking read or TLS handshake
+        except OSError:
+            pass
 
     def _wait_for_master(self):
         """Accept connections, each handshaken in a thread of its own, until the master's proves the secret; None when
-        the set-up time runs out or :meth:`close` is called."""
+        the set-up time runs out or :meth:`close` is called. Every poll ends the handshakes past their own
+        :data:`HANDSHAKE_SECONDS`; a connection past :data:`MAX_PENDING` pending ones ends the oldest."""
         while not self.closed and not self._master.is_set():
-            if time.monotonic() > self.deadline:
+            now = time.monotonic()
+            with self._lock:
+                for t, (_, deadline, why) in list(self._pending.items()):
+                    if now > deadline and why is None:
+                        self._cut(t, f"no handshake within {HANDSHAKE_SECONDS:g} s")
+            if now > self.deadline:
                 self.log.warning("isparse round stream on port %s: no master connected within its set-up time "
                                  "(%d connection(s) refused); stopped listening", self.port, self.refused)
                 return None
@@ -277,18 +305,15 @@ class RoundServer:
             except (OSError, AttributeError):   # closed meanwhile: by close(), or for the master's connection
                 return self.conn
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            deadline = min(time.monotonic() + HANDSHAKE_SECONDS, self.deadline)
+            t = threading.Thread(target=self._handshake, args=(conn, peer, deadline), daemon=True,
+                                 name="isparse-round-stream-handshake")
             with self._lock:
-                if len(self._pending) >= MAX_PENDING:
-                    busy = True
-                else:
-                    busy = False
-                    t = threading.Thread(target=self._handshake, args=(conn, peer), daemon=True,
-                                         name="isparse-round-stream-handshake")
-                    self._pending.add(t)
-            if busy:
-                self._refuse(conn, peer, f"{MAX_PENDING} handshakes were already pending")
-            else:
-                t.start()
+                waiting = [u for u, (_, _, why) in self._pending.items() if why is None]
+                if len(waiting) >= MAX_PENDING:   # the oldest pending handshake makes room for this one
+                    self._cut(waiting[0], f"{MAX_PENDING} handshakes were pending and this one was the oldest")
+                self._pending[t] = (conn, deadline, None)
+            t.start()
         return self.conn
 
     def _serve(self) -> None:
@@ -346,7 +371,8 @@ class Stream:
     limit : int
         The largest reply in bytes (what the host's logical workers can send).
     timeout : float
-        Seconds for the connection and its handshake.
+        Seconds for the connection and its handshake, tried again within them while the host ends it (as it ends
+        the oldest of too many pending handshakes).
     ssl_context : ssl.SSLContext, optional
         The client side's TLS context (None: plain TCP).
 
@@ -360,22 +386,34 @@ class Stream:
 
     def __init__(self, host: str, port: int, secret: bytes, limit: int, timeout: float, ssl_context=None):
         self.address, self.limit = f"{host}:{port}", int(limit)
-        sock = socket.create_connection((host, port), timeout=timeout)
+        deadline = time.monotonic() + float(timeout)
+        while True:   # a connection the host ended (its pending handshakes were full): once more, until the deadline
+            try:
+                self.sock = self._handshake(host, port, secret, deadline, ssl_context)
+                break
+            except (ConnectionResetError, BrokenPipeError, NotTheMaster):
+                if time.monotonic() + 0.05 > deadline:
+                    raise
+                time.sleep(0.05)
+        self.tls = ssl_context is not None
+
+    def _handshake(self, host, port, secret, deadline, ssl_context):
+        sock = socket.create_connection((host, port), timeout=max(1e-3, deadline - time.monotonic()))
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if ssl_context is not None:
                 sock = ssl_context.wrap_socket(sock)
-            hello = _recv_exactly(sock, len(MAGIC) + CHALLENGE_BYTES)
+            hello = _recv_exactly(sock, len(MAGIC) + CHALLENGE_BYTES, deadline)
             if hello[:len(MAGIC)] != MAGIC:
                 raise NotTheMaster(f"{self.address} does not speak the isparse round stream")
             challenge = hello[len(MAGIC):]
             sock.sendall(_answer(secret, challenge, b"master"))
-            if not hmac.compare_digest(_recv_exactly(sock, ANSWER_BYTES), _answer(secret, challenge, b"host")):
+            if not hmac.compare_digest(_recv_exactly(sock, ANSWER_BYTES, deadline), _answer(secret, challenge, b"host")):
                 raise NotTheMaster(f"{self.address} did not prove the stream's secret")
         except BaseException:
             sock.close()
             raise
-        self.sock, self.tls = sock, ssl_context is not None
+        return sock
 
     def send(self, parts, size: int, deadline: float) -> None:
         """Write one message (its parts, ``size`` bytes in all) before ``deadline`` (``time.monotonic()``)."""
