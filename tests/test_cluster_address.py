@@ -123,3 +123,39 @@ def test_a_killed_dask_worker_does_not_end_the_run(tmp_path):
     assert metrics["dist_sq"] <= 1e-8 * float(finished.data.params["r0"])
     x_local, _ = _final_x(tmp_path, "local", "engine=inprocess")
     np.testing.assert_array_equal(x_dask, x_local)   # restored and replayed: the uninterrupted iterates
+
+
+@pytest.mark.parametrize("answer", ["nothing", "garbage"])
+def test_an_address_that_is_not_a_scheduler_is_one_line_within_the_timeout(tmp_path, answer):
+    """A peer at cluster.address that accepts and never answers (it held the run, and its first SIGTERM, for good), or
+    answers bytes that are not Dask's protocol (a MemoryError reading an exabyte frame): one line naming
+    cluster.address, exit 2, within the timeout."""
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port, held = server.getsockname()[1], []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if answer == "garbage":
+                conn.sendall(np.random.default_rng(0).bytes(4096))
+
+    threading.Thread(target=serve, daemon=True).start()
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(_cmd(tmp_path / "out", "cluster=address", f"cluster.address=tcp://127.0.0.1:{port}",
+                                   "cluster.timeout=3"), capture_output=True, text=True, timeout=120)
+    finally:
+        server.close()
+        for c in held:
+            c.close()
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("isparse-run: error: The 'cluster.address' parameter must name a reachable Dask")
+    assert ("no answer within 3 s" if answer == "nothing" else "does not speak Dask's protocol") in lines[0]
+    assert time.monotonic() - start < 60

@@ -195,6 +195,56 @@ def record_run(client, run_id: str, tracking_uri: str) -> None:
             cluster.record_run(run_id, tracking_uri)
 
 
+def scheduler_identity(address: str, timeout: float, security=None) -> dict:
+    """Ask the Dask scheduler at ``address`` who it is (Dask's own connection, handshake and ``identity`` call), all
+    within ``timeout`` seconds, from a thread of its own: a peer that accepts and never answers, or answers what is
+    not Dask (a size that would allocate exabytes), fails here instead of holding the run (and its signals) in
+    ``Client``'s connection.
+
+    Raises
+    ------
+    TimeoutError
+        No answer within ``timeout`` seconds.
+    OSError
+        The connection was refused or reset.
+    ValueError
+        The peer does not speak Dask's protocol, or is not a scheduler.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+
+    from distributed.comm import connect
+
+    args = security.get_connection_args("client") if security is not None else {}
+
+    async def ask():
+        comm = await connect(address, timeout=timeout, **args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def run():
+        return asyncio.run(asyncio.wait_for(ask(), timeout))
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="isparse-scheduler-identity")
+    try:
+        answer = pool.submit(run).result(timeout=timeout + 1.0)
+    except (FutureTimeout, asyncio.TimeoutError):   # both TimeoutError on Python 3.11
+        raise TimeoutError(f"no answer within {timeout:g} s") from None
+    except OSError:
+        raise
+    except Exception as exc:   # Dask read garbage: a frame size of exabytes, a dimension past NumPy's, ...
+        raise ValueError(f"it does not speak Dask's protocol ({type(exc).__name__}: {exc})") from exc
+    finally:
+        pool.shutdown(wait=False)
+    if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
+        raise ValueError(f"it answered as {answer.get('type') if isinstance(answer, dict) else type(answer).__name__}, "
+                         f"not as a Dask scheduler")
+    return answer
+
+
 @contextlib.contextmanager
 def dask_client(cluster, run_dir=None):
     """Yield a connected ``distributed.Client`` for the cluster options ``cluster`` (``pipeline.cluster.options``);
@@ -244,8 +294,9 @@ def dask_client(cluster, run_dir=None):
     elif cluster.address:
         address = str(cluster.address)
         try:
+            scheduler_identity(address, timeout, security)
             client = Client(address, timeout=timeout, direct_to_workers=direct, security=security)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             tls = ("with the TLS certificates of cluster.security.tls_ca_file/tls_client_cert/tls_client_key"
                    if security is not None else "without TLS certificates (a tls:// scheduler needs cluster.security.tls_*)")
             raise ConfigError("cluster.address", f"The 'cluster.address' parameter must name a reachable Dask "
