@@ -13,7 +13,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -110,12 +109,16 @@ def test_startup_a_tracking_server_that_is_gone(tmp_path):
 
 
 @pytest.mark.slow
-def test_output_directories_on_a_full_disk(tmp_path):
-    """output directories x no space: paths.outputs on a full tmpfs: one line, exit 2."""
+@pytest.mark.parametrize("full_one, says", [("paths.outputs", "No space left on device"), ("tracking.uri", "tracking")],
+                         ids=["output directories", "tracking store"])
+def test_a_full_disk_under_the_outputs_or_the_store(tmp_path, full_one, says):
+    """output directories x no space (paths.outputs on a full tmpfs: one line, exit 2), and tracking store x no space
+    (the sqlite store on a full tmpfs: one line naming the store's stage)."""
     with tmpfs(tmp_path / "full", "size=1m") as full:
         fill(full)
-        proc = _run(tmp_path, *FAST, f"paths.outputs={full}", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db")
-    one_line(proc, "No space left on device")
+        outputs, store = (full, tmp_path) if full_one == "paths.outputs" else (tmp_path, full)
+        proc = _run(tmp_path, *FAST, f"paths.outputs={outputs}", f"tracking.uri=sqlite:///{store}/mlflow.db")
+    one_line(proc, says)
 
 
 @pytest.mark.slow
@@ -128,13 +131,6 @@ def test_output_directories_where_a_file_may_not_be_made(tmp_path):
 
 
 # -- tracking store ---------------------------------------------------------------------------------------------
-@pytest.mark.slow
-def test_tracking_store_on_a_full_disk(tmp_path):
-    """tracking store x no space: the sqlite store on a full tmpfs: one line naming the store's stage."""
-    with tmpfs(tmp_path / "full", "size=1m") as full:
-        fill(full)
-        proc = _run(tmp_path, *FAST, f"paths.outputs={tmp_path}", f"tracking.uri=sqlite:///{full}/mlflow.db")
-    one_line(proc, "tracking")
 
 
 @pytest.mark.slow
