@@ -278,7 +278,7 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
         timed_rounds(s, ipool, 5)
         x = s.reference.x_star * 0.5
         # one round's replies, from hosts like the pool's, for the payload sizes and the serialization timing
-        hosts = [WorkerHost(s.method, ids, s.method.host_shards(s.shards, ids), s.x0) for ids in dpool.plan.values()]
+        hosts = [WorkerHost(s.method, ids, s.method._host_shards(s.shards, ids), s.x0) for ids in dpool.plan.values()]
         batches = [h.round(x)[0] for h in hosts]
         counts = {addr: int(b.values.size) for addr, b in zip(dpool.plan, batches)}
         dk, ip, bare, busy, abare, sbare = {path: [] for path in PATHS}, [], [], [], [], []
@@ -293,7 +293,7 @@ def measure(quick: bool = False, ns=(8, 100), algorithm: str = "isega", client=N
             busy.append(bare_round_trip(client, counts, x, calls=rounds, reps=1, spin=dk["actor"][-1]["compute"])
                         - dk["actor"][-1]["compute"])
         ids0 = next(iter(dpool.plan.values()))
-        shards0 = s.method.host_shards(s.shards, ids0)
+        shards0 = s.method._host_shards(s.shards, ids0)
         here = host_round_seconds(s.method, ids0, shards0, s.x0, x)
         there = client.submit(host_round_seconds, s.method, ids0, shards0, s.x0, x, workers=[next(iter(dpool.plan))],
                               allow_other_workers=False, pure=False).result()

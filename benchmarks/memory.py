@@ -92,9 +92,9 @@ def measure(quick: bool = False) -> dict:
             plan = pool.plan
             pool.close()
             for addr, ids in plan.items():
-                hosted = s.method.host_shards(s.shards, ids)
+                hosted = s.method._host_shards(s.shards, ids)
                 shard_b = sum(nbytes(sh) for sh in hosted)
-                host_data = s.method.host_data(hosted, ids)
+                host_data = s.method._host_data(hosted, ids)
                 stacked_b = stacked_nbytes(host_data)
                 state_b = nbytes(s.method.worker_init(host_data, s.x0))
                 (rss0, peak0, vms0), (rss1, peak1, vms1) = base[addr], after[addr]

@@ -6,6 +6,7 @@ are computed, so that the Hydra pipeline, the tests and a notebook all get the s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,9 @@ from .compression.blocks import BlockPartition
 from .compression.tau import resolve_tau
 from .data.dataset import Dataset, split_rows
 from .data.sources import lam_key
+from .engines.hooks import with_seed
 from .errors import ConfigError, keys
+from .methods.base import configure
 from .problems import Reference, reference_solve
 from .problems.base import Problem
 from .spec import RunSpec
@@ -47,7 +50,7 @@ class RunSetup:
     def pool_args(self, seed: int | None = None) -> tuple:
         """``(method, shards, x0)``: the arguments of ``InProcessPool`` and ``DaskPool(client, ...)``, the method with
         another ``seed`` if given (another set of random draws)."""
-        method = self.method if seed is None or int(seed) == self.method.seed else self.method.with_seed(seed)
+        method = self.method if seed is None or int(seed) == self.method.seed else with_seed(self.method, seed)
         return method, self.shards, self.x0
 
     def run(self, pool=None, **kwargs):
@@ -72,8 +75,8 @@ class RunSetup:
 
         pool = pool if pool is not None else InProcessPool(*self.pool_args())
         method = pool.method
-        engine = pool.asynchronous(seed=method.seed) if method.asynchronous else pool
-        if method.asynchronous:
+        engine = pool.asynchronous(seed=method.seed) if method.traits.asynchronous else pool
+        if method.traits.asynchronous:
             kwargs.pop("checkpoint_every", None), kwargs.pop("on_checkpoint", None)
             if kwargs.get("resume") is not None:
                 raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; "
@@ -88,7 +91,7 @@ class RunSetup:
         bound allows; nan where no bound), codec and omega (nan for a biased codec) and bits_per_value, downlink (its
         ``messages.downlink``), alpha_downlink (1 for float64) and downlink_bytes_per_message, r0, f_star,
         null_space_dim (k of ``dist_sq_null``'s basis; -1 where not computed) and null_space (how it was found),
-        and the method's own (``derived_params``).
+        and the method's own (``_derived_params``).
         """
         p, m = self.problem, self.method
         Z, how = p.null_space()
@@ -104,7 +107,7 @@ class RunSetup:
                 "downlink": m.downlink.label if m.downlink is not None else "float64",
                 "alpha_downlink": m.downlink.alpha if m.downlink is not None else 1.0,
                 "downlink_bytes_per_message": m.downlink.bytes_per_copy if m.downlink is not None else p.d * 8.0,
-                "null_space_dim": Z.shape[1] if Z is not None else -1, "null_space": how, **m.derived_params()}
+                "null_space_dim": Z.shape[1] if Z is not None else -1, "null_space": how, **m._derived_params()}
 
 
 def _codec_bound(ctx, cls, method, bound):
@@ -131,8 +134,8 @@ def _grad_scale(problem, x0) -> float:
     return float(np.max(np.abs(grads), initial=0.0))
 
 
-def _downlink(spec, cls, problem, x0, gamma):
-    """The compressed downlink of ``messages.downlink`` (EF21-P) for ``cls``'s method, its codec's window at gamma x
+def _downlink(spec, problem, x0, gamma):
+    """The compressed downlink of ``messages.downlink`` (EF21-P), its codec's window at gamma x
     the largest local gradient entry at x^0 (the size of the first rounds' updates x^{t+1} - w^t)."""
     from .compression.downlink import parse_downlink
 
@@ -168,7 +171,7 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
         Any key of ``spec`` out of its range or in a combination its rules refuse (before anything is read);
         then, once the data are read: n > N (``workers.n``), a block size > d (``blocks.size``), tau out of
         [1/m, 1] or tau*m not an integer (``tau``), a problem that lacks what the method needs (``algorithm``),
-        the method's own checks against the problem (``isparse.methods.base.Method.check``), or a stepsize that is
+        the method's own checks against the problem (``isparse.methods.base.Method._check``), or a stepsize that is
         not a finite number > 0.
     DataError
         A data file that cannot be used, or L, mu or kappa = L/mu of the data that would not be finite
@@ -204,10 +207,10 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
                   step_multiplier=spec.step.multiplier, step_rule=spec.step.rule, step_L=spec.step.L, seed=spec.seed,
                   send_ids=spec.messages.send_ids, options=spec.algorithm, regularizer=regularizer, data=data,
                   codec=spec.messages.make_codec())
-    ctx.omega = ctx.codec.omega(cls.message_values(ctx))
+    ctx.omega = ctx.codec.omega(cls._message_values(ctx))
     with keys(lam=lam_key(spec)):
         problem.check_constants()                  # L, mu, kappa finite and > 0, before the reference solve
-    cls.check(ctx)                                 # what the method needs, before the reference solve
+    cls._check(ctx)                                # what the method needs, before the reference solve
     if reference is None:
         reference = problem.reference()            # closed form, where the problem has one
     if reference is None and cache_dir is not None and "rows" in problem.capabilities:
@@ -228,10 +231,11 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     ctx.x0 = problem.start()
     if ctx.codec.needs_scale:                      # natural, natural7: the exponent window sits at the start's gradients
         ctx.codec = ctx.codec.scaled(_grad_scale(problem, ctx.x0))
-    method, bound = cls.configure(ctx)
+    downlink = (None if spec.messages.downlink == "float64"
+                else functools.partial(_downlink, spec, problem, ctx.x0))   # gamma -> its Downlink
+    method, bound = configure(cls, ctx, downlink)
     bound = _codec_bound(ctx, cls, method, bound)
-    if spec.messages.downlink != "float64":
-        method.downlink = _downlink(spec, cls, problem, ctx.x0, method.gamma)
+    if downlink is not None:
         method.name = cls.name
         from .theory.ef21p import downlink_bound
 
@@ -241,6 +245,6 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
                                              f"gamma = {method.gamma!r} (L = {problem.L!r}, mu = {problem.mu!r}, "
                                              f"step.multiplier = {spec.step.multiplier!r}).")
     method.name = cls.name
-    shards, rows = cls.shards(ctx)
+    shards, rows = cls._shards(ctx)
     return RunSetup(problem=problem, reference=reference, method=method, bound=bound, x0=ctx.x0, seed=spec.seed,
                     shards=shards, rows=rows, spec=spec)

@@ -25,7 +25,7 @@ from typing import Any
 from .compression.tau import TauSetting
 from .compression.registry import MessagesSpec
 from .errors import ConfigError
-from .methods.base import AlgorithmOptions
+from .methods.base import AlgorithmOptions, check_spec
 from .params import Interval, Nullable, OneOf, Pair, Section, param, section
 from .regularizers import NAMES as REGULARIZERS
 from .data.sources import Bundled, DataSource
@@ -102,7 +102,7 @@ def _data_fits_run(spec: "RunSpec", key: str) -> None:
 
 
 def _method_fits_run(spec: "RunSpec", key: str) -> None:
-    spec.algorithm.method_class().check_spec(spec)
+    check_spec(spec.algorithm.method_class(), spec)
 
 
 @dataclass

@@ -75,7 +75,7 @@ def run_job(cfg, made: dict | None = None) -> dict:
         client_for(job.tracking.uri).prepare()
     name = run_name(job, setup)
     end = {}   # the MLflow run's id and status: its last line, printed once the cluster is closed
-    with end_line(job, end, overrides, setup.method.asynchronous), stop_on_signals() as stop, \
+    with end_line(job, end, overrides, setup.method.traits.asynchronous), stop_on_signals() as stop, \
             _pool(job, setup, stop) as pool:
         with stage("figure"):
             from . import plots  # noqa: F401 - matplotlib, imported while the helper may still be opening the store

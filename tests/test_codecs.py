@@ -233,8 +233,8 @@ def test_draws_depend_on_seed_worker_and_iteration_only():
     m.codec = codec("natural")
     v = np.random.default_rng(0).standard_normal(6 * m.values_per_message)
     counts = np.full(6, m.values_per_message, np.int32)
-    batch = m.encode(np.arange(6), 5, counts, v)
-    alone = m.encode(np.array([3]), 5, counts[3:4], v[3 * counts[0]:4 * counts[0]])
+    batch = m._encode(np.arange(6), 5, counts, v)
+    alone = m._encode(np.array([3]), 5, counts[3:4], v[3 * counts[0]:4 * counts[0]])
     np.testing.assert_array_equal(alone.values, batch.values[3 * counts[0]:4 * counts[0]])
 
 
@@ -244,7 +244,7 @@ def test_a_pickled_batch_carries_the_payload_not_the_values(name):
     m = s.method
     m.codec = codec(name)
     counts = np.full(4, m.values_per_message, np.int32)
-    batch = m.encode(np.arange(4), 0, counts, np.random.default_rng(1).standard_normal(counts.sum()))
+    batch = m._encode(np.arange(4), 0, counts, np.random.default_rng(1).standard_normal(counts.sum()))
     wire = pickle.loads(pickle.dumps(batch, protocol=5))
     assert wire._values is None                               # decoded on first use, on the master
     np.testing.assert_array_equal(wire.values, batch.values)

@@ -202,10 +202,10 @@ def test_the_uplink_chain_draws_and_codes_what_a_method_sends():
     V = np.random.default_rng(2).standard_normal((5, d))
     counts = np.full(5, d)
     u = up.draw(meth.sampler, ids, t, counts, d)
-    U = meth.sample(ids, t)
+    U = meth._sample(ids, t)
     np.testing.assert_array_equal(u[0], U)
-    pc, pw = meth.coords_batch(U)
-    batch = meth.encode(ids, t, np.bincount(pw, minlength=5).astype(np.int32), V[pw, pc])
+    pc, pw = meth._coords(U)
+    batch = meth._encode(ids, t, np.bincount(pw, minlength=5).astype(np.int32), V[pw, pc])
     expected = np.zeros((5, d))
     expected[pw, pc] = batch.values * (m / tau_m)
     np.testing.assert_array_equal(up.decode(up.encode(V.ravel(), counts, u), counts).reshape(5, d), expected)
@@ -374,7 +374,7 @@ def test_the_methods_take_their_constants_from_the_uplink_chain(name, levels):
     omega_q = {"natural": 0.125 * (1 + 2.0 ** -20), "float64": 0.0,
                "dither": min(q / 7 ** 2, math.sqrt(q) / 7) * (1 + 2.0 ** -18)}[name]
     assert isega.uplink.pieces[0].tau == isega.tau == 8 / 30          # breast_cancer: d = m = 30, tau*m = ceil(30/4)
-    assert isega.omega == pytest.approx(omega_q, rel=1e-15)
-    assert isega.uplink_omega == pytest.approx((1 + omega_q) / isega.tau - 1, rel=1e-14)
+    assert isega.uplink.codec.omega(q) == pytest.approx(omega_q, rel=1e-15)
+    assert isega.uplink.omega(isega.blocks.d) == pytest.approx((1 + omega_q) / isega.tau - 1, rel=1e-14)
     assert isega.memory_rate == pytest.approx(1 / (1 + omega_q), rel=1e-15)
     assert diana.alpha == pytest.approx(isega.tau / (1 + omega_q), rel=1e-14)

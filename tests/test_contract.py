@@ -46,7 +46,7 @@ def test_every_method_runs_on_both_engines_with_the_same_iterates(dask_client, b
     assert local.iterations == T and np.all(np.isfinite(local.x))
     assert np.abs(local.iterates[-1] - local.iterates[0]).max() > 1e-6          # the run moved
     remote = s.run(DaskPool(dask_client, *s.pool_args()), max_iter=T, tol=1e-300, keep_iterates=True, log_every=10)
-    if s.method.asynchronous:   # truly concurrent on Dask: the arrival order is the cluster's, not a seeded model's
+    if s.method.traits.asynchronous:   # truly concurrent on Dask: the arrival order is the cluster's, not a seeded model's
         assert remote.iterations == T and np.all(np.isfinite(remote.x))
         return
     # to the bit: a worker's draws and sums do not depend on which host runs it or who shares that host
@@ -64,7 +64,7 @@ def test_values_only_messages_give_the_iterates_of_id_carrying_ones(breast_cance
     ra = a.run(max_iter=30, tol=1e-300, keep_iterates=True, log_every=30)
     rb = b.run(max_iter=30, tol=1e-300, keep_iterates=True, log_every=30)
     np.testing.assert_array_equal(np.array(ra.iterates), np.array(rb.iterates))
-    messages = 30 if a.method.asynchronous else 30 * a.method.n      # an asynchronous iteration is one message
+    messages = 30 if a.method.traits.asynchronous else 30 * a.method.n      # an asynchronous iteration is one message
     ids = messages * a.method.tau_m * 4
     assert rb.records[-1]["uplink_bytes"] - ra.records[-1]["uplink_bytes"] == ids
     assert ra.records[-1]["uplink_bytes"] == messages * a.method.tau_m * a.method.blocks.size * 8
@@ -158,3 +158,12 @@ def test_a_state_that_cannot_fit_in_memory_is_refused_before_work():
         make(algorithm="isaga", data=data, lam=1e-3, n=4, block_size=1)
     with pytest.raises(ConfigError, match=r"algorithm=isaga_shared needs about 2.98e\+03 GiB"):
         make(algorithm="isaga_shared", data=data, lam=1e-3, n=4, block_size=1)
+
+
+def test_the_box_a_method_author_subclasses_shows_fourteen_names():
+    """What a method author writes and calls, and nothing the engines alone use (issue: at most 15 public names)."""
+    from isparse.methods import Method
+
+    assert sorted(n for n in dir(Method) if not n.startswith("_")) == [
+        "aggregate", "averaged_step", "local_grads", "master_init", "master_step", "memory_rate", "name", "options",
+        "sampled", "send", "theory", "traits", "worker_init", "worker_step"]

@@ -217,7 +217,7 @@ def test_derived_bound_holds_over_20_seeds_at_its_step(algorithm, downlink, code
     base = build(RunSpec.from_dict(keys))
     assert base.bound.source == "derived" and not base.bound.applicable   # the method's own step is above it
     p, m = base.problem, base.method
-    omega = 0.0 if algorithm == "gd" else m.uplink_omega
+    omega = 0.0 if algorithm == "gd" else m.uplink.omega(m.blocks.d)
     assert base.bound.gamma_max == pytest.approx(ef21p_gamma_max(p.L_f, p.L, 10, omega, m.downlink.alpha), rel=1e-12)
     s = build(RunSpec.from_dict({**keys, "step.multiplier": base.bound.gamma_max / m.gamma}), reference=base.reference)
     b = s.bound

@@ -38,7 +38,7 @@ def _union_bytes(method, groups, rounds):
         for g in groups:
             blocks = set()
             for i in g:
-                blocks.update(int(b) for b in method.sample(np.array([i]), t)[0])
+                blocks.update(int(b) for b in method._sample(np.array([i]), t)[0])
             coords = set()
             for b in blocks:
                 coords.update(method.blocks.coords_batch(np.array([[b]]))[0].tolist())

@@ -125,7 +125,7 @@ class DaskPool:
         receiving them; also used to recreate lost workers.
     aggregate : bool, default False
         Each host sends one sum of its workers' messages where the method allows it (``messages.aggregate=host``:
-        :meth:`~isparse.methods.contract.Box.sums_on_host`), one float64 vector on the union of their coordinates;
+        :func:`~isparse.engines.hooks.sums_on_host`), one float64 vector on the union of their coordinates;
         x is counted once per host on the downlink (:meth:`downlink_copies`). The iterates equal the in-process
         engine's with ``hosts`` = the number of Dask workers, bit for bit, also after a recovery (a lost host's
         workers are recreated together, as one host, on a remaining Dask worker).
@@ -210,7 +210,7 @@ class DaskPool:
             # hash=False: keys of this pool's own. Content-hashed keys are shared by every pool of equal shards on
             # the client (isparse-plan's probes, a benchmark's variants), so one pool's release could race another's
             # scatter of the same key (suspected in two 60 s actor timeouts of isparse-plan under load; not reproduced)
-            data = shards = self.client.scatter(self.method.host_shards(self.shards, ids), workers=[addr], direct=True,
+            data = shards = self.client.scatter(self.method._host_shards(self.shards, ids), workers=[addr], direct=True,
                                                 hash=False)
         fut = self.client.submit(DaskHost, self.method, ids, shards, self.x0, self.aggregate, workers=[addr], actor=True,
                                  allow_other_workers=False, pure=False)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .hooks import host_sums, sums_on_host
+
 
 @dataclass(frozen=True)
 class HostSnapshot:
@@ -86,17 +88,17 @@ class WorkerHost:
     ids : list of int
         Logical worker indices hosted here, ascending.
     shards : list
-        What ``method.host_shards`` gives this host (sent once, kept here).
+        What ``method._host_shards`` gives this host (sent once, kept here).
     aggregate : bool, default False
         Send one sum of the hosted workers' messages instead of each message, where the method allows it
-        (``messages.aggregate=host``; :meth:`~isparse.methods.contract.Box.sums_on_host`).
+        (``messages.aggregate=host``; :func:`~isparse.engines.hooks.sums_on_host`).
     """
 
     def __init__(self, method, ids, shards, x0, aggregate: bool = False):
         self.method, self.aggregate = method, bool(aggregate)
         self.ids = np.asarray(ids, dtype=np.int64)
         self.shards = list(shards)
-        self.data = method.host_data(self.shards, self.ids)
+        self.data = method._host_data(self.shards, self.ids)
         self.state = method.worker_init(self.data, np.asarray(x0, dtype=float))
         self.t = np.zeros(self.ids.size, np.int64)
         self.downlink = getattr(method, "downlink", None)
@@ -126,8 +128,8 @@ class WorkerHost:
 
     def _reply(self, batch):
         """What crosses the host's link for ``batch``: one sum (``aggregate``, where allowed) or the messages."""
-        if self.aggregate and self.method.sums_on_host(batch):
-            return self.method.host_sums(batch, [batch.workers])
+        if self.aggregate and sums_on_host(self.method, batch):
+            return host_sums(self.method, batch, [batch.workers])
         return batch
 
     def round(self, x, monitor: np.ndarray | None = None, measure: bool = False) -> tuple:
@@ -174,7 +176,7 @@ class WorkerHost:
             raise RuntimeError(f"{self.method.name}: asynchronous steps need a method without worker state")
         p = int(np.searchsorted(self.ids, i))
         if p not in self._single:
-            self._single[p] = self.method.host_data(self.method.host_shards(self.shards, [p]), [i])
+            self._single[p] = self.method._host_data(self.method._host_shards(self.shards, [p]), [i])
         batch, _ = self.method.worker_step(self._single[p], None, x, int(self.t[p]))
         self.t[p] += 1
         return batch
@@ -204,14 +206,14 @@ class WorkerHost:
         return len(xs)
 
     def memory(self, x_star: np.ndarray) -> float:
-        """The memory part of the Lyapunov function summed over the hosted workers (``method.worker_memory``; NaN
+        """The memory part of the Lyapunov function summed over the hosted workers (``method._worker_memory``; NaN
         without one). The targets (grad f_i(x*), or per-example gradients) are computed here once, where the data
         live."""
-        if self.method.worker_memory is None:
+        if self.method._worker_memory is None:
             return float("nan")
         if self._targets is None:
-            self._targets = self.method.worker_targets(self.data, x_star)
-        return float(self.method.worker_memory(self.data, self.state, self._targets))
+            self._targets = self.method._worker_targets(self.data, x_star)
+        return float(self.method._worker_memory(self.data, self.state, self._targets))
 
     def ping(self) -> list[int]:
         """The hosted worker ids (a cheap call to check the host is alive)."""

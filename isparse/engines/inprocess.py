@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from ..compression.messages import Messages
+from .hooks import host_sums, sums_on_host
 from .host import WorkerHost, split_workers
 from .protocol import AsynchronousView
 
@@ -46,7 +47,7 @@ class InProcessPool:
     def __init__(self, method, shards, x0, hosts: int | None = None):
         self.method = method
         ids = list(range(len(shards)))
-        self.host = WorkerHost(method, ids, method.host_shards(shards, ids), x0)
+        self.host = WorkerHost(method, ids, method._host_shards(shards, ids), x0)
         self.groups = None if hosts is None else split_workers(ids, int(hosts))
         self.placement = {i: "inprocess" for i in ids}
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}   # cumulative seconds; nothing is communicated
@@ -55,8 +56,8 @@ class InProcessPool:
         """``Engine.exchange``: one round of every worker (the batch is the emulated hosts' sums with ``hosts``)."""
         start = time.perf_counter()
         batch, _, _, memory = self.host.round(x if down is None else down, monitor)
-        if self.groups is not None and self.method.sums_on_host(batch):
-            batch = self.method.host_sums(batch, self.groups)
+        if self.groups is not None and sums_on_host(self.method, batch):
+            batch = host_sums(self.method, batch, self.groups)
         self.timing["compute_s"] += time.perf_counter() - start
         return batch, memory
 

@@ -228,12 +228,12 @@ class MasterLoop:
     # -- monitors -----------------------------------------------------------------------------
     def current(self) -> np.ndarray:
         """The measured iterate: x^t, or the method's own output sequence (IASGD's w_k, Theorem 8)."""
-        return self.method.iterate(self.master, self.x)
+        return self.method._iterate(self.master, self.x)
 
     def wants_memory(self) -> bool:
         """Whether a logged record needs the workers' Lyapunov memory term (the bound has a Lyapunov weight and
         the method a worker memory)."""
-        return self.weight is not None and (self.method.worker_memory is not None)
+        return self.weight is not None and (self.method._worker_memory is not None)
 
     def logged(self, t: int) -> bool:
         """Whether iteration ``t`` is on the logging schedule (every ``log_every``, and ``max_iter``)."""
@@ -284,15 +284,15 @@ class MasterLoop:
         if self.grad_sq[1]:
             rec["grad_norm_sq_avg"] = self.grad_sq[0] / self.grad_sq[1]
         if self.weight is not None:
-            if self.method.worker_memory is not None:
+            if self.method._worker_memory is not None:
                 if memory is None:
                     memory = self.engine.memory(self.ref.x_star)
                 rec["lyapunov"] = dist_sq + self.weight * memory
-            elif self.method.master_memory is not None:
-                rec["lyapunov"] = dist_sq + self.weight * self.method.master_memory(self.master)
-        for key, point in self.method.extra_iterates(self.master).items():   # e.g. ISGD's x_hat (Theorem 6)
+            elif self.method._master_memory is not None:
+                rec["lyapunov"] = dist_sq + self.weight * self.method._master_memory(self.master)
+        for key, point in self.method._extra_iterates(self.master).items():   # e.g. ISGD's x_hat (Theorem 6)
             rec[f"subopt_{key}"] = self.problem.F(point) - self.ref.F_star
-        if self.method.asynchronous:
+        if self.method.traits.asynchronous:
             rec["delay_mean"] = float(np.mean(self.delays)) if self.delays else 0.0
             rec["delay_max"] = float(np.max(self.delays)) if self.delays else 0.0
         self.result.records.append(rec)
@@ -304,7 +304,7 @@ class MasterLoop:
         """Continue from ``ck`` (possibly from another run on another engine): the iteration, iterate, master and
         worker states, byte counters and records; returns dist_sq there. A ConfigError (``resume``) for an
         asynchronous method."""
-        if self.method.asynchronous:
+        if self.method.traits.asynchronous:
             raise ConfigError("resume", "The 'resume' parameter is not supported for asynchronous methods; got a checkpoint.")
         self.t, self.x, self.master, self._master_shared = ck.t, np.array(ck.x, dtype=float), ck.master, True
         self.offsets = dict(ck.counters or {})
@@ -334,13 +334,13 @@ class MasterLoop:
         self._master_shared = False
         self.master_s += time.perf_counter() - tick
         self.t += 1
-        if self.method.asynchronous:
+        if self.method.traits.asynchronous:
             self.delays.extend((self.version - self.received[batch.workers]).tolist())
         self.version += 1
         self.idle = batch.workers
         sent = batch.bytes_per_worker(self.method.blocks.m)
         self.uplink64 += sent.sum() if batch.codec.exact else batch.float64_bytes(self.method.blocks.m)
-        if self.method.asynchronous:
+        if self.method.traits.asynchronous:
             np.add.at(self.uplink, batch.workers, sent)
         else:                                     # a synchronous batch holds each worker once
             self.uplink[batch.workers] += sent

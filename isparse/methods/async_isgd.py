@@ -54,6 +54,6 @@ class AsyncISGD(ISGD):
         new model goes back to worker i only."""
         return self.averaged_step(x, batch), state
 
-    def extra_iterates(self, state) -> dict:
+    def _extra_iterates(self, state) -> dict:
         """None: no average is kept."""
         return {}

@@ -13,10 +13,10 @@ A method module reads like the paper's algorithm box::
         def master_init(self, x0): ...
         def master_step(self, state, x, batch, donate=False): ...
 
-Building (:meth:`Method.configure`): the theory gives the stepsize keywords (``{"gamma": ...}``; without a theory,
+Building (:func:`configure`): the theory gives the stepsize keywords (``{"gamma": ...}``; without a theory,
 gamma = step.multiplier / L), and the constructor receives them with the run's common keywords (``options``: the
 method's checked options object, ``reg``, ``seed``, ``send_ids``, ``codec``) and the run facts of
-:meth:`Method.run_inputs`; the theory then gives the bound. The class statement checks the declaration (a
+:meth:`Method._run_inputs`; the theory then gives the bound. The class statement checks the declaration (a
 :class:`~isparse.methods.registry.DeclarationError` naming what is wrong) and registers every class that sets a
 ``name`` (``isparse.methods.registry``): adding a method is one module (here, or anywhere importable, named by
 ``algorithm.module``) and, for the command line, one ``conf/algorithm/<id>.yaml`` if it lives outside
@@ -59,7 +59,7 @@ class Method(Box):
     A subclass declares the four class attributes below and defines :meth:`worker_step` and :meth:`master_step` (and,
     for a method with memory, :meth:`worker_init` and :meth:`master_init`): section 2 of arXiv:1901.09437, the common
     template (docs/algorithms.md §2). The class statement checks the declaration and registers a named class. Its
-    constructor is :class:`~isparse.methods.contract.Box`'s; :meth:`configure` passes it the run's values.
+    constructor is :class:`~isparse.methods.contract.Box`'s; :func:`configure` passes it the run's values.
 
     Raises
     ------
@@ -91,52 +91,22 @@ class Method(Box):
         if cls.__dict__.get("name"):
             register(cls)
 
-    # -- checks before any work -----------------------------------------------------------------------------
+    # -- before the method is built (the run's Context) ------------------------------------------------------
     @classmethod
-    def check_spec(cls, spec) -> None:
-        """The method's rules on the rest of the run, before any data is read.
-
-        A full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer, ``step.L=f``
-        only where the stepsize rule takes L, only a synchronous method a compressed downlink.
-
-        Raises
-        ------
-        ConfigError
-            Naming the key that does not fit (``tau``, ``step.L``, ``problem.reg``).
-        """
-        theory = cls.theory or NO_THEORY
-        if cls.traits.full and spec.tau not in ("auto", 1, 1.0):
-            raise ConfigError("tau", f"The 'tau' parameter must be auto or 1 for algorithm={cls.name} "
-                                     f"(a full-communication baseline); got {spec.tau!r}.")
-        if spec.step.L == "f" and not (theory.step_L_choice and theory.smoothness == "L"):
-            raise ConfigError("step.L", f"The 'step.L' parameter must be shards for algorithm={cls.name} (its "
-                                        f"stepsize takes {'L_example' if theory.smoothness != 'L' else 'rho'}, not L); "
-                                        f"got 'f'.")
-        downlink = getattr(spec.messages, "downlink", "float64")
-        if downlink != "float64" and cls.traits.asynchronous:
-            raise ConfigError("messages.downlink", f"The 'messages.downlink' parameter must be float64 for "
-                                                   f"algorithm={cls.name} (an asynchronous method: each worker gets its "
-                                                   f"own model, no shared w); got {downlink!r}.")
-        if spec.problem.reg != "none" and not cls.traits.prox:
-            raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={cls.name} "
-                                             f"(only {_prox_methods()} take a proximal step); got "
-                                             f"{spec.problem.reg!r}.")
-
-    @classmethod
-    def check(cls, ctx: Context) -> None:
+    def _check(cls, ctx: Context) -> None:
         """Checks of the method against the run ``ctx`` before any work (a method's own checks come first, then
-        ``super().check(ctx)``).
+        ``super()._check(ctx)``).
 
         Raises
         ------
         ConfigError
             The problem lacks a capability ``traits.needs`` names (:func:`check_needs`), its regularizer needs a
             proximal step the method does not take (:func:`check_regularizer`), or the states
-            (:meth:`state_bytes`) do not fit in the available memory (the message names GiB).
+            (:meth:`_state_bytes`) do not fit in the available memory (the message names GiB).
         """
         check_needs(cls, ctx.problem)
         check_regularizer(cls, ctx.problem)
-        need = cls.state_bytes(ctx)
+        need = cls._state_bytes(ctx)
         if need:
             from ..problems.reference import available_memory_bytes
 
@@ -147,48 +117,81 @@ class Method(Box):
                                                f"{avail / 2**30:.3g} GiB are available.")
 
     @classmethod
-    def state_bytes(cls, ctx: Context) -> int:
+    def _state_bytes(cls, ctx: Context) -> int:
         """Bytes of the method's worker and master states (float64), for the memory check before any work; 0 by
         default (no state)."""
         return 0
 
     # -- building -------------------------------------------------------------------------------------------
     @classmethod
-    def message_values(cls, ctx: Context) -> int:
+    def _message_values(cls, ctx: Context) -> int:
         """The most values one worker sends in a round, known before the method is built (the codec's omega is
         computed for this many): min(d, tau*m x b) by default."""
         return values_in_blocks(ctx.problem.d, ctx.tau_m, ctx.blocks.size)
 
     @classmethod
-    def run_inputs(cls, ctx: Context) -> dict:
+    def _run_inputs(cls, ctx: Context) -> dict:
         """Constructor keywords the method takes from the run beyond the stepsize and the common ones (ISGD's
         effective minibatch, shared-data ISAGA's N); none by default."""
         return {}
 
     @classmethod
-    def configure(cls, ctx: Context):
-        """Build the method for the run ``ctx``, and the bound that covers it.
-
-        The theory's stepsize keywords (or :data:`~isparse.theory.base.NO_THEORY`'s gamma = step.multiplier / L), the
-        common keywords (``ctx.common()``) and :meth:`run_inputs` go to the constructor; then the theory's bound is
-        computed for the method built (docs/algorithms.md §3).
-
-        Returns
-        -------
-        method : Method
-            The built method.
-        bound : LinearBound, SublinearBound or NoBound
-            The theorem's bound for its stepsize.
-        """
-        theory = cls.theory or NO_THEORY
-        method = cls(ctx.n, ctx.blocks, ctx.tau_m, **theory.step(ctx), **ctx.common(), **cls.run_inputs(ctx))
-        return method, theory.bound(ctx, method)
-
-    @classmethod
-    def shards(cls, ctx: Context) -> tuple[list, list | None]:
+    def _shards(cls, ctx: Context) -> tuple[list, list | None]:
         """(shards, parts): what each of the n workers holds and its data rows (None: not from a data set); the
         problem's by default."""
         return ctx.problem.shards, ctx.problem.parts
+
+
+def check_spec(cls, spec) -> None:
+    """The rules of the method ``cls`` on the rest of the run ``spec``, before any data is read.
+
+    A full-communication baseline takes tau = 1 (auto or 1), only a proximal method takes a regularizer, ``step.L=f``
+    only where the stepsize rule takes L, only a synchronous method a compressed downlink.
+
+    Raises
+    ------
+    ConfigError
+        Naming the key that does not fit (``tau``, ``step.L``, ``problem.reg``).
+    """
+    theory = cls.theory or NO_THEORY
+    if cls.traits.full and spec.tau not in ("auto", 1, 1.0):
+        raise ConfigError("tau", f"The 'tau' parameter must be auto or 1 for algorithm={cls.name} "
+                                 f"(a full-communication baseline); got {spec.tau!r}.")
+    if spec.step.L == "f" and not (theory.step_L_choice and theory.smoothness == "L"):
+        raise ConfigError("step.L", f"The 'step.L' parameter must be shards for algorithm={cls.name} (its "
+                                    f"stepsize takes {'L_example' if theory.smoothness != 'L' else 'rho'}, not L); "
+                                    f"got 'f'.")
+    downlink = getattr(spec.messages, "downlink", "float64")
+    if downlink != "float64" and cls.traits.asynchronous:
+        raise ConfigError("messages.downlink", f"The 'messages.downlink' parameter must be float64 for "
+                                               f"algorithm={cls.name} (an asynchronous method: each worker gets its "
+                                               f"own model, no shared w); got {downlink!r}.")
+    if spec.problem.reg != "none" and not cls.traits.prox:
+        raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for algorithm={cls.name} "
+                                         f"(only {_prox_methods()} take a proximal step); got "
+                                         f"{spec.problem.reg!r}.")
+
+
+def configure(cls, ctx: Context, downlink=None):
+    """Build the method ``cls`` for the run ``ctx``, and the bound that covers it.
+
+    The theory's stepsize keywords (or :data:`~isparse.theory.base.NO_THEORY`'s gamma = step.multiplier / L), the
+    common keywords (``ctx.common()``) and ``cls._run_inputs(ctx)`` go to the constructor; then the theory's bound is
+    computed for the method built (docs/algorithms.md §3).
+
+    Returns
+    -------
+    method : Method
+        The built method.
+    bound : LinearBound, SublinearBound or NoBound
+        The theorem's bound for its stepsize.
+    """
+    theory = cls.theory or NO_THEORY
+    kwargs = {**theory.step(ctx), **ctx.common(), **cls._run_inputs(ctx)}
+    method = cls(ctx.n, ctx.blocks, ctx.tau_m, **kwargs)
+    if downlink is not None:   # its codec's window is set by the gamma the method was built with
+        method = cls(ctx.n, ctx.blocks, ctx.tau_m, **kwargs, downlink=downlink(method.gamma))
+    return method, theory.bound(ctx, method)
 
 
 def check_needs(cls, problem) -> None:
@@ -232,5 +235,5 @@ def check_regularizer(cls, problem) -> None:
                                      f"R = 0 or choose one of those.")
 
 
-__all__ = ["AlgorithmOptions", "Context", "Method", "MinibatchOptions", "Sampled", "Theory", "Traits", "check_needs", "check_regularizer",
-           "strongly_convex_or_none", "with_constants"]
+__all__ = ["AlgorithmOptions", "Context", "Method", "MinibatchOptions", "Sampled", "Theory", "Traits", "check_needs",
+           "check_regularizer", "check_spec", "configure", "strongly_convex_or_none", "with_constants"]

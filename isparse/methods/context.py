@@ -1,7 +1,7 @@
 """What a method is built from: the :class:`Context` of one run.
 
 ``isparse.runsetup.build`` fills a :class:`Context` from the run's spec (``isparse.spec.RunSpec``), the problem and
-its reference solution; :meth:`isparse.methods.base.Method.configure` reads it to build the method, and the
+its reference solution; :func:`isparse.methods.base.configure` reads it to build the method, and the
 method's theory (``isparse.theory.base.Theory``) reads it to compute the stepsize and the bound.
 """
 

@@ -28,7 +28,6 @@ values (:meth:`Box.send`: coded by ``messages.codec``); the master scatters the 
 from __future__ import annotations
 
 import abc
-import copy
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
@@ -63,7 +62,7 @@ class Traits:
         The master step uses a batch only through its sum (:meth:`Box.aggregate`), so a host may send one sum
         (``messages.aggregate=host``; False for shared-data ISAGA, whose master keeps per-worker values).
     state_text : str
-        What its states hold, for the error when they do not fit in memory (``Method.state_bytes``).
+        What its states hold, for the error when they do not fit in memory (``Method._state_bytes``).
     """
 
     needs: tuple = ("grads_at",)
@@ -94,7 +93,9 @@ def values_in_blocks(d: int, tau_m: int, b: int) -> int:
 class Box(abc.ABC):
     """A method that sends tau*m blocks of a d-vector per worker and round: its four steps and what they share.
 
-    Every method's constructor takes these (a method adds its own keywords after them).
+    What a method author writes and calls is public (fourteen names with the declaration ``name``, ``options``,
+    ``traits`` and ``theory``); the rest is the template's own machinery, which a method overrides only where it
+    departs from the template (the hooks listed under Notes).
 
     Parameters
     ----------
@@ -110,6 +111,45 @@ class Box(abc.ABC):
         Send the block ids with the values (the old convention); default False: values only.
     codec : Codec
         How each value is coded on the wire (``isparse.compression.codecs``; default float64, exact).
+    downlink : Downlink, optional
+        The compressed master-to-worker link (EF21-P, ``isparse.compression.downlink``; ``messages.downlink``);
+        None: the dense x of every round.
+
+    Attributes
+    ----------
+    tau : float
+        tau_m / m.
+    uplink : Compressor
+        C(v) = (1/tau) Q(v_U): independent tau*m-nice blocks, then the value codec (``isparse.compression``).
+    sampler : Sampler
+        The draws, each a function of (seed, i, t).
+    values_per_message : int
+        The most values one worker sends in a round: min(d, tau*m x b) (IBGD: d).
+    sends_ids : bool
+        Block ids travel with the values (and count 4 B each): ``send_ids`` or ids the master cannot recompute
+        (``traits.derivable_ids``), below tau = 1.
+
+    Notes
+    -----
+    Hooks a method overrides where it departs from the template (the defaults fit every method of the paper but
+    the ones named):
+
+    - ``_sample(ids, t)``: U_i^t, the tau*m-nice sampling of (seed, i, t) (shared_bcd: one U^t for all);
+    - ``_coords_of(batch)``: the coordinates of every value of a batch, in order (ibgd: whole gradients);
+    - ``_iterate(state, x)``: the measured point, x^t (iasgd: its output sequence w_k);
+    - ``_extra_iterates(state)``: points whose suboptimality is logged as ``subopt_<key>``, none (isgd: ``avg``,
+      the x_hat^t of Theorem 6);
+    - ``_derived_params()``: derived parameters to log, none (isgd's batch_effective, iasgd's rho);
+    - ``_worker_targets(data, x_star)``, ``_worker_memory(data, state, targets)``, ``_master_memory(state)``: the
+      memory part of the Lyapunov function, summed over the hosted workers or kept on the master (None: no memory;
+      isega, isaga, isaga_shared);
+    - ``_host_shards(shards, ids)``, ``_host_data(shards, ids)``: what a host of the workers ``ids`` is sent and
+      its stacked data, ``type(shard).stack`` (isaga_shared: the whole data set, once);
+
+    and, before the method is built (:class:`~isparse.methods.base.Method`'s class methods taking the run's
+    :class:`~isparse.methods.context.Context`): ``_check``, ``_state_bytes``, ``_message_values``, ``_run_inputs``
+    and ``_shards``. What the engines do with a method beyond its steps (a host's sum of its workers' messages, a
+    copy with another seed) is in :mod:`isparse.engines.hooks`.
     """
 
     name: ClassVar[str] = ""
@@ -117,17 +157,16 @@ class Box(abc.ABC):
     traits: ClassVar[Traits] = Traits()
 
     def __init__(self, n: int, blocks: BlockPartition, tau_m: int, gamma: float, *, options=None, reg=None,
-                 seed: int = 0, send_ids: bool = False, codec: Codec = FLOAT64):
+                 seed: int = 0, send_ids: bool = False, codec: Codec = FLOAT64, downlink=None):
         self.n, self.blocks, self.tau_m, self.gamma = int(n), blocks, int(tau_m), float(gamma)
+        self.tau = self.tau_m / blocks.m
         self.opts = options if options is not None else type(self).options(name=type(self).name or "isega")
         self.reg = reg if reg is not None else Zero()
-        self.seed, self.send_ids, self.codec = int(seed), bool(send_ids), codec
-        #: the uplink compressor C(v) = (1/tau) Q(v_U): independent tau*m-nice blocks, then the value codec
+        self.seed, self.send_ids, self.codec, self.downlink = int(seed), bool(send_ids), codec, downlink
         self.uplink = chain(IndependentBlocks(self.tau_m, blocks.m, blocks.size), codec)
         self.sampler = Sampler(self.seed)
-        #: the compressed downlink (EF21-P, ``isparse.compression.downlink.Downlink``; set by the run's setup from
-        #: ``messages.downlink``): None, the dense x of every round
-        self.downlink = None
+        self.values_per_message = values_in_blocks(blocks.d, self.tau_m, blocks.size)
+        self.sends_ids = (self.send_ids or not self.traits.derivable_ids) and self.tau_m < blocks.m
 
     # -- the four steps ------------------------------------------------------------------------------------
     def worker_init(self, data, x0: np.ndarray):
@@ -145,8 +184,6 @@ class Box(abc.ABC):
             The hosted workers' (``data.ids``, ``data.k``, and the capabilities ``traits.needs`` names).
         state : NamedTuple or None
             Their state (:meth:`worker_init`, then each step's).
-        x : ndarray of shape (d,)
-            x^t, the point the master sent.
         t : int
             The round (an asynchronous worker's own step count); every draw is a function of (seed, i, t).
         donate : bool
@@ -172,8 +209,6 @@ class Box(abc.ABC):
         ----------
         state : NamedTuple or None
             The master's state (:meth:`master_init`, then each step's).
-        x : ndarray of shape (d,)
-            x^t.
         batch : Messages
             Every worker's message of round t, ordered by worker (one message, on arrival, for an asynchronous
             method); ``batch.values`` are the decoded values.
@@ -192,26 +227,47 @@ class Box(abc.ABC):
     def sampled(self, data, t: int, U: np.ndarray | None = None) -> Sampled:
         """U_i^t of the hosted workers (the tau*m-nice sampling of section 1, from (seed, i, t)) and its coordinates;
         a given ``U`` is used instead of the draw (EF21's Top-K)."""
-        U = self.sample(data.ids, t) if U is None else U
-        pc, pw = self.coords_batch(U)
+        U = self._sample(data.ids, t) if U is None else U
+        pc, pw = self._coords(U)
         return Sampled(data, int(t), U, pc, pw)
 
     def local_grads(self, data, x: np.ndarray, s: Sampled) -> np.ndarray:
         """(grad f_i(x))_{U_i} of every hosted worker, worker-major, shape (q,): only those coordinates, or gathered
-        from whole local gradients (one sparse product) above an eighth of the coordinates (:meth:`dense_path`)."""
-        if self.dense_path():
+        from whole local gradients (one sparse product) above an eighth of the coordinates, where that is cheaper
+        (a function of tau*m, b and d only, so every host takes the same path)."""
+        if 8 * self.tau_m * self.blocks.size > self.blocks.d:
             return data.grads(x)[s.pw, s.pc]
         return data.grads_on_blocks(x, s.U, self.blocks, (s.pc, s.pw))
 
     def send(self, s: Sampled, values: np.ndarray) -> Messages:
         """The hosted workers' batch: ``values`` (shape (q,), worker-major, in block order) on their block sets
         ``s.U``, coded by the codec. Its ``values`` are the decoded ones (what the master sees, what a worker's memory
-        moves by); block ids travel only when :attr:`sends_ids`."""
+        moves by); block ids travel only when ``sends_ids``."""
         counts = np.bincount(s.pw, minlength=s.data.k).astype(np.int32)
         blocks = s.U.astype(BLOCK_ID_DTYPE) if self.sends_ids else None
-        return self.encode(s.data.ids, s.t, counts, values, blocks)
+        return self._encode(s.data.ids, s.t, counts, values, blocks)
 
-    def sample(self, ids, t: int) -> np.ndarray:
+    # -- the master's side ---------------------------------------------------------------------------------
+    def aggregate(self, batch: Messages) -> np.ndarray:
+        """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order)."""
+        if isinstance(batch, HostSums):   # each host's sum on the union of its workers' coordinates, host by host
+            coords = [self._union_of(g, batch.t) for g in batch.groups]
+            return np.bincount(np.concatenate(coords), weights=np.concatenate(batch.sums), minlength=self.blocks.d)
+        return np.bincount(self._coords_of(batch), weights=batch.values, minlength=self.blocks.d)
+
+    def averaged_step(self, x, batch, gamma=None):
+        """x^{t+1} = x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5 and 6
+        (ISGD passes its gamma_t)."""
+        return x - ((self.gamma if gamma is None else gamma) / self.n) * self.aggregate(batch)
+
+    @property
+    def memory_rate(self) -> float:
+        """The share of a decoded value a memory moves by (the codec's ``memory_rate``): 1/(1 + omega) for a lossy
+        unbiased codec (natural, dither), 1 for an exact or biased one."""
+        return self.uplink.codec.memory_rate(self.values_per_message)
+
+    # -- the template's machinery (the hooks of the class docstring) -------------------------------------------
+    def _sample(self, ids, t: int) -> np.ndarray:
         """U_i^t of the workers ``ids``, shape (k, tau*m): the tau*m-nice sampling, a function of (seed, i, t)
         (docs/algorithms.md §1). The last call is remembered, so an in-process master does not redraw what its host
         drew."""
@@ -223,7 +279,7 @@ class Box(abc.ABC):
             self._memo = memo
         return memo[1]
 
-    def coords_batch(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _coords(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``blocks.coords_batch(U)``: (pc, pw), worker-major. The last result is remembered (keyed by the array U
         itself), so a worker step, its gathered gradient and an in-process master's scatter-add compute the
         coordinates once per round."""
@@ -233,155 +289,52 @@ class Box(abc.ABC):
             self._coords_memo = memo
         return memo[1]
 
-    def dense_path(self) -> bool:
-        """Whether :meth:`local_grads` computes whole local gradients: above an eighth of the coordinates the sparse
-        product is cheaper than gathering the sampled entries. A function of tau*m, b and d only, so every host takes
-        the same path."""
-        return 8 * self.tau_m * self.blocks.size > self.blocks.d
-
-    def encode(self, ids, t: int, counts: np.ndarray, values: np.ndarray, blocks=None) -> Messages:
+    def _encode(self, ids, t: int, counts: np.ndarray, values: np.ndarray, blocks=None) -> Messages:
         """The batch of the workers ``ids``, coded by ``self.codec``, with the block ids ``blocks`` if given.
 
         A random codec draws one uniform per value from stream ``CODEC`` keyed by (seed, i, t),
-        :attr:`values_per_message` per worker whatever it sends, so a worker's draws do not depend on its host.
+        ``values_per_message`` per worker whatever it sends, so a worker's draws do not depend on its host.
         """
         values = np.ascontiguousarray(values, dtype=np.float64)
         ids = np.asarray(ids)
         u = self.codec.draw(self.sampler, ids, t, counts, self.values_per_message) if self.codec.random else None
         return Messages.encoded(ids.astype(np.int32), int(t), counts, values, blocks, codec=self.codec, uniforms=u)
 
-    # -- the master's side ---------------------------------------------------------------------------------
-    def coords_of(self, batch: Messages) -> np.ndarray:
-        """Coordinates of every value of ``batch``, in order: from the sent ids, or recomputed from (seed, i, t)."""
-        U = batch.blocks if batch.blocks is not None else self.sample(batch.workers, batch.t)
-        return self.coords_batch(U)[0]
+    def _coords_of(self, batch: Messages) -> np.ndarray:
+        U = batch.blocks if batch.blocks is not None else self._sample(batch.workers, batch.t)
+        return self._coords(U)[0]
 
-    def aggregate(self, batch: Messages) -> np.ndarray:
-        """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order)."""
-        if isinstance(batch, HostSums):   # each host's sum on the union of its workers' coordinates, host by host
-            coords = [self.union_of(g, batch.t) for g in batch.groups]
-            return np.bincount(np.concatenate(coords), weights=np.concatenate(batch.sums), minlength=self.blocks.d)
-        return np.bincount(self.coords_of(batch), weights=batch.values, minlength=self.blocks.d)
+    def _union_of(self, workers: np.ndarray, t: int) -> np.ndarray:
+        """The union of the ``workers``' coordinates in round t, ascending, recomputed from (seed, i, t)."""
+        return union(self._coords(self._sample(np.asarray(workers), int(t)))[0], self.blocks.d)
 
-    # -- host aggregation (messages.aggregate=host) ----------------------------------------------------------
-    def sums_on_host(self, batch) -> bool:
-        """Whether a host may send one sum for its ``batch``: the master needs only the sum (``traits.master_sums``),
-        the run is synchronous, no block ids travel and the values are float64 (a sum of coded values is not a coded
-        value: a host with a lossy codec sends its workers' coded messages)."""
-        return (self.traits.master_sums and not self.traits.asynchronous and isinstance(batch, Messages)
-                and batch.blocks is None and batch.codec.exact)
-
-    def union_of(self, workers: np.ndarray, t: int) -> np.ndarray:
-        """The union of the ``workers``' coordinates in round t, ascending, recomputed from (seed, i, t) (all d when a
-        worker sends every block)."""
-        return self._union(self.coords_batch(self.sample(np.asarray(workers), int(t)))[0])
-
-    def _union(self, coords: np.ndarray) -> np.ndarray:
-        if coords.size >= self.blocks.d:
-            mark = np.zeros(self.blocks.d, dtype=bool)
-            mark[coords] = True
-            return np.flatnonzero(mark)
-        return np.unique(coords)
-
-    def host_sums(self, batch: Messages, groups: list) -> HostSums:
-        """The sums the hosts send for their workers' messages of one round (``messages.aggregate=host``): each on
-        the union of its workers' coordinates, ascending.
-
-        ``groups`` are consecutive runs of ``batch.workers``, one per host. Each sum adds the workers' values
-        coordinate by coordinate in worker order (the order of :meth:`aggregate`'s scatter-add), so a host of one
-        worker sends its message's values unchanged.
-        """
-        c = self.coords_of(batch)
-        ends = np.cumsum(batch.counts.astype(np.int64))
-        sums, start, w = [], 0, 0
-        for g in groups:
-            w += len(g)
-            stop = int(ends[w - 1]) if w else 0
-            cg, vg = c[start:stop], batch.values[start:stop]
-            union = self._union(cg)
-            full = np.bincount(cg, weights=vg, minlength=self.blocks.d)
-            sums.append(full[union])
-            start = stop
-        return HostSums(list(groups), sums, batch.t)
-
-    def averaged_step(self, x, batch, gamma=None):
-        """x^{t+1} = x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5 and 6
-        (ISGD passes its gamma_t)."""
-        return x - ((self.gamma if gamma is None else gamma) / self.n) * self.aggregate(batch)
-
-    # -- derived quantities --------------------------------------------------------------------------------
-    @property
-    def tau(self) -> float:
-        """tau = tau_m / m."""
-        return self.tau_m / self.blocks.m
-
-    @property
-    def values_per_message(self) -> int:
-        """The most values one worker sends in a round: tau*m blocks (at most d coordinates)."""
-        return values_in_blocks(self.blocks.d, self.tau_m, self.blocks.size)
-
-    @property
-    def sends_ids(self) -> bool:
-        """Block ids travel with the values (and count 4 B each)."""
-        return (self.send_ids or not self.traits.derivable_ids) and self.tau_m < self.blocks.m
-
-    @property
-    def asynchronous(self) -> bool:
-        """``traits.asynchronous``: the engines run it on their asynchronous view."""
-        return self.traits.asynchronous
-
-    @property
-    def omega(self) -> float:
-        """The value codec's omega for this method's messages (the uplink chain's last piece, at the q values it is
-        handed); 0 for float64 and for a biased codec (which has none). The theorems take it beside tau."""
-        w = self.uplink.codec.omega(self.values_per_message)
-        return 0.0 if w is None else w
-
-    @property
-    def uplink_omega(self) -> float | None:
-        """omega of the whole uplink C(v) = (1/tau) Q(v_U) of a d-vector, by the chain's composition rule:
-        (1 + omega_Q)/tau - 1 for an unbiased codec; None for a biased one."""
-        return self.uplink.omega(self.blocks.d)
-
-    @property
-    def memory_rate(self) -> float:
-        """The share of a decoded value a memory moves by (the codec's ``memory_rate``): 1/(1 + omega) for a lossy
-        unbiased codec (natural, dither), 1 for an exact or biased one."""
-        return self.uplink.codec.memory_rate(self.values_per_message)
-
-    def with_seed(self, seed: int) -> "Box":
-        """A shallow copy with another seed and its own sampler (a new set of random draws)."""
-        other = copy.copy(self)
-        other.seed, other.sampler, other._memo = int(seed), Sampler(int(seed)), None
-        return other
-
-    # -- data on a host ------------------------------------------------------------------------------------
-    def host_shards(self, shards: list, ids) -> list:
-        """What a host of the logical workers ``ids`` is sent: their shards."""
-        return [shards[int(i)] for i in ids]
-
-    def host_data(self, shards: list, ids):
-        """The stacked shards of the hosted workers ``ids`` (``type(shard).stack``)."""
-        return type(shards[0]).stack(shards, ids)
-
-    # -- what is measured and logged -----------------------------------------------------------------------
-    def iterate(self, state, x):
-        """The measured point, from the master's state: x^t (IASGD measures its own output sequence w_k)."""
+    def _iterate(self, state, x):
         return x
 
-    def extra_iterates(self, state) -> dict:
-        """Points beside x^t, from the master's state, whose suboptimality is logged as ``subopt_<key>``: none by
-        default (ISGD: ``avg``, the x_hat^t of Theorem 6)."""
+    def _extra_iterates(self, state) -> dict:
         return {}
 
-    def derived_params(self) -> dict:
-        """Method-specific derived parameters to log (ISGD's batch_effective, IASGD's rho)."""
+    def _derived_params(self) -> dict:
         return {}
 
-    # monitors of the Lyapunov function's memory part (None: the method keeps no memory)
-    worker_targets = None     # (data, x_star) -> targets for the hosted workers
-    worker_memory = None      # (data, state, targets) -> float, sum over hosted workers
-    master_memory = None      # (state) -> float
+    _worker_targets = None     # (data, x_star) -> targets for the hosted workers
+    _worker_memory = None      # (data, state, targets) -> float, sum over hosted workers
+    _master_memory = None      # (state) -> float
+
+    def _host_shards(self, shards: list, ids) -> list:
+        return [shards[int(i)] for i in ids]
+
+    def _host_data(self, shards: list, ids):
+        return type(shards[0]).stack(shards, ids)
 
 
-__all__ = ["Box", "Sampled", "Traits", "values_in_blocks"]
+def union(coords: np.ndarray, d: int) -> np.ndarray:
+    """The distinct entries of ``coords`` (coordinates in 0..d-1), ascending (all d when ``coords`` covers them)."""
+    if coords.size >= d:
+        mark = np.zeros(d, dtype=bool)
+        mark[coords] = True
+        return np.flatnonzero(mark)
+    return np.unique(coords)
+
+
+__all__ = ["Box", "Sampled", "Traits", "union", "values_in_blocks"]

@@ -31,7 +31,7 @@ def diana_omega(tau, omega=0.0):
 
     E||C(v)||^2 <= ((1 + omega)/tau) ||v||^2 and E C(v) = v: the composition rule of ``isparse.compression.Chain``
     (1 + omega_D = (1 + omega_blocks)(1 + omega), omega_blocks = 1/tau - 1) in the stepsize rules' signature; a built
-    method takes it from its chain, ``uplink_omega`` (docs/algorithms.md §7).
+    method takes it from its chain, ``uplink.omega(d)`` (docs/algorithms.md §7).
     """
     return (1.0 + omega) / tau - 1.0
 
@@ -58,17 +58,17 @@ class DIANA(ISEGA):
     def __init__(self, n, blocks, tau_m, gamma, **common):
         super().__init__(n, blocks, tau_m, gamma, **common)
         alpha = self.opts.alpha
-        self.alpha = 1.0 / (_omega_d(self.uplink_omega, self.tau) + 1.0) if alpha is None else float(alpha)
+        self.alpha = 1.0 / (_omega_d(self.uplink.omega(blocks.d), self.tau) + 1.0) if alpha is None else float(alpha)
 
     @classmethod
-    def check(cls, ctx):
+    def _check(cls, ctx):
         """Also: ``algorithm.alpha`` at most 1/(omega_D + 1) = tau/(1 + omega) (a ConfigError naming it)."""
         if ctx.options.alpha is not None:
             top = 1.0 / (_omega_d(ctx.uplink.omega(ctx.problem.d), ctx.tau) + 1.0)   # 1/(omega_D + 1)
             check_range("algorithm.alpha", ctx.options.alpha, 0.0, top,
                         high_text="1/(omega+1) = tau" if not ctx.omega else "1/(omega_D+1) = tau/(1 + omega)",
                         low_open=True)
-        super().check(ctx)
+        super()._check(ctx)
 
     def worker_step(self, data, state, x, t, donate=False):
         r"""Each hosted worker i sends :math:`Q((\nabla f_i(x^t) - h_i)_{U_i})`, then
@@ -90,4 +90,4 @@ class DIANA(ISEGA):
         x_new = self.reg.prox(x - self.gamma * g, self.gamma)
         return x_new, IsegaMasterState(h_bar=state.h_bar + (self.alpha / (self.n * self.tau)) * S)
 
-    worker_targets = worker_memory = None
+    _worker_targets = _worker_memory = None

@@ -63,7 +63,7 @@ class EF21Theory(Theory):
     """EF21's stepsize at the contraction alpha of Top-K with the codec (:func:`ef21_contraction`); no bound."""
 
     def step(self, ctx) -> dict:
-        alpha = ef21_contraction(ctx.tau, ctx.codec, EF21.message_values(ctx))
+        alpha = ef21_contraction(ctx.tau, ctx.codec, EF21._message_values(ctx))
         return {"gamma": ctx.step_multiplier * self.stepsize(self.smooth(ctx), ctx.problem.mu, ctx.n, alpha)}
 
 
@@ -87,7 +87,7 @@ class EF21(Method):
         return self.memory_rate
 
     @classmethod
-    def state_bytes(cls, ctx):
+    def _state_bytes(cls, ctx):
         return 8 * ctx.n * ctx.problem.d
 
     def worker_init(self, data, x0):

@@ -127,9 +127,9 @@ class IASGD(ISGD):
         self.gamma_eta = 1.0 / (rho * math.sqrt(mu * L))
 
     @classmethod
-    def run_inputs(cls, ctx) -> dict:
+    def _run_inputs(cls, ctx) -> dict:
         """ISGD's ``batch``, and ``L`` and ``mu`` of f."""
-        return {**super().run_inputs(ctx), "L": ctx.problem.L, "mu": ctx.problem.mu}
+        return {**super()._run_inputs(ctx), "L": ctx.problem.L, "mu": ctx.problem.mu}
 
     def master_init(self, x0):
         """w_0 = v_0 = x^0."""
@@ -144,25 +144,25 @@ class IASGD(ISGD):
         v = self.beta * state.v + (1.0 - self.beta) * zeta - self.gamma_eta * q
         return self.alpha * v + (1.0 - self.alpha) * w, IasgdMasterState(w=w, v=v)
 
-    def derived_params(self) -> dict:
+    def _derived_params(self) -> dict:
         """ISGD's ``batch_effective`` and ``rho``, the strong-growth constant used."""
-        return {**super().derived_params(), "rho": self.rho}
+        return {**super()._derived_params(), "rho": self.rho}
 
-    def iterate(self, state, x):
+    def _iterate(self, state, x):
         """w_k (x is the extrapolated query point zeta_k)."""
         return state.w
 
-    def extra_iterates(self, state) -> dict:
+    def _extra_iterates(self, state) -> dict:
         """None: IASGD logs no average (its measured point is w_k, :meth:`iterate`)."""
         return {}
 
     @classmethod
-    def check(cls, ctx):
+    def _check(cls, ctx):
         """Also: the accelerated step needs mu > 0 (a ConfigError naming ``problem.penalty`` when it is not l2)."""
         if ctx.problem.mu <= 0:
             raise ConfigError("problem.penalty", f"The 'problem.penalty' parameter must be l2 for algorithm={cls.name} "
                                                  f"(the accelerated step needs mu > 0); got {ctx.problem.penalty.name!r}.")
-        super().check(ctx)
+        super()._check(ctx)
 
 
 class ASGD(IASGD):

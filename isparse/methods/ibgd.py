@@ -43,19 +43,17 @@ class IBGD(IBCD):
         G = data.grads(x, send)                                  # grad f_i(x^t) of the workers with theta_i^t = 1
         counts = np.zeros(data.k, np.int32)
         counts[send] = self.blocks.d
-        return self.encode(data.ids, t, counts, G.ravel()), state
+        return self._encode(data.ids, t, counts, G.ravel()), state
 
-    @property
-    def values_per_message(self) -> int:
-        """A sender sends its whole gradient: d values."""
-        return self.blocks.d
+    def __init__(self, n, blocks, tau_m, gamma, **common):
+        super().__init__(n, blocks, tau_m, gamma, **common)
+        self.values_per_message = blocks.d      # a sender sends its whole gradient
 
     @classmethod
-    def message_values(cls, ctx) -> int:
-        """d (a whole gradient)."""
+    def _message_values(cls, ctx) -> int:
         return ctx.problem.d
 
-    def coords_of(self, batch):
+    def _coords_of(self, batch):
         """0..d-1 once per sender (the coins recomputed from (seed, i, t))."""
         send = self.senders(batch.workers, batch.t)
         return np.tile(np.arange(self.blocks.d), int(send.sum()))

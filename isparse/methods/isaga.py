@@ -56,7 +56,7 @@ class ISAGA(Method):
     theory = Theorem5(theorem5_stepsize, smoothness="L_example", codec_theory=True)
 
     @classmethod
-    def state_bytes(cls, ctx):
+    def _state_bytes(cls, ctx):
         """The SAGA tables and their means: 8 (N + n) d bytes."""
         return 8 * (ctx.problem.N + ctx.n) * ctx.problem.d
 
@@ -93,13 +93,13 @@ class ISAGA(Method):
 
     # Theorem 5's Lyapunov function: Psi = sum_ij ||alpha_ij - grad f_ij(x*)||^2
     @staticmethod
-    def worker_targets(data, x_star):
+    def _worker_targets(data, x_star):
         """grad f_ij(x*) for every hosted example, shape (sum_i l_i, d): what the tables learn."""
         return data.example_grads(x_star)
 
     @staticmethod
-    def worker_memory(data, state, targets) -> float:
-        """Psi = sum_ij ||alpha_ij - grad f_ij(x*)||^2 over the hosted workers (``targets``: :meth:`worker_targets`)."""
+    def _worker_memory(data, state, targets) -> float:
+        """Psi = sum_ij ||alpha_ij - grad f_ij(x*)||^2 over the hosted workers (``targets``: :meth:`_worker_targets`)."""
         return float(np.sum((state.alpha - targets) ** 2))
 
 

@@ -85,7 +85,7 @@ class ISAGAShared(Method):
     N : int
         Number of examples (>= n).
     targets : ndarray of shape (N, d), optional
-        grad psi_j(x*) for every example (Theorem 2's Psi, monitored by :meth:`master_memory`).
+        grad psi_j(x*) for every example (Theorem 2's Psi, monitored by :meth:`_master_memory`).
     """
 
     name = "isaga_shared"
@@ -96,8 +96,8 @@ class ISAGAShared(Method):
                                 "grad psi_j(x*) != 0 stays in it (isparse/theory/theorem2.py)")
 
     @classmethod
-    def state_bytes(cls, ctx):
-        """The master's table and its targets: 8 x 2 N d bytes (0 without a data set: :meth:`check` refuses it)."""
+    def _state_bytes(cls, ctx):
+        """The master's table and its targets: 8 x 2 N d bytes (0 without a data set: :meth:`_check` refuses it)."""
         return 8 * 2 * ctx.data.N * ctx.problem.d if ctx.data is not None else 0
 
     def __init__(self, n, blocks, tau_m, gamma, *, N, targets=None, **common):
@@ -105,17 +105,17 @@ class ISAGAShared(Method):
         self.N, self.targets = int(N), targets
 
     @classmethod
-    def run_inputs(cls, ctx):
+    def _run_inputs(cls, ctx):
         """``N``, and the ``targets`` grad psi_j(x*) of every example, shape (N, d) (for Theorem 2's Psi)."""
         w = whole(ctx)
         targets = np.stack([w.shards[0].example_grad(ctx.reference.x_star, j) for j in range(ctx.data.N)])
         return {"N": ctx.data.N, "targets": targets}
 
-    def host_shards(self, shards, ids):
-        """The whole data set, once: every worker's shard is the same object (:meth:`shards`)."""
+    def _host_shards(self, shards, ids):
+        """The whole data set, once: every worker's shard is the same object (:meth:`_shards`)."""
         return [shards[0]]
 
-    def host_data(self, shards, ids):
+    def _host_data(self, shards, ids):
         """:class:`SharedRows` over the one stacked data set."""
         return SharedRows(type(shards[0]).stack(shards[:1], [0]), ids)
 
@@ -140,7 +140,7 @@ class ISAGAShared(Method):
         """alpha_j^0 = 0 for every example, and its mean 0."""
         return SharedSagaMasterState(np.zeros((self.N, x0.size)), np.zeros_like(x0))
 
-    def master_memory(self, state) -> float:
+    def _master_memory(self, state) -> float:
         """Psi^t = sum_j ||alpha_j - grad psi_j(x*)||^2, the memory part of Theorem 2's Lyapunov function (the table
         lives on the master)."""
         return float(np.sum((state.alpha - self.targets) ** 2))
@@ -149,7 +149,7 @@ class ISAGAShared(Method):
         r""":math:`x^{t+1} = x^t - \frac{\gamma}{n}\sum_i (\nabla\psi_{j_i}(x^t) - \alpha_{j_i} + \bar\alpha)_{U_i^t}`,
         then :math:`(\alpha_{j_i})_{U_i} \leftarrow (\nabla\psi_{j_i}(x^t))_{U_i}` (the decoded values)."""
         js = self.indices(batch.t)
-        c = self.coords_of(batch)
+        c = self._coords_of(batch)
         rows = js[np.repeat(batch.workers, batch.counts)]
         alpha = state.alpha if donate else state.alpha.copy()
         old = alpha[rows, c]                                               # the table of iteration t
@@ -159,15 +159,15 @@ class ISAGAShared(Method):
         return x - (self.gamma / self.n) * total, SharedSagaMasterState(alpha, alpha_bar)
 
     @classmethod
-    def check(cls, ctx):
+    def _check(cls, ctx):
         """Also: the run must read a data set (a ConfigError naming ``data``, e.g. for ``data=quadratic``)."""
         if ctx.data is None:
             raise ConfigError("data", f"The 'data' parameter must be a data set for algorithm={cls.name} "
                                       f"(the workers share its examples); got {ctx.problem.name!r}.")
-        super().check(ctx)
+        super()._check(ctx)
 
     @classmethod
-    def shards(cls, ctx):
+    def _shards(cls, ctx):
         """The one shard of the whole data set (psi_j = phi_j + P, :func:`whole`) and all its rows, n times each."""
         w = whole(ctx)
         return [w.shards[0]] * ctx.n, [w.parts[0]] * ctx.n

@@ -57,7 +57,7 @@ class ISEGA(Method):
     theory = Theorem3(theorem3_stepsize, paper_stepsize=isega_paper_stepsize, codec_theory=True)
 
     @classmethod
-    def state_bytes(cls, ctx):
+    def _state_bytes(cls, ctx):
         """The memories h_i: 8 n d bytes."""
         return 8 * ctx.n * ctx.problem.d
 
@@ -95,11 +95,11 @@ class ISEGA(Method):
 
     # Theorem 3's Lyapunov function: the memory part sum_i ||h_i - grad f_i(x*)||^2
     @staticmethod
-    def worker_targets(data, x_star):
+    def _worker_targets(data, x_star):
         """grad f_i(x*) of the hosted workers, shape (k, d): what h_i learns."""
         return data.grads(x_star)
 
     @staticmethod
-    def worker_memory(data, state, targets) -> float:
-        """sum_i ||h_i - grad f_i(x*)||^2 over the hosted workers (``targets``: :meth:`worker_targets`)."""
+    def _worker_memory(data, state, targets) -> float:
+        """sum_i ||h_i - grad f_i(x*)||^2 over the hosted workers (``targets``: :meth:`_worker_targets`)."""
         return float(np.sum((state.h - targets) ** 2))

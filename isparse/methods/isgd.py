@@ -87,7 +87,7 @@ class ISGD(Method):
     Parameters
     ----------
     batch : int, optional
-        The minibatch that runs (>= 1): ``algorithm.batch`` capped at the smallest shard (``run_inputs``); default
+        The minibatch that runs (>= 1): ``algorithm.batch`` capped at the smallest shard (``_run_inputs``); default
         ``self.opts.batch``.
     schedule : tuple or None
         None for the constant gamma; (a, c) for gamma_t = 1/(a + c t).
@@ -106,7 +106,7 @@ class ISGD(Method):
         self.schedule = schedule
 
     @classmethod
-    def run_inputs(cls, ctx) -> dict:
+    def _run_inputs(cls, ctx) -> dict:
         """``{"batch": min(algorithm.batch, l_min)}``, the minibatch that runs (a cap is announced)."""
         return {"batch": ctx.options.effective_batch(ctx.problem.shards, announce=True)}
 
@@ -141,11 +141,11 @@ class ISGD(Method):
         x_hat = state.x_hat + (w / (state.weight + w)) * (x_new - state.x_hat)
         return x_new, IsgdMasterState(t=t, x_hat=x_hat, weight=state.weight + w)
 
-    def extra_iterates(self, state) -> dict:
+    def _extra_iterates(self, state) -> dict:
         """``avg`` = x_hat^t, the weighted average Theorem 6 bounds (logged as ``subopt_avg``)."""
         return {"avg": state.x_hat}
 
-    def derived_params(self) -> dict:
+    def _derived_params(self) -> dict:
         """``batch_effective``: the minibatch that runs (``algorithm.batch`` capped at the smallest shard)."""
         return {"batch_effective": self.batch}
 

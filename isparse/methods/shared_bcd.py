@@ -22,7 +22,7 @@ class SharedBCD(Method):
     name = "shared_bcd"
     theory = Theory(shared_bcd_stepsize)
 
-    def sample(self, ids, t):
+    def _sample(self, ids, t):
         """U^t, the one block set of round t (a function of (seed, t)), repeated for each of the workers ``ids``."""
         U = self.sampler.subsets(SHARED_BLOCKS, [0], t, self.blocks.m, self.tau_m)
         return np.repeat(U, len(ids), axis=0)

@@ -57,7 +57,7 @@ class LinearBound:
         The limit as t -> inf (0 under the theorem's assumptions).
     lyapunov_weight : float, optional
         Where the theorem bounds a Lyapunov function dist_sq + weight x (sum of the workers' memory
-        errors, see ``Method.lyapunov_term``), the weight; the bound then holds for it too.
+        errors, ``Method._worker_memory`` or ``_master_memory``), the weight; the bound then holds for it too.
     gamma_max : float, optional
         The largest stepsize the theorem allows (default: ``gamma_theory``, where the rule's stepsize is the limit).
     source : str

@@ -111,7 +111,7 @@ def downlink_bound(method, problem, reference, x0, bound):
         why = f"messages.downlink={down.label} is not contractive"
     if why is not None:
         return NoBound(theorem=why, gamma_theory=bound.gamma_theory, gamma=method.gamma, quantity="dist_sq")
-    omega = float(method.uplink_omega) if name != "gd" else 0.0
+    omega = float(method.uplink.omega(method.blocks.d)) if name != "gd" else 0.0
     rho = None if name == "gd" else (1.0 / (1.0 + omega) if name == "isega" else float(method.alpha))
     if rho is not None and rho > 1.0 / (1.0 + omega) * (1 + 1e-12):
         return NoBound(theorem=f"the EF21-P bound needs the memory rate <= 1/(1 + omega) = {1 / (1 + omega):.4g}; "
