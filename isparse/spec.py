@@ -184,22 +184,8 @@ class RunSpec(Section):
         return self.algorithm.method_class()
 
     def with_(self, **changes) -> "RunSpec":
-        """A copy with top-level keys replaced, checked again.
-
-        Parameters
-        ----------
-        **changes
-            Top-level keys and their new values (``tau="2/n"``, ``blocks=BlocksSpec(size=4)``).
-
-        Returns
-        -------
-        RunSpec
-
-        Raises
-        ------
-        ConfigError
-            A value out of its range, or a combination the rules refuse.
-        """
+        """A copy with top-level keys replaced (``tau="2/n"``, ``blocks=BlocksSpec(size=4)``), checked again: the
+        ConfigError of :meth:`from_dict` for a value out of its range or a combination the rules refuse."""
         import dataclasses
 
         return dataclasses.replace(self, **changes).check()

@@ -549,26 +549,9 @@ class Contractive(Compressor):
 
 
 def chain(*pieces: Compressor) -> Chain:
-    """The composition of ``pieces``, the first acting first (the composition rule: :class:`Chain`,
-    docs/algorithms.md §7).
-
-    Parameters
-    ----------
-    *pieces : Compressor
-        At least one; every piece but the last a :class:`Selection`; a chain among them is flattened.
-
-    Returns
-    -------
-    Chain
-        E.g. ``chain(IndependentBlocks(tau_m, m), codec)``, the uplink C(v) = (1/tau) Q(v_U) of every method.
-
-    Raises
-    ------
-    ValueError
-        No piece.
-    TypeError
-        A piece before the last that is not a :class:`Selection`.
-    """
+    """``Chain(*pieces)``: the composition of ``pieces``, the first acting first (its rule and errors:
+    :class:`Chain`), e.g. ``chain(IndependentBlocks(tau_m, m), codec)``, the uplink C(v) = (1/tau) Q(v_U) of every
+    method."""
     return Chain(*pieces)
 
 
