@@ -46,7 +46,7 @@ row with probability ∝ (k + 1)^-1, about 35 distinct features a row, unit-norm
 model with noise), λ = 1e-2 (chosen so that the runs fit their caps on 2 cores), blocks of d/1000 coordinates
 (m = 1000); a9a with λ = 1e-3 and blocks of 1. What to keep in mind when reading the numbers:
 
-- each tbf lets a burst of its bucket (5 ms of traffic, at least 8 kB, ``pipeline.cluster.emulated``) through at
+- each tbf lets a burst of its bucket (5 ms of traffic, at least 8 kB, ``pipeline.cluster.shaping``) through at
   line speed after an idle gap: 8 kB at 10 Mbit, a small share of a round that moves x (80 kB at d = 10⁴), but
   62.5 kB at 100 Mbit, most of such a message (the planner's check counts it as ``plan.link.burst``); a 1 ms bucket
   lost throughput on the loaded machine (40.8 of 50 Mbit/s), and before 2026-12-03 the bucket was 64 kB at every
@@ -439,7 +439,8 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
     Returns the cells, the grid and what was left out."""
     from distributed import Client
 
-    from pipeline.cluster.emulated import EmulatedCluster, available
+    from pipeline.cluster.emulated import EmulatedCluster
+    from pipeline.cluster.machine import available
 
     grid = grid or (QUICK if quick else DEFAULT)
     reason = available()
@@ -517,7 +518,7 @@ def planner_check(built: dict, cell: dict) -> dict:
     of ``cell``, without the emulator, against the measured times.
 
     The model's inputs: the links' rates and token-bucket depths (the emulator's
-    :func:`pipeline.cluster.emulated.bucket_bytes`, ``plan.link.burst``); the round's floor and each worker's
+    :func:`pipeline.cluster.shaping.bucket_bytes`, ``plan.link.burst``); the round's floor and each worker's
     compute measured on the same hosts with the links unshaped, just before the cell's runs
     (:func:`cluster_round_terms`: ``plan.link.latency``, what ``isparse-plan``'s probes measure on the cluster they
     run on); the iterations of the planner's calibration run (``plan.link.calibrate``: an in-process run of the
@@ -528,7 +529,7 @@ def planner_check(built: dict, cell: dict) -> dict:
     the covered ones) and whether its measured time is within :data:`RECOMMENDATION_BAND` of the fastest measured
     covered one."""
     from isparse.planning import RoundTerms, predict_setup_time
-    from pipeline.cluster.emulated import bucket_bytes, rate_bits
+    from pipeline.cluster.shaping import bucket_bytes, rate_bits
 
     runs, out = cell["runs"], {"methods": {}}
     up, down = rate_bits("cluster.link.up", cell["up"]), rate_bits("cluster.link.down", cell["down"])

@@ -98,7 +98,7 @@ def test_item_registered():
 # -- the quick map on emulated hosts (slow, root) ----------------------------------------------------------------------
 @pytest.mark.slow
 def test_quick_map(tmp_path):
-    from pipeline.cluster.emulated import available
+    from pipeline.cluster.machine import available
 
     reason = available()
     if reason:
