@@ -16,8 +16,6 @@ The started processes receive SIGKILL when the thread that started them dies (``
 to read their results, and a worker's graceful close on SIGTERM, mid-round with its scheduler gone, outlived a 30 s
 wait once in CI. They run in their own sessions (a terminal's Ctrl-C reaches the client only, which closes the
 cluster).
-
-``benchmarks/netns.py`` is a thin user of this module (2 hosts, one symmetric rate).
 """
 
 from __future__ import annotations
@@ -83,10 +81,8 @@ def _pdeathsig():
 
 
 class EmulatedCluster:
-    """H Dask worker processes in their own network namespaces behind shaped veth pairs, and a scheduler in the root
-    namespace (the module's docstring has the layout). :meth:`start` makes it, :meth:`close` removes all of it
-    (also a context manager); :meth:`shape` changes the links' rates while it runs, :meth:`set_link` takes a host's
-    link down and up.
+    """H hosts laid out as the module's docstring says: :meth:`start` makes them, :meth:`close` removes all of it
+    (also a context manager).
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
 """What the emulated clusters of this machine share: a lock, each cluster's record, the /24s they claim, and the
 removal of what a killed one left.
 
-The /24s are claimed under an exclusive lock of the machine (``flock`` of ``/run/isparse-emulated/lock``), held from
-the removal of a killed cluster's leftovers until the new cluster's record is written: a /24 is free when no address
-or route of the root namespace overlaps it and no record of a live cluster claims it. Two clusters started at the
-same instant thus get disjoint /24s, or the second is refused (``cluster.subnet``) when too few are left.
+The /24s are claimed under the machine's lock (:func:`machine_lock`), held from the removal of a killed cluster's
+leftovers until the new cluster's record is written (:func:`free_nets` says which /24s are free). Two clusters
+started at the same instant thus get disjoint /24s, or the second is refused (``cluster.subnet``) when too few are
+left.
 
 A cluster's record, ``/run/isparse-emulated/<tag>.json``, is written before anything else is made: its owner's pid
 and start time, its /24s, namespaces and links, the pids it started, ``ip_forward`` before it, and once the run has

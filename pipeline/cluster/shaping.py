@@ -1,9 +1,8 @@
-"""How a link of ``cluster=emulated`` is shaped: tc rates, and the ``tbf`` each end of a host's veth pair gets.
+"""How a link of ``cluster=emulated`` is shaped: tc rates, and the ``tbf`` on each end of a host's veth pair.
 
-The bucket is 5 ms of traffic, at least 8 kB, with the ends' GSO packets limited to 4 kB so that every packet fits
-it. A larger bucket lets a message of its size cross at line speed after every idle period, which flatters small
-messages (a 64 kB bucket made 80 kB cross a 10 Mbit/s link in about 15 ms instead of 64 ms). ``netem`` is not
-available on these machines, so only bandwidth is shaped.
+The bucket is kept small (:func:`bucket_bytes`): a larger one lets a message of its size cross at line speed after
+every idle period, which flatters small messages (a 64 kB bucket made 80 kB cross a 10 Mbit/s link in about 15 ms
+instead of 64 ms). ``netem`` is not available on these machines, so only bandwidth is shaped.
 """
 
 from __future__ import annotations
