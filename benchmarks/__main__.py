@@ -136,21 +136,23 @@ def _item12(args):
     from pathlib import Path
 
     from . import crossover
+    from .crossover_grid import DEFAULT, FIGURE, FULL, QUICK, TIME, grid_from
+    from .crossover_report import before_of
 
     if args.no_netns:
         return {"skipped": "--no-netns"}
-    grid = crossover.QUICK if args.quick else crossover.FULL if args.map_grid == "full" else crossover.DEFAULT
+    grid = QUICK if args.quick else FULL if args.map_grid == "full" else DEFAULT
     if args.map_cap:
-        grid = crossover.grid_from(grid, cap=args.map_cap)
+        grid = grid_from(grid, cap=args.map_cap)
     before = None
     if args.merge:   # the map being replaced is shown beside the new one
         saved = json.loads(Path(args.merge).read_text())
         if "12" in saved["results"] and saved["results"]["12"].get("cells"):
             row = next((r for r in saved["context"].get("runs", []) if "12" in r["items"]), {})
-            before = crossover.before_of(saved["results"]["12"], row.get("date", "?"), row.get("commit", "?"))
-    res = crossover.measure(grid=grid, figure=str(Path(args.out).parent / crossover.FIGURE), before=before)
+            before = before_of(saved["results"]["12"], row.get("date", "?"), row.get("commit", "?"))
+    res = crossover.measure(grid=grid, figure=str(Path(args.out).parent / FIGURE), before=before)
     if not args.quick and args.map_grid == "default":   # the time check at H = 16, d = 10^6
-        res["time_check"] = crossover.measure(grid=crossover.TIME, figure=None)
+        res["time_check"] = crossover.measure(grid=TIME, figure=None)
     return res
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 
-from pipeline.cluster.emulated import EmulatedCluster, available, cleanup_stale
+from pipeline.cluster.emulated import EmulatedCluster
+from pipeline.cluster.machine import available, cleanup_stale
 
 __all__ = ["N_WORKERS", "available", "cleanup_stale", "namespaced_client", "shape"]
 
@@ -22,7 +23,7 @@ _current: EmulatedCluster | None = None
 
 def shape(rate: str | None) -> None:
     """Put a tbf of ``rate`` (tc syntax, e.g. 100mbit) on both ends of every host's link; None removes the shaping.
-    The bucket holds 5 ms of traffic, at least 8 kB (``pipeline.cluster.emulated.bucket_bytes``)."""
+    The bucket holds 5 ms of traffic, at least 8 kB (``pipeline.cluster.shaping.bucket_bytes``)."""
     if _current is None:
         raise RuntimeError("shape() needs a running namespaced_client()")
     _current.shape(up=rate, down=rate)

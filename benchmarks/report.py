@@ -526,7 +526,7 @@ def _item9(res):
 
 
 def _item12(res):
-    from . import crossover
+    from . import crossover, crossover_report
 
     title = "12. The crossover map: time to ε measured end to end on emulated hosts"
     if res.get("skipped"):
@@ -539,14 +539,14 @@ def _item12(res):
         text = (f"measured (no goal on who wins): {len(cells)} cells; fastest to ε: "
                 + ", ".join(f"{k} in {v}" for k, v in sorted(wins.items(), key=lambda kv: -kv[1]))
                 + "; ISEGA τ = 1/n ÷ GD: " + ", ".join(f"{c['d_label']} {c['link']} H={c['H']} "
-                                                        f"{crossover.fmt_ratio(c['is_gd'])}" for c in cells))
+                                                        f"{crossover_report.fmt_ratio(c['is_gd'])}" for c in cells))
     else:
         text = "not run: " + "; ".join(res.get("notes", [])) if res.get("notes") else "no cells"
-    body = [f"## {title}", "", crossover.__doc__.split("\n", 2)[2].strip(), "", *crossover.report(res), ""]
+    body = [f"## {title}", "", crossover.__doc__.split("\n", 2)[2].strip(), "", *crossover_report.report(res), ""]
     check = res.get("time_check")
     if check:
-        verdicts = crossover.time_verdicts(check)
+        verdicts = crossover_report.time_verdicts(check)
         text += "; time check at H = 16, d = 10⁶: " + "; ".join(verdicts)
-        body += ["### The time check: H = 16 hosts, d = 10⁶", "", crossover.TIME_CHECK_TEXT, "",
-                 *("- " + v for v in verdicts), "", *crossover.report(check), ""]
+        body += ["### The time check: H = 16 hosts, d = 10⁶", "", crossover_report.TIME_CHECK_TEXT, "",
+                 *("- " + v for v in verdicts), "", *crossover_report.report(check), ""]
     return _goal_line(title, text), "\n".join(body)

@@ -182,7 +182,7 @@ class _LinkModel:
         self.taus, self.per_worker = [], []
 
     def _rates(self, key, value):
-        from .cluster.emulated import rate_bits
+        from .cluster.shaping import rate_bits
 
         if not isinstance(value, list):
             return rate_bits(key, value)

@@ -121,7 +121,7 @@ def machine_state() -> dict:
     def out(*args):
         return subprocess.run(args, capture_output=True, text=True, check=True).stdout
 
-    from pipeline.cluster.emulated import STATE_DIR
+    from pipeline.cluster.machine import STATE_DIR
 
     return {"netns": out("ip", "netns", "list"), "links": sorted(out("ip", "-br", "link").splitlines()),
             "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
@@ -312,7 +312,7 @@ def test_a_killed_run_leaves_what_the_next_start_removes_and_reports(tmp_path):
 
     import psutil
 
-    from pipeline.cluster.emulated import STATE_DIR
+    from pipeline.cluster.machine import STATE_DIR
 
     before = machine_state()
     proc = _start(tmp_path, "algorithm=ibcd", "max_iter=10000000", "tracking.log_every=20")
@@ -385,7 +385,7 @@ def test_the_rate_check_matches_what_tc_applies():
     shrunk bucket, a longer or shorter latency)."""
     import json
 
-    from pipeline.cluster.emulated import bucket_bytes, rate_bits, tbf_command
+    from pipeline.cluster.shaping import bucket_bytes, rate_bits, tbf_command
 
     ns = f"isparse-tctest-{os.getpid()}"
     in_ns = ["ip", "netns", "exec", ns]

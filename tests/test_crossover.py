@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from benchmarks import crossover
+from benchmarks import crossover, crossover_grid, crossover_report
 from benchmarks.powerlaw import feature_frequencies, power_law_logistic, power_law_slope
 
 
@@ -61,7 +61,7 @@ def test_generator_refuses_bad_sizes():
 def test_generated_data_go_through_the_library():
     data = power_law_logistic(N=2000, d=3000, seed=0)
     built = crossover.setups(data, 1e-2, 4)
-    assert set(built) == {m[0] for m in crossover.METHODS if m[1] is not None}
+    assert set(built) == {m[0] for m in crossover_grid.METHODS if m[1] is not None}
     ref = built["GD"].reference
     assert all(s.reference is ref for s in built.values())
     assert built["GD"].problem.d == 3000 and built["GD"].method.tau == 1.0
@@ -78,13 +78,13 @@ def test_summary_winner_and_ratios():
             "ISEGA τ=1/n": {"reached": True, "time": 2.0, "wall_s": 2.2},
             "ISEGA τ=1/n natural7": {"reached": True, "time": 3.0, "wall_s": 3.1},
             "DIANA": {"reached": False, "wall_s": 40.2, "stopped": "cap"},
-            crossover.LBFGS: {"reached": False, "wall_s": 41.0, "stopped": "cap"}}
+            crossover_grid.LBFGS: {"reached": False, "wall_s": 41.0, "stopped": "cap"}}
     out = crossover.summarize({"runs": runs}, cap=40.0)
     assert out["winner"] == "ISEGA τ=1/n"
     assert out["is_gd"] == {"value": 0.5, "kind": "="}
     assert out["is_lbfgs"]["kind"] == "<" and out["is_lbfgs"]["value"] == pytest.approx(2.0 / 41.0)
-    assert crossover.fmt_ratio(out["is_lbfgs"]) == "< 0.0488"
-    assert crossover.fmt_time(runs["DIANA"], 40.0) == "> 40 s"
+    assert crossover_report.fmt_ratio(out["is_lbfgs"]) == "< 0.0488"
+    assert crossover_report.fmt_time(runs["DIANA"], 40.0) == "> 40 s"
     none = crossover.summarize({"runs": {k: {"reached": False, "wall_s": 41.0} for k in runs}}, cap=40.0)
     assert none["winner"] is None and math.isnan(none["is_gd"]["value"])
 
@@ -98,7 +98,7 @@ def test_item_registered():
 # -- the quick map on emulated hosts (slow, root) ----------------------------------------------------------------------
 @pytest.mark.slow
 def test_quick_map(tmp_path):
-    from pipeline.cluster.emulated import available
+    from pipeline.cluster.machine import available
 
     reason = available()
     if reason:
@@ -108,13 +108,13 @@ def test_quick_map(tmp_path):
     assert len(res["cells"]) == 1
     cell = res["cells"][0]
     runs = cell["runs"]
-    assert set(runs) == set(crossover.MAP_METHODS)
+    assert set(runs) == set(crossover_grid.MAP_METHODS)
     for label, r in runs.items():
         assert "error" not in r, (label, r)
         if r["reached"]:
             assert 0 < r["time"] <= r["wall_s"], (label, r)
-            assert r["final_rel"] <= crossover.EPS
-    ours = [m[0] for m in crossover.METHODS if m[1] is not None and m[0] in crossover.MAP_METHODS]
+            assert r["final_rel"] <= crossover_grid.EPS
+    ours = [m[0] for m in crossover_grid.METHODS if m[1] is not None and m[0] in crossover_grid.MAP_METHODS]
     for label in ours:   # the tiny cell: every one of our methods reaches eps well within the cap
         assert runs[label]["reached"], (label, runs[label])
         assert runs[label]["link_up"] >= runs[label]["up_total"] > 0   # IP bytes carry at least the values
@@ -130,10 +130,10 @@ def test_quick_map(tmp_path):
     assert runs["ISEGA τ=1/n"]["up"] < runs["GD"]["up"]
     assert runs["ISEGA τ=1/n natural7"]["link_up"] < runs["ISEGA τ=1/n"]["link_up"]
     # the compressed downlink: 8 bits a value instead of 64 (the same rounds here), on the records and on the links
-    down, dense = runs[crossover.DOWN], runs["ISEGA τ=1/n natural7"]
+    down, dense = runs[crossover_grid.DOWN], runs["ISEGA τ=1/n natural7"]
     assert down["down"] / down["rounds"] <= dense["down"] / dense["rounds"] / 7
     assert down["link_down"] < dense["link_down"] / 3
-    assert runs[crossover.LBFGS]["link_up"] > 0 and runs[crossover.LBFGS]["iterations"] >= 1
+    assert runs[crossover_grid.LBFGS]["link_up"] > 0 and runs[crossover_grid.LBFGS]["iterations"] >= 1
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from benchmarks import report
 
@@ -147,54 +147,54 @@ def test_side_by_side_and_time_verdicts():
     new = {"rounds_via": "stream", "grid": {"cap": 300.0},
            "cells": [{"H": 16, "d_label": "1e6", "link": "100mbit",
                       "runs": {"GD": {"reached": True, "time": 100.0, "rounds": 60},
-                               crossover.DOWN: {"reached": True, "time": 12.0, "rounds": 500},
-                               crossover.DOWN_RANDK: {"reached": False, "wall_s": 301.0, "stopped": "cap"}}},
+                               crossover_grid.DOWN: {"reached": True, "time": 12.0, "rounds": 500},
+                               crossover_grid.DOWN_RANDK: {"reached": False, "wall_s": 301.0, "stopped": "cap"}}},
                      {"H": 16, "d_label": "1e6", "link": "10:1 asym",
-                      "runs": {crossover.DOWN: {"reached": True, "time": 190.0, "rounds": 500},
-                               crossover.LBFGS: {"reached": False, "wall_s": 367.0, "stopped": "cap"}}}]}
+                      "runs": {crossover_grid.DOWN: {"reached": True, "time": 190.0, "rounds": 500},
+                               crossover_grid.LBFGS: {"reached": False, "wall_s": 367.0, "stopped": "cap"}}}]}
     for c in new["cells"]:
         c.update(crossover.summarize(c, 300.0))
-    old = crossover.before_of({"cells": [{"H": 16, "d_label": "1e6", "link": "100mbit",
+    old = crossover_report.before_of({"cells": [{"H": 16, "d_label": "1e6", "link": "100mbit",
                                           "runs": {"GD": {"reached": True, "time": 50.0, "rounds": 60}}}]},
                               "2026-12-03", "abc1234")
     assert old["rounds_via"] == "actor"
-    lines = crossover.side_by_side(new, old, 300.0)
+    lines = crossover_report.side_by_side(new, old, 300.0)
     text = "\n".join(lines)
     assert "2026-12-03 (commit abc1234, rounds over Dask actor calls" in text
     assert "| 16 | 1e6 | 100mbit | GD | 50 (60) | 100 (60) | 2.00 |" in text
-    assert f"| 16 | 1e6 | 100mbit | {crossover.DOWN} | not in that map | 12 (500) | – |" in text
-    v = crossover.time_verdicts(new)
+    assert f"| 16 | 1e6 | 100mbit | {crossover_grid.DOWN} | not in that map | 12 (500) | – |" in text
+    v = crossover_report.time_verdicts(new)
     assert len(v) == 2
     assert "0.12 × GD (goal ≤ 0.15: **met**)" in v[0]
     assert "< 0.518 × L-BFGS (goal < 1: **met**)" in v[1]
-    new["cells"][0]["runs"][crossover.DOWN]["time"] = 20.0
+    new["cells"][0]["runs"][crossover_grid.DOWN]["time"] = 20.0
     new["cells"][0].update(crossover.summarize(new["cells"][0], 300.0))
-    assert "0.2 × GD (goal ≤ 0.15: **not met**)" in crossover.time_verdicts(new)[0]
+    assert "0.2 × GD (goal ≤ 0.15: **not met**)" in crossover_report.time_verdicts(new)[0]
     # the issue's τ = 1/H, when it is the fastest, is the one judged
-    new["cells"][0]["runs"][crossover.DOWN_H] = {"reached": True, "time": 14.0, "rounds": 235}
+    new["cells"][0]["runs"][crossover_grid.DOWN_H] = {"reached": True, "time": 14.0, "rounds": 235}
     new["cells"][0].update(crossover.summarize(new["cells"][0], 300.0))
-    assert "0.14 × GD (goal ≤ 0.15: **met**)" in crossover.time_verdicts(new)[0]
+    assert "0.14 × GD (goal ≤ 0.15: **met**)" in crossover_report.time_verdicts(new)[0]
 
 
 def test_the_figure_has_a_colour_for_every_method_as_winner(tmp_path):
     """Each method of the table (and none) can win a cell of the figure (a ninth method once had no colour)."""
-    labels = [m[0] for m in crossover.METHODS] + [None]
+    labels = [m[0] for m in crossover_grid.METHODS] + [None]
     res = {"cells": [{"H": 16, "d_label": f"d{i}", "link": "100mbit", "winner": w, "is_gd": None}
                      for i, w in enumerate(labels)]}
-    assert Path(crossover.plot(res, str(tmp_path / "map.png"))).stat().st_size > 0
+    assert Path(crossover_report.plot(res, str(tmp_path / "map.png"))).stat().st_size > 0
 
 
 def test_grid_from_the_command_line():
-    g = crossover.grid_from(crossover.DEFAULT, H="4,8", d="1e4,1e5", links="10mbit,10:1 asym", named="w8a@100mbit",
-                            cap=90)
+    g = crossover_grid.grid_from(crossover_grid.DEFAULT, H="4,8", d="1e4,1e5", links="10mbit,10:1 asym",
+                                 named="w8a@100mbit", cap=90)
     assert g.H == (4, 8) and g.d == (10_000, 100_000) and g.links == ("10mbit", "10:1 asym")
     assert g.named == (("w8a", "100mbit"),) and g.cap == 90.0 and g.skip == ()
-    assert crossover.grid_from(crossover.DEFAULT, cap=90).skip == crossover.DEFAULT.skip
+    assert crossover_grid.grid_from(crossover_grid.DEFAULT, cap=90).skip == crossover_grid.DEFAULT.skip
     with pytest.raises(SystemExit, match="--links"):
-        crossover.grid_from(crossover.DEFAULT, links="56kbit")
-    picked = crossover.grid_from(crossover.TIME, methods=f"GD; {crossover.DOWN_H}")
-    assert picked.methods == ("GD", crossover.DOWN_H) and picked.runs("GD", "100mbit")
-    assert not picked.runs(crossover.DOWN, "100mbit")
+        crossover_grid.grid_from(crossover_grid.DEFAULT, links="56kbit")
+    picked = crossover_grid.grid_from(crossover_grid.TIME, methods=f"GD; {crossover_grid.DOWN_H}")
+    assert picked.methods == ("GD", crossover_grid.DOWN_H) and picked.runs("GD", "100mbit")
+    assert not picked.runs(crossover_grid.DOWN, "100mbit")
     with pytest.raises(SystemExit, match="--methods: labels separated by ';'.*got 'ISEGA'"):
-        crossover.grid_from(crossover.TIME, methods="GD;ISEGA")
-    assert crossover.d_label(100_000) == "1e5" and crossover.d_label(3000) == "3000"
+        crossover_grid.grid_from(crossover_grid.TIME, methods="GD;ISEGA")
+    assert crossover_grid.d_label(100_000) == "1e5" and crossover_grid.d_label(3000) == "3000"

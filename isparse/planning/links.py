@@ -221,7 +221,7 @@ burst / rate wherever the burst matters), so each round's message in each direct
         H, the hosts (machines, Dask worker processes).
     up_bps, down_bps : float or sequence of float
         Each host's uplink (host -> master) and downlink (master -> host) rate in bits per second: one for all or
-        one per host (``pipeline.cluster.emulated.rate_bits`` reads a tc rate such as ``10mbit`` as 1e7).
+        one per host (``pipeline.cluster.shaping.rate_bits`` reads a tc rate such as ``10mbit`` as 1e7).
     iterations : float
         Rounds to eps (e.g. the bound's :meth:`iterations_to` scaled by a measured run, :func:`scaled_iterations`).
     latency_s : float
@@ -242,7 +242,7 @@ burst / rate wherever the burst matters), so each round's message in each direct
         ``messages.downlink``: ``Downlink.bytes_per_copy``).
     up_burst_bytes, down_burst_bytes : float
         Each link's token-bucket depth in bytes, up and down (0: a plain rate; ``cluster=emulated``'s is
-        ``pipeline.cluster.emulated.bucket_bytes`` of the rate: 5 ms of traffic, at least 8 kB).
+        ``pipeline.cluster.shaping.bucket_bytes`` of the rate: 5 ms of traffic, at least 8 kB).
 
     Returns
     -------

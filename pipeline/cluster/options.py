@@ -302,17 +302,17 @@ class KubernetesClusterOptions(ClusterOptions):
 class Rates(Constraint):
     """A tc rate (``10mbit``: a positive number followed by kbit, mbit or gbit), a list of them (one per host), or
     null (not shaped); ``shaped``: each also a rate tc shapes a link to as given
-    (``pipeline.cluster.emulated.SHAPED_RANGE``)."""
+    (``pipeline.cluster.shaping.SHAPED_RANGE``)."""
 
     def __init__(self, shaped: bool = False):
-        from .emulated import RATE_TEXT, SHAPED_TEXT
+        from .shaping import RATE_TEXT, SHAPED_TEXT
 
         self.shaped = shaped
         self.rate_text = SHAPED_TEXT if shaped else RATE_TEXT
         self.text = f"null, {self.rate_text}, or a list of such rates (one per host)"
 
     def __call__(self, key, value):
-        from .emulated import rate_bits
+        from .shaping import rate_bits
 
         if value is None:
             return None
@@ -402,14 +402,14 @@ class EmulatedClusterOptions(ClusterOptions):
         return self.n_workers
 
     def check_run(self):
-        """Also: root, ``ip`` and ``tc`` (``pipeline.cluster.emulated.available``), no address, no TLS.
+        """Also: root, ``ip`` and ``tc`` (``pipeline.cluster.machine.require_available``), no address, no TLS.
 
         Raises
         ------
         ConfigError
             Naming ``cluster.kind`` (where it cannot run), ``cluster.address`` or ``cluster.security.tls_ca_file``.
         """
-        from .emulated import available
+        from .machine import require_available
 
         if self.address:
             raise ConfigError("cluster.address", f"The 'cluster.address' parameter must be null for cluster=emulated "
@@ -418,11 +418,7 @@ class EmulatedClusterOptions(ClusterOptions):
             raise ConfigError("cluster.security.tls_ca_file", "The 'cluster.security.tls_*' parameters must be null "
                                                               "for cluster=emulated (plain tcp inside this machine); "
                                                               "got certificates.")
-        reason = available()
-        if reason:
-            raise ConfigError("cluster.kind", f"The 'cluster.kind' parameter emulated (cluster=emulated) needs root and "
-                                              f"the ip and tc commands (network namespaces, veth pairs, tc tbf); "
-                                              f"{reason}.")
+        require_available()
 
     def tags(self) -> dict:
         from .emulated import EmulatedCluster
