@@ -58,7 +58,8 @@ def test_generator_refuses_bad_sizes():
         power_law_logistic(N=10, d=5, nnz_per_row=6)
 
 
-def test_generated_data_go_through_the_library():
+def test_generated_data_go_through_the_library(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # the benchmark's cache, outputs/bench_cache, is relative to where it runs
     data = power_law_logistic(N=2000, d=3000, seed=0)
     built = crossover.setups(data, 1e-2, 4)
     assert set(built) == {m[0] for m in crossover_grid.METHODS if m[1] is not None}
