@@ -86,7 +86,8 @@ class GLMShard:
     @staticmethod
     def stack(shards, ids):
         """The k shards of one host, in the order of their logical worker ids ``ids``, stacked into one CSR matrix: a
-        :class:`isparse.problems.glm_stack.StackedGLM`, what a method's worker step reads."""
+        :class:`isparse.problems.glm_stack.StackedGLM` (a :class:`~isparse.problems.stacked.Stacked`), what a
+        method's worker step reads."""
         from .glm_stack import StackedGLM
 
         return StackedGLM(shards, ids)

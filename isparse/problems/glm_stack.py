@@ -15,8 +15,8 @@ import scipy.sparse as sp
 
 class StackedGLM:
     """f_p for the hosted workers p = 0..k-1 of a linear-model problem (``GLMProblem``); the shards share ``scale``,
-    ``loss`` and ``penalty``. The arguments of the gradient methods (``which``, the pairs ``pw``, ``pc``, ``U``,
-    ``blocks``, ``pairs``) are those of the stacked shards (docs/glossary.md).
+    ``loss`` and ``penalty``. It has every member of :class:`~isparse.problems.stacked.Stacked` (whose docstrings
+    say what the arguments are), and the shared-data methods' :meth:`rows_grads_at`.
 
     Attributes
     ----------
