@@ -12,13 +12,14 @@ from pathlib import Path
 CLI = str(Path(sys.executable).parent / "isparse-run")
 
 
-def write_outside(tmp_path: Path, module_name: str, module: str, group: str, config: str) -> tuple[Path, dict]:
-    """Write ``<tmp>/pkg/<module_name>.py`` and ``<tmp>/conf/<group>/<module_name>.yaml``; return (tmp_path, the
-    environment whose PYTHONPATH starts with ``<tmp>/pkg``)."""
+def write_outside(tmp_path: Path, module_name: str, module: str, group: str, config: str,
+                  option: str | None = None) -> tuple[Path, dict]:
+    """Write ``<tmp>/pkg/<module_name>.py`` and ``<tmp>/conf/<group>/<option>.yaml`` (``option`` default: the module's
+    name); return (tmp_path, the environment whose PYTHONPATH starts with ``<tmp>/pkg``)."""
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / f"{module_name}.py").write_text(module)
     (tmp_path / "conf" / group).mkdir(parents=True)
-    (tmp_path / "conf" / group / f"{module_name}.yaml").write_text(config)
+    (tmp_path / "conf" / group / f"{option or module_name}.yaml").write_text(config)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "pkg"), os.environ.get("PYTHONPATH", "")])}
     return tmp_path, env
 
