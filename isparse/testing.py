@@ -90,8 +90,8 @@ def _compare(check, a, b, what, why):
     if a.shape != b.shape:
         _fail(check, f"{what} give iterates of shapes {a.shape} and {b.shape}; {why}.")
     t, j = (int(v[0]) for v in np.nonzero(a != b))
-    _fail(check, f"{what} give different iterates, first at round {t}, coordinate {j}: {float(a[t, j])!r} and {float(b[t, j])!r} "
-                 f"(they must be the same to the bit); {why}.")
+    _fail(check, f"{what} give different iterates, first at round {t}, coordinate {j}: {float(a[t, j])!r} and "
+                 f"{float(b[t, j])!r} (they must be the same to the bit); {why}.")
 
 
 def _spec(values: dict, spec: dict | None):

@@ -10,10 +10,9 @@ import sys
 
 import numpy as np
 import pytest
-from mlflow.tracking import MlflowClient
 
 from doc_snippets import ROOT, blocks
-from outside import run_outside, write_outside
+from outside import on_both_engines, refused_in_one_line, run_outside, write_outside
 from isparse.compression.registry import CODECS
 from isparse.data.registry import SOURCES, source_class
 from isparse.errors import ConfigError, DeclarationError
@@ -59,19 +58,9 @@ def _run(tmp_path, env, out, *overrides):
 @pytest.mark.slow
 def test_a_problem_from_one_module_and_one_config_file_runs_on_both_engines(huber):
     tmp_path, env = huber
-    runs = {}
-    for engine in ("inprocess", "dask"):
-        out = tmp_path / f"out-{engine}"
-        proc = _run(tmp_path, env, out, f"engine={engine}", "data.delta=0.5", "cluster.n_workers=2")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        client = MlflowClient(f"sqlite:///{out}/mlflow.db")
-        (run,) = client.search_runs([client.get_experiment_by_name("isparse").experiment_id])
-        assert run.info.status == "FINISHED" and run.data.params["data.delta"] == "0.5"
-        runs[engine] = np.load(client.download_artifacts(run.info.run_id, "x_final.npy", str(out))), run
-    (x_in, run_in), (x_dask, _) = runs["inprocess"], runs["dask"]
-    np.testing.assert_array_equal(x_in, x_dask)                      # the same iterates on both engines
+    x_in, run_in = on_both_engines(_run, tmp_path, env, "data.delta=0.5")["inprocess"]
     p = run_in.data.params
-    assert p["data.module"] == "my_huber" and p["data.source"] == "Huber regression, seed 0"
+    assert (p["data.delta"], p["data.module"], p["data.source"]) == ("0.5", "my_huber", "Huber regression, seed 0")
     assert float(p["mu"]) == 0.1 and int(p["N"]) == 400 and int(p["d"]) == 20
     assert run_in.data.metrics["summary/iterations"] == 40 and np.abs(x_in).max() > 0
 
@@ -86,11 +75,8 @@ def test_a_problem_from_one_module_and_one_config_file_runs_on_both_engines(hube
 def test_its_bad_key_is_one_line_and_status_2(huber, override, message):
     tmp_path, env = huber
     proc = _run(tmp_path, env, tmp_path / "out", "engine=inprocess", override)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"isparse-run: error: {message}"), proc.stderr
-    assert "data.name" not in override or "or a data source that 'data.module' defines; got 'hubr'." in lines[0]
-    assert not (tmp_path / "out" / "mlflow.db").exists()              # refused before any work
+    line = refused_in_one_line(proc, message, tmp_path / "out")
+    assert "data.name" not in override or "or a data source that 'data.module' defines; got 'hubr'." in line
 
 
 def _import(tmp_path, monkeypatch, name, text):
