@@ -132,9 +132,10 @@ def _one_line(text) -> str:
     return " ".join(str(text).split())
 
 
-def import_user_module(module: str, key: str, what: str) -> None:
-    """Import a user's ``module`` (``<key>.module``), so that the classes it defines (``what``: ``method``, ``codec``)
-    register themselves.
+def import_user_module(module: str, key: str, what: str, then=None) -> None:
+    """Import a user's ``module`` (``<key>.module``), so that the classes it defines (``what``: ``method``, ``codec``,
+    ``data source``) register themselves; ``then()``, if given, runs after the import under the same errors (a data
+    source's declaration is checked once its ``@dataclass`` decorator has run).
 
     Raises
     ------
@@ -145,6 +146,8 @@ def import_user_module(module: str, key: str, what: str) -> None:
     """
     try:
         importlib.import_module(str(module))
+        if then is not None:
+            then()
     except DeclarationError as exc:
         raise ConfigError(f"{key}.module", f"The '{key}.module' parameter names a module whose {what} is declared "
                                            f"wrong; importing {module!r}: {_one_line(exc)}") from None

@@ -373,16 +373,20 @@ __all__ = ["Boolean", "Constraint", "FreeMapping", "Interval", "ListOf", "Nullab
            "Text", "Any", "is_text", "leaf_constraints", "param", "required", "section", "unknown_key"]
 
 
-def check_options_declaration(where: str, opts, base: type, key: str) -> None:
-    """Raise :class:`~isparse.errors.DeclarationError` (one line naming ``where``) unless ``opts`` is a @dataclass
-    subclass of ``base`` whose fields beyond ``base``'s are all made with :func:`param` and whose defaults pass their
-    own constraints (checked as ``<key>.<field>``): what a method's or a codec's ``options`` must be."""
+def check_options_declaration(where: str, opts, base: type, key: str, label: str | None = None) -> None:
+    """Raise :class:`~isparse.errors.DeclarationError` (one line naming ``label``, default ``<where>.options``)
+    unless ``opts`` is a @dataclass subclass of ``base`` whose fields beyond ``base``'s are all made with :func:`param`
+    and whose defaults pass their own constraints (checked as ``<key>.<field>``): what a method's or a codec's
+    ``options`` must be, and a data source itself."""
+    label = label or f"{where}.options"
     if not (isinstance(opts, type) and issubclass(opts, base) and dataclasses.is_dataclass(opts)):
-        raise DeclarationError(f"{where}.options must be a @dataclass subclass of {base.__name__}; got {opts!r}")
+        raise DeclarationError(f"{label} must be a @dataclass subclass of {base.__name__}; got {opts!r}")
     fields = {f.name: f for f in dataclasses.fields(opts)}
-    undeclared = [n for n in opts.__dict__.get("__annotations__", {}) if n not in fields]
+    undeclared = [n for n, a in opts.__dict__.get("__annotations__", {}).items()
+                  if n not in fields and not str(a).startswith(("ClassVar", "typing.ClassVar"))
+                  and getattr(a, "__origin__", None) is not ClassVar]
     if undeclared:   # a subclass without @dataclass inherits is_dataclass, but its own fields are not fields
-        raise DeclarationError(f"{where}.options: {opts.__name__} must be decorated with @dataclass (its "
+        raise DeclarationError(f"{label}: {opts.__name__} must be decorated with @dataclass (its "
                                f"{', '.join(undeclared)} would not be keys)")
     inherited = {f.name for f in dataclasses.fields(base)} if dataclasses.is_dataclass(base) else set()
     for f in fields.values():
@@ -390,11 +394,11 @@ def check_options_declaration(where: str, opts, base: type, key: str) -> None:
             continue
         constraint = f.metadata.get("constraint")
         if constraint is None:
-            raise DeclarationError(f"{where}.options: field {f.name!r} of {opts.__name__} must be made with "
+            raise DeclarationError(f"{label}: field {f.name!r} of {opts.__name__} must be made with "
                                    f"isparse.params.param(default, constraint, doc)")
         if f.default is not dataclasses.MISSING:
             try:
                 constraint(f"{key}.{f.name}", f.default)
             except ConfigError as exc:
-                raise DeclarationError(f"{where}.options: the default {f.default!r} of {opts.__name__}.{f.name} is "
+                raise DeclarationError(f"{label}: the default {f.default!r} of {opts.__name__}.{f.name} is "
                                        f"refused by its own constraint ({exc})") from None

@@ -146,6 +146,26 @@ def _downlink(spec, problem, x0, gamma):
     return down
 
 
+def make_problem(spec: RunSpec, data: Dataset | None = None, cache_dir=None) -> Problem:
+    """The problem ``spec.data`` makes: its data set (``data`` if given, else read, from ``cache_dir`` if given) split
+    into ``spec.workers.n`` parts as ``workers.split`` says, then :meth:`~isparse.data.sources.DataSource.problem`.
+
+    Raises
+    ------
+    ConfigError
+        The source's own errors, or n > N (``workers.n``).
+    DataError
+        A data file that cannot be used.
+    """
+    if data is None:
+        data = spec.data.dataset(cache_dir)
+    parts = None
+    if data is not None:
+        with keys(n="workers.n", how="workers.split", seed="workers.split_seed"):
+            parts = split_rows(data.N, spec.workers.n, spec.workers.split, spec.workers.split_seed)
+    return spec.data.problem(spec, data, parts)
+
+
 def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None = None,
           reference: Reference | None = None, cache_dir=None) -> RunSetup:
     """Build the run of ``spec``: read the data, split the rows, set up the problem, solve for x*, and let the
@@ -191,14 +211,9 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     spec.check()
     cls = spec.method_class()
     n = spec.workers.n
-    if problem is None and data is None:
-        data = spec.data.dataset(cache_dir)
     if problem is None:
-        parts = None
-        if data is not None:
-            with keys(n="workers.n", how="workers.split", seed="workers.split_seed"):
-                parts = split_rows(data.N, n, spec.workers.split, spec.workers.split_seed)
-        problem = spec.data.problem(spec, data, parts)
+        data = spec.data.dataset(cache_dir) if data is None else data
+        problem = make_problem(spec, data)
     with keys(size="blocks.size"):
         blocks = BlockPartition(problem.d, spec.blocks.size)
     tau, tau_m = resolve_tau(1.0 if cls.traits.full else spec.tau, blocks.m, n)   # errors name the key tau

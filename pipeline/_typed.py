@@ -125,10 +125,12 @@ def _messages_for(values):
 
 
 def _data_for(values):
-    from isparse.data.sources import SOURCES
+    from isparse.data.registry import source_class
 
-    src = SOURCES.get(values.get("name"))
-    return type(src) if src is not None else None
+    try:   # a source of another module is imported (data.module); a bad name is from_dict's to refuse
+        return source_class(str(values.get("name")), values.get("module"))
+    except ConfigError:
+        return None
 
 
 def _cluster_for(values):

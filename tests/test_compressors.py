@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from mlflow.tracking import MlflowClient
 
 from isparse import ConfigError, load_dataset
 from isparse.errors import DeclarationError
@@ -17,7 +16,7 @@ from isparse.compression import (CODECS, FLOAT64, Codec, IndependentBlocks, Mess
                                  codec_class)
 from isparse.params import Interval, param
 from isparse.planning import CodecChoice, resolve_codecs
-from outside import run_outside, write_outside
+from outside import on_both_engines, refused_in_one_line, run_outside, write_outside
 from specs import make
 
 
@@ -86,17 +85,8 @@ def _run(tmp_path, env, out, *overrides):
 @pytest.mark.slow
 def test_a_codec_from_one_module_and_one_config_file_runs_on_both_engines(outside_codec):
     tmp_path, env = outside_codec
-    runs = {}
-    for engine in ("inprocess", "dask"):
-        out = tmp_path / f"out-{engine}"
-        proc = _run(tmp_path, env, out, f"engine={engine}", "messages.gain=0.25", "cluster.n_workers=2")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        client = MlflowClient(f"sqlite:///{out}/mlflow.db")
-        (run,) = client.search_runs([client.get_experiment_by_name("isparse").experiment_id])
-        assert run.info.status == "FINISHED"
-        runs[engine] = np.load(client.download_artifacts(run.info.run_id, "x_final.npy", str(out))), run
-    (x_in, run_in), (x_dask, run_dask) = runs["inprocess"], runs["dask"]
-    np.testing.assert_array_equal(x_in, x_dask)                       # the same iterates on both engines
+    runs = on_both_engines(_run, tmp_path, env, "messages.gain=0.25")
+    (x_in, run_in), (_, run_dask) = runs["inprocess"], runs["dask"]
     assert np.abs(x_in).max() > 0 and run_in.data.metrics["summary/iterations"] == 60
     p = run_in.data.params
     assert (p["messages.codec"], p["messages.module"], p["messages.gain"]) == ("scaled_sign", "scaled_sign", "0.25")
@@ -121,10 +111,7 @@ def test_a_codec_from_one_module_and_one_config_file_runs_on_both_engines(outsid
 def test_its_bad_option_is_one_line_and_status_2(outside_codec, override, message):
     tmp_path, env = outside_codec
     proc = _run(tmp_path, env, tmp_path / "out", "engine=inprocess", override)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"isparse-run: error: {message}"), proc.stderr
-    assert not (tmp_path / "out" / "mlflow.db").exists()              # refused before any work
+    refused_in_one_line(proc, message, tmp_path / "out")
 
 
 DECLARED = "isparse-run: error: The 'messages.module' parameter names a module whose codec is declared wrong; " \

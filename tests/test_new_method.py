@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
-from outside import run_outside, write_outside
+from outside import on_both_engines, refused_in_one_line, run_outside, write_outside
 
 
 MODULE = '''"""IBCD with its step damped by a factor of its own: a method defined outside isparse."""
@@ -58,24 +58,11 @@ def _run(tmp_path, env, out, *overrides):
     return run_outside(tmp_path, env, out, "algorithm=damped_ibcd", *overrides)
 
 
-def _x_final(out):
-    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
-    (run,) = client.search_runs([client.get_experiment_by_name("isparse").experiment_id])
-    assert run.info.status == "FINISHED" and run.data.params["algorithm.damping"] == "0.25"
-    return np.load(client.download_artifacts(run.info.run_id, "x_final.npy", str(out))), run
-
-
 @pytest.mark.slow
 def test_a_method_from_one_module_and_one_config_file_runs_on_both_engines(new_method):
     tmp_path, env = new_method
-    runs = {}
-    for engine in ("inprocess", "dask"):
-        out = tmp_path / f"out-{engine}"
-        proc = _run(tmp_path, env, out, f"engine={engine}", "algorithm.damping=0.25", "cluster.n_workers=2")
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        runs[engine] = _x_final(out)
-    (x_in, run_in), (x_dask, _) = runs["inprocess"], runs["dask"]
-    np.testing.assert_array_equal(x_in, x_dask)                      # the same iterates on both engines
+    x_in, run_in = on_both_engines(_run, tmp_path, env, "algorithm.damping=0.25")["inprocess"]
+    assert run_in.data.params["algorithm.damping"] == "0.25"
     assert run_in.data.metrics["summary/iterations"] == 60 and np.abs(x_in).max() > 0
     # its option reached the method: gamma is 0.25 x Theorem 1's 1/(2L(tau + 2(1 - tau)/n)), from the logged L, tau, n
     p = run_in.data.params
@@ -95,10 +82,7 @@ def test_a_method_from_one_module_and_one_config_file_runs_on_both_engines(new_m
 def test_its_bad_option_is_one_line_and_status_2(new_method, override, message):
     tmp_path, env = new_method
     proc = _run(tmp_path, env, tmp_path / "out", "engine=inprocess", override)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"isparse-run: error: {message}"), proc.stderr
-    assert not (tmp_path / "out" / "mlflow.db").exists()              # refused before any work
+    refused_in_one_line(proc, message, tmp_path / "out")
 
 
 # -- a method with an option that reaches its constructor and no theory ------------------------------------------

@@ -9,10 +9,15 @@ makes. Nothing else tests a data set's name.
   german; ``data.dir`` or ``$ISPARSE_DATA_DIR``);
 - :class:`LibsvmFile`: any LIBSVM file (``data.path``; ``.gz`` and ``.bz2`` are read too);
 - :class:`Quadratic`: the paper's synthetic quadratic with interpolation, problem (17) of arXiv:1901.09437.
+
+A source defined anywhere else is one class: a :class:`DataSource` subclass that sets ``name`` registers itself in
+:data:`~isparse.data.registry.SOURCES` when its class statement runs, and ``data.module`` names the module to import
+first (as ``algorithm.module`` does for a method).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping
@@ -22,8 +27,9 @@ from typing import ClassVar, Optional
 
 from .dataset import Dataset
 from .named import DATA_DIR_ENV, NAMED_FILES
-from ..errors import ConfigError, keys
-from ..params import Interval, Nullable, OneOf, Section, Text, param, required
+from .registry import SOURCES, register, source_class
+from ..errors import ConfigError, DeclarationError, keys
+from ..params import Interval, Nullable, OneOf, Section, Text, check_options_declaration, param, required
 from ..paths import PathValue
 
 EMPTY_ROWS = ("keep", "drop", "error")
@@ -33,11 +39,17 @@ EMPTY_ROWS = ("keep", "drop", "error")
 class DataSource(Section):
     """The ``data`` section: the base of the data options, of which ``data.name`` picks one (:data:`SOURCES`).
 
-    A subclass declares its own keys (dataclass fields made with ``param``) and may override :meth:`check_run`,
-    :meth:`read`, :meth:`file`, :meth:`problem`, :meth:`describe` and :meth:`loader`.
+    A subclass is a ``@dataclass`` that names itself, ``name = "<its data= id>"`` (or a ``name`` field made with
+    ``param``), which registers it when its class statement runs; it declares its own keys (fields made with
+    ``param``) and overrides :meth:`problem` (the problem it makes: any
+    :class:`~isparse.problems.base.Problem`) and :meth:`read` (its :class:`~isparse.data.dataset.Dataset`) or
+    :meth:`dataset` (None: no data set), and may override :meth:`check_run`, :meth:`file`, :meth:`cache_options`,
+    :meth:`describe` and :meth:`loader`.
     """
 
     name: str = param("breast_cancer", Text(), "the data set (an option of the data group)")
+    module: Optional[str] = param(None, Nullable(Text()), "the Python module that defines the data source, imported "
+                                                          "first; null: a source of isparse.data.sources")
     lam: float = param(0.1, Interval(float, 0.0, None), "the lambda this data set is run with by default: "
                                                          "problem.lam's value when that is null")
     load: str = param("client", OneOf("client", "on_worker"),
@@ -47,23 +59,37 @@ class DataSource(Section):
 
     #: whether the rows come from a file a Dask worker can read itself (``data.load=on_worker``)
     from_file: ClassVar[bool] = False
+    #: the data.name values a class answers to (default: its own ``name``; the named LIBSVM sets share one class)
+    names: ClassVar[tuple] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("name")
+        if isinstance(declared, str):   # name = "huber": the data.name key, with that one value
+            annotations = cls.__dict__.get("__annotations__")
+            if annotations is None:
+                annotations = {}
+                cls.__annotations__ = annotations
+            annotations["name"] = "str"
+            cls.name = param(declared, OneOf(declared), "the data set")
+        elif not isinstance(declared, dataclasses.Field):
+            return
+        register(cls, cls.__dict__.get("names") or (cls.name.default,))
 
     @classmethod
     def choose(cls, values: Mapping, key: str) -> type:
-        """The option class that ``values['name']`` names (:data:`SOURCES`); a subclass chooses itself.
+        """The option class that ``values['name']`` names (:data:`SOURCES`; ``values['module']`` imported first); a
+        subclass chooses itself.
 
         Raises
         ------
         ConfigError
-            (``key``, default ``data``) an unknown name, listing the known ones.
+            (``key``, default ``data``) an unknown name, listing the known ones; (``<key>.module``) a module that
+            cannot be imported or declares its source wrong.
         """
         if cls is not DataSource:
             return cls
-        name = values.get("name", DataSource.name)
-        if name not in SOURCES:
-            raise ConfigError(key or "data", f"The '{key or 'data'}' parameter must be one of "
-                                             f"{', '.join(SOURCES)}; got {name!r}.")
-        return type(SOURCES[name])
+        return source_class(values.get("name", DataSource.name), values.get("module"), key or "data")
 
     @classmethod
     def label(cls, values, key: str) -> str:
@@ -124,7 +150,9 @@ class DataSource(Section):
             A = ds.A.tocsr()
             return dict(zip(names, (A.data, A.indices, A.indptr, A.shape, ds.b, ds.name, ds.source, ds.labels)))
 
-        key, what = file_key(self.file(), self.cache_options()), f"the data set {self.name}"
+        options = self.cache_options()
+        key = file_key(self.file(), options) if options is not None else None
+        what = f"the data set {self.name}"
         z = remembered(key, lambda: load_or_make(cache_dir, key, read, what, logging.DEBUG, names)[0]
                        if cache_dir is not None and key is not None else read(), what)
         return Dataset(A=sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(int(v) for v in z["shape"])),
@@ -148,11 +176,16 @@ class DataSource(Section):
         return None if file is None else file_digest(file)
 
     def read(self):
-        """Read the data set now (no cache)."""
+        """Read the data set now (no cache): a :class:`~isparse.data.dataset.Dataset`."""
         raise NotImplementedError
 
     def file(self) -> Path | None:
         """The file the rows are read from, if any (the cache key stats it)."""
+        return None
+
+    def cache_options(self) -> dict | None:
+        """What, besides :meth:`file`, identifies the data set :meth:`read` makes, for the cache's key; None (the
+        default): it is not cached, every process reads it again."""
         return None
 
     def problem(self, spec, dataset, parts):
@@ -176,8 +209,9 @@ class DataSource(Section):
             return GLMProblem(dataset, parts, spec.lam, reg, p.loss, p.penalty)
 
     def describe(self, problem) -> str:
-        """Where the rows came from (the run's param ``data.source``)."""
-        return problem.data.source
+        """Where the rows came from (the run's param ``data.source``): the data set's source, or the problem's own
+        :meth:`~isparse.problems.base.Problem.describe` when it has no data set."""
+        return problem.data.source if problem.data is not None else problem.describe()
 
     def loader(self) -> dict:
         """This source as plain values with absolute paths: a Dask worker rebuilds it (``data.load=on_worker``)."""
@@ -226,6 +260,7 @@ class NamedLibsvm(_LibsvmSource):
     """A LIBSVM data set of the shared directory (``data.dir``, else ``$ISPARSE_DATA_DIR``), by its name."""
 
     name: str = param("a1a", OneOf(*NAMED_FILES), "the data set")
+    names: ClassVar[tuple] = tuple(NAMED_FILES)
     dir: Optional[str] = param(None, Nullable(PathValue(kind="dir", env=DATA_DIR_ENV)),
                                "the directory holding the LIBSVM files; null: $ISPARSE_DATA_DIR (relative paths: the "
                                "command's directory)")
@@ -389,13 +424,24 @@ def lam_key(spec) -> str:
     return "data.lam" if spec.problem.lam is None else "problem.lam"
 
 
-def _sources() -> dict:
-    return {"breast_cancer": Bundled(), **{name: NamedLibsvm(name=name) for name in NAMED_FILES},
-            "libsvm": LibsvmFile(), "quadratic": Quadratic()}
+def _option(cls, name: str) -> DataSource:
+    """The option ``data=name`` of the registered ``cls`` with its defaults, its declaration checked.
+
+    Raises
+    ------
+    DeclarationError
+        One line naming the class: not a @dataclass, or a key not made with ``param`` or whose default its own
+        constraint refuses.
+    """
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    if "__dataclass_fields__" not in cls.__dict__:
+        raise DeclarationError(f"{where} must be decorated with @dataclass (its keys would not be keys, its name not "
+                               f"{name!r})")
+    check_options_declaration(where, cls, DataSource, "data", label=where)
+    return cls(name=name)
 
 
-#: data.name -> the option with its defaults (each named LIBSVM set is a NamedLibsvm of that name)
-SOURCES: dict = _sources()
+SOURCES.check = _option
 
 
 def source(name: str, **values) -> DataSource:

@@ -10,7 +10,8 @@ Capabilities:
 
 - what its stacked shards compute (``type(shard).capabilities``): ``grads`` (whole local gradients),
   ``grads_at`` (local gradients on sampled coordinates), ``example_grads_at`` (one example's gradient on them),
-  ``minibatch_grads_at`` (a minibatch's);
+  ``minibatch_grads_at`` (a minibatch's); the stacked object's members are the protocol
+  :class:`~isparse.problems.stacked.Stacked`;
 - ``rows``: it is a linear model on the rows of a data set (``A`` of shape (N, d), labels ``b``, ``loss``,
   ``penalty``: the matrix-free Hessian of the reference solve, shared-data methods, rows read on a worker);
 - ``exact_reference``: x* is known in closed form (:meth:`reference`);
@@ -36,7 +37,9 @@ class Problem:
     name : str
         Short name, logged with the run (e.g. ``"logistic"``, ``"quadratic"``).
     shards : list
-        Worker i's part: its f_i (``grad``, ``value``, ``l``, ...); ``type(shards[0]).stack`` stacks them.
+        Worker i's part: its f_i (``grad``, ``value``, ``l``, and ``example_grad``, ``minibatch_grad`` where the
+        capabilities say so); ``type(shards[0]).stack(shards, ids)`` stacks a host's into a
+        :class:`~isparse.problems.stacked.Stacked`.
     reg : Regularizer
         R (zero unless a proximal method's).
     L, mu, L_example : float

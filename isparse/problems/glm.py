@@ -25,7 +25,7 @@ from ..data.dataset import Dataset
 from ..errors import check_range
 from ..regularizers import Zero
 from .base import Problem
-from .losses import LOSSES, L2Penalty, NonconvexPenalty, Squared
+from .losses import LOSSES, PENALTIES
 from .spectra import null_space_basis, rows_view, top_eig, top_eigs
 
 
@@ -86,7 +86,8 @@ class GLMShard:
     @staticmethod
     def stack(shards, ids):
         """The k shards of one host, in the order of their logical worker ids ``ids``, stacked into one CSR matrix: a
-        :class:`isparse.problems.glm_stack.StackedGLM`, what a method's worker step reads."""
+        :class:`isparse.problems.glm_stack.StackedGLM` (a :class:`~isparse.problems.stacked.Stacked`), what a
+        method's worker step reads."""
         from .glm_stack import StackedGLM
 
         return StackedGLM(shards, ids)
@@ -159,7 +160,7 @@ class GLMProblem(Problem):
     ConfigError
         (``lam``) lam is not a number > 0.
     KeyError
-        ``loss`` is not a known loss.
+        ``loss`` or ``penalty`` is not a known one (``isparse.problems.losses.LOSSES``, ``PENALTIES``).
     """
 
     provides = frozenset({"rows"})
@@ -173,10 +174,10 @@ class GLMProblem(Problem):
         self.lam = float(lam)
         self.reg = reg if reg is not None else Zero()
         self.loss = LOSSES[loss]
-        self.penalty = L2Penalty(self.lam) if penalty == "l2" else NonconvexPenalty(self.lam)
-        self.name = loss if penalty == "l2" else f"{loss}+nonconvex"
+        self.penalty = PENALTIES[penalty](self.lam)
+        self.name = self.loss.name + self.penalty.suffix
         self.nnz = int(data.A.nnz)
-        self.convex = penalty == "l2"
+        self.convex = self.penalty.convex
         scale = self.n / self.N
         self.parts = [np.asarray(p) for p in parts]   # row indices of each worker (data.load=on_worker rebuilds from them)
         # the rows worker after worker: one permuted copy, from which each shard is a contiguous range (no per-shard
@@ -220,7 +221,7 @@ class GLMProblem(Problem):
             L_up = max(s.scale * c * float(row_sq[p].sum()) for s, p in zip(self.shards, self.parts)) + smooth
             L_ex = c * max(s.scale * s.l * float(row_sq[p].max(initial=0.0)) for s, p in zip(self.shards, self.parts))
             L_ex += smooth
-            kappa = max(L_up, L_ex) / self.lam if isinstance(self.penalty, L2Penalty) else 0.0
+            kappa = max(L_up, L_ex) / self.penalty.mu if self.penalty.mu > 0 else 0.0
         if np.isfinite(L_up) and np.isfinite(L_ex) and np.isfinite(kappa):
             return
         bad = np.flatnonzero(~np.isfinite(row_sq))
@@ -336,13 +337,15 @@ class GLMProblem(Problem):
 
     @property
     def mu(self) -> float:
-        """float: strong convexity of f, lambda (logistic), lambda_min(A^T A)/N + lambda (squared, d <= 2000; else
-        lambda); 0 for the non-convex penalty."""
-        if isinstance(self.penalty, NonconvexPenalty):
+        """float: strong convexity of f, the penalty's ``mu`` (lambda for l2) plus, for a loss whose phi'' is at least
+        ``min_curvature`` > 0 (squared: 1), that times lambda_min(A^T A)/N when d <= 2000; 0 for a non-convex
+        penalty."""
+        if not self.penalty.convex:
             return 0.0
-        if isinstance(self.loss, Squared) and self.d <= 2000:
-            return float(np.linalg.eigvalsh((self.A.T @ self.A).toarray())[0]) / self.N + self.lam
-        return self.lam
+        c = self.loss.min_curvature
+        if c > 0 and self.d <= 2000:
+            return c * float(np.linalg.eigvalsh((self.A.T @ self.A).toarray())[0]) / self.N + self.penalty.mu
+        return self.penalty.mu
 
     def gradient_dissimilarity_bound(self) -> float:
         """nu^2 >= (1/n) sum_i ||grad f - grad f_i||^2 for all x, for a loss with ``|phi'| <= 1`` (Theorem 7;

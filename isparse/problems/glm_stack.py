@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
-
-from .losses import Logistic
 
 
 class StackedGLM:
     """f_p for the hosted workers p = 0..k-1 of a linear-model problem (``GLMProblem``); the shards share ``scale``,
-    ``loss`` and ``penalty``. The arguments of the gradient methods (``which``, the pairs ``pw``, ``pc``, ``U``,
-    ``blocks``, ``pairs``) are those of the stacked shards (docs/glossary.md).
+    ``loss`` and ``penalty``. It has every member of :class:`~isparse.problems.stacked.Stacked` (whose docstrings
+    say what the arguments are), and the shared-data methods' :meth:`rows_grads_at`.
 
     Attributes
     ----------
@@ -55,14 +52,9 @@ class StackedGLM:
 
     # -- building blocks ------------------------------------------------------------------------
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        """phi'(a_j^T x; b_j) of every hosted row, shape (R,) (the logistic one computed in place: -b expit(-b z))."""
-        z = self.A @ x
-        if isinstance(self.loss, Logistic):
-            z *= self._nb
-            expit(z, out=z)
-            z *= self._nb
-            return z
-        return self.loss.deriv(z, self.b)
+        """phi'(a_j^T x; b_j) of every hosted row, shape (R,) (in the margins' storage where the loss can:
+        ``loss.deriv_into``)."""
+        return self.loss.deriv_into(self.A @ x, self.b, self._nb)
 
     #: memory budget (entries) of the per-host maps used by :meth:`grads_at` for large d
     MAP_ENTRIES = 64_000_000

@@ -6,6 +6,10 @@ lambda sum_k x_k^2 / (1 + x_k^2) of Theorem 7, each with its gradient, Hessian d
 
 The losses act elementwise on arrays of margins z = A x and labels b of the same shape (one entry per row of
 the data); the penalties act on a point x of shape (d,).
+
+What a problem needs to know about its loss or penalty is asked of the object (its curvatures, its strong
+convexity, its in-place derivative), never decided by its name: a loss or penalty of another class is used the same
+way.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class Logistic:
 
     name = "logistic"
     curvature = 0.25
+    #: the smallest phi'' (0: the loss adds no strong convexity to f)
+    min_curvature = 0.0
     bounded_derivative = True
 
     @staticmethod
@@ -48,6 +54,15 @@ class Logistic:
         s = expit(z)
         return s * (1.0 - s)
 
+    @staticmethod
+    def deriv_into(z, b, neg_b):
+        """phi'(z; b), computed in ``z``'s own storage where the loss can (``z`` is overwritten; use the result):
+        -b expit(-b z) in place, ``neg_b`` = -b given by the caller (what the stacked shards keep)."""
+        z *= neg_b
+        expit(z, out=z)
+        z *= neg_b
+        return z
+
 
 @dataclass(frozen=True)
 class Squared:
@@ -57,6 +72,8 @@ class Squared:
 
     name = "squared"
     curvature = 1.0
+    #: the smallest phi'' (1: f is at least lambda_min(A^T A)/N strongly convex)
+    min_curvature = 1.0
     bounded_derivative = False
 
     @staticmethod
@@ -74,6 +91,10 @@ class Squared:
         """phi''(z; b) = 1 for every entry (ones of z's dtype)."""
         return np.ones_like(z)
 
+    def deriv_into(self, z, b, neg_b):
+        """phi'(z; b) = z - b (a new array; ``neg_b`` unused)."""
+        return self.deriv(z, b)
+
 
 @dataclass(frozen=True)
 class L2Penalty:
@@ -82,6 +103,10 @@ class L2Penalty:
 
     lam: float
     name = "l2"
+    #: what the problem's name adds to the loss's (``logistic``)
+    suffix = ""
+    #: P is convex
+    convex = True
 
     def value(self, x):
         """P(x) = (lam/2)||x||^2."""
@@ -100,6 +125,11 @@ class L2Penalty:
         """float: lam, the smoothness constant P adds to every L_i."""
         return self.lam
 
+    @property
+    def mu(self):
+        """float: lam, the strong convexity P adds to f."""
+        return self.lam
+
 
 @dataclass(frozen=True)
 class NonconvexPenalty:
@@ -109,6 +139,8 @@ class NonconvexPenalty:
 
     lam: float
     name = "nonconvex"
+    suffix = "+nonconvex"
+    convex = False
 
     def value(self, x):
         """P(x) = lam sum_k x_k^2 / (1 + x_k^2)."""
@@ -129,5 +161,13 @@ class NonconvexPenalty:
         """float: 2 lam, the largest second derivative of P, which it adds to every L_i."""
         return 2.0 * self.lam
 
+    @property
+    def mu(self):
+        """float: 0, P is not convex (f is then not strongly convex: mu = 0, Theorem 7)."""
+        return 0.0
 
+
+#: problem.loss -> the loss
 LOSSES = {"logistic": Logistic(), "squared": Squared()}
+#: problem.penalty -> the penalty's class, made with lambda
+PENALTIES = {"l2": L2Penalty, "nonconvex": NonconvexPenalty}

@@ -62,13 +62,14 @@ class QuadraticShard:
 
     @staticmethod
     def stack(shards, ids) -> "StackedQuadratic":
-        """The k shards of one host, in the order of their logical worker ids ``ids``, stacked (what a method's
-        worker step reads)."""
+        """The k shards of one host, in the order of their logical worker ids ``ids``, stacked (a
+        :class:`~isparse.problems.stacked.Stacked`, what a method's worker step reads)."""
         return StackedQuadratic(shards, ids)
 
 
 class StackedQuadratic:
-    """f_p(x) = x^T M_p x / 2 for the k hosted workers; every worker has one "example" (l_p = 1).
+    """f_p(x) = x^T M_p x / 2 for the k hosted workers; every worker has one "example" (l_p = 1). It has every member
+    of :class:`~isparse.problems.stacked.Stacked`.
 
     Attributes
     ----------
