@@ -214,6 +214,10 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     if problem is None:
         data = spec.data.dataset(cache_dir) if data is None else data
         problem = make_problem(spec, data)
+    if problem.n != n or len(problem.shards) != n:   # the method averages over n: every worker must hold a shard
+        raise ConfigError("workers.n", f"The 'workers.n' parameter must be the problem's number of workers: "
+                                       f"{type(problem).__name__} has n = {problem.n} and {len(problem.shards)} "
+                                       f"shards; got {n}.")
     with keys(size="blocks.size"):
         blocks = BlockPartition(problem.d, spec.blocks.size)
     tau, tau_m = resolve_tau(1.0 if cls.traits.full else spec.tau, blocks.m, n)   # errors name the key tau

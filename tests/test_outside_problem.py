@@ -164,3 +164,26 @@ def test_the_built_in_stacked_shards_have_every_member_of_the_protocol():
     for problem in (GLMProblem(ds, split_rows(ds.N, 4), 0.1), QuadraticProblem(10, 5, 3)):
         data = type(problem.shards[0]).stack(problem.shards[:2], [0, 1])
         assert set(data.capabilities) == set(MEMBERS) and missing_members(data) == []
+
+
+def test_check_codec_passes_on_a_contractive_sign_codec_that_sends_zero_as_a_sign(tmp_path, monkeypatch, registries):
+    """A 1-bit sign codec cannot send 0 (it decodes to +scale): a biased codec owes no zero, only its contraction
+    (docs/extending.md's scaled sign, which a fresh user found refused)."""
+    from test_compressors import MODULE
+
+    (tmp_path / "scaled_sign_check.py").write_text(MODULE.replace('"scaled_sign"', '"scaled_sign_check"'))
+    monkeypatch.syspath_prepend(str(tmp_path))   # before the check's own cluster starts: its workers import it too
+    importlib.import_module("scaled_sign_check")
+    check_codec("scaled_sign_check")
+
+
+def test_a_problem_of_other_workers_than_workers_n_is_refused_by_key():
+    """The method averages over workers.n: a problem with fewer shards (a source that ignores its parts, a problem
+    built for another n) would run on the wrong average."""
+    from isparse import RunSpec, build
+    from isparse.problems import QuadraticProblem
+
+    spec = RunSpec.from_dict({"algorithm": "isega", "data": "quadratic", "workers.n": 4})
+    with pytest.raises(ConfigError, match=r"^The 'workers.n' parameter must be the problem's number of workers: "
+                                          r"QuadraticProblem has n = 2 and 2 shards; got 4\.$"):
+        build(spec, problem=QuadraticProblem(d=20, o=10, n=2, seed=1))
