@@ -115,6 +115,7 @@ class _IsparseLinear(BaseEstimator):
         ValueError
             A parameter out of its range, naming the parameter (the spec's ConfigError renamed).
         """
+        from .data.sources import InMemory
         from .spec import RunSpec
 
         keys = {"algorithm": self.algorithm, "workers.n": self.n_workers, "tau": self.tau,
@@ -123,7 +124,8 @@ class _IsparseLinear(BaseEstimator):
                 "step.multiplier": self.step_multiplier, "max_iter": self.max_iter, "tol": self.tol,
                 "seed": self._seed()}
         with renamed_errors():
-            return RunSpec.from_dict(keys)
+            spec = RunSpec.from_dict(keys)
+            return spec.with_(data=InMemory(name="in_memory", lam=spec.lam))
 
     def _fit(self, X, y):
         """Build and run the spec on (X, b); set the fitted attributes; returns the run's x (intercept last)."""
@@ -254,7 +256,7 @@ _DOC_PARAMS = """
 class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
     """Binary logistic regression fitted by a distributed method with independent sparsification.
 
-    Minimizes (1/N) sum_j log(1 + exp(-b_j a_j^T x)) + (lam/2)||x||^2 over x = (coef_, intercept_), b_j = +1 for
+    Minimizes (1/N) sum_j log(1 + exp(-b_j a_j^T x)) + (lam/2)||x||^2 over x = (``coef_``, ``intercept_``), b_j = +1 for
     ``classes_[1]`` and -1 for ``classes_[0]``; scikit-learn's ``LogisticRegression(C=1/(lam N))`` minimizes N times
     this (isparse/problems/glm.py). The parameters and fitted attributes are listed below.
     """
@@ -331,7 +333,7 @@ class Ridge(RegressorMixin, _IsparseLinear):
     """Least squares with an l2 penalty (ridge regression) fitted by a distributed method with independent
     sparsification.
 
-    Minimizes (1/N) sum_j (a_j^T x - y_j)^2 / 2 + (lam/2)||x||^2 over x = (coef_, intercept_); scikit-learn's
+    Minimizes (1/N) sum_j (a_j^T x - y_j)^2 / 2 + (lam/2)||x||^2 over x = (``coef_``, ``intercept_``); scikit-learn's
     ``Ridge(alpha=lam N)`` minimizes 2N times this (isparse/problems/glm.py). The parameters and fitted attributes
     are listed below.
     """
@@ -364,7 +366,7 @@ class Ridge(RegressorMixin, _IsparseLinear):
         return self
 
     def predict(self, X):
-        """X coef_ + intercept_.
+        """``X @ coef_ + intercept_``.
 
         Parameters
         ----------

@@ -158,3 +158,22 @@ def test_dask_collection_is_refused_naming_x():
     X = da.ones((20, 3), chunks=10)
     with pytest.raises(TypeError, match="argument X is a Dask collection"):
         LogisticRegression(**SMALL).fit(X, np.arange(20) % 2)
+
+
+def test_tracked_fit_is_an_mlflow_run(tmp_path):
+    """With tracking_uri the fit is logged as isparse-run logs a run: its params, the bound beside the measured
+    values, the bytes; the fit's attributes are the run's."""
+    from mlflow.tracking import MlflowClient
+
+    X, y = _breast_cancer()
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    est = LogisticRegression(lam=0.1, algorithm="gd", random_state=0, tracking_uri=uri, experiment="fits")
+    est.fit(StandardScaler().fit_transform(X), y)
+    run = MlflowClient(uri).get_run(est.run_id_)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["data.name"] == "in_memory" and run.data.params["problem.lam"] == "0.1"
+    assert {"bound/log10_slack", "dist_sq", "uplink_bytes"} <= set(run.data.metrics)
+    assert run.data.metrics["summary/uplink_bytes_total"] == est.uplink_bytes_
+    assert run.data.metrics["summary/iterations"] == est.n_iter_
+    with pytest.raises(ValueError, match="'tracking_uri'"):
+        LogisticRegression(tracking_uri="mysql://nowhere").fit(X, y)
