@@ -60,3 +60,15 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
+
+
+def _skip_metadata_routing(app, what, name, obj, skip, options):
+    """Leave out scikit-learn's generated ``set_<method>_request`` methods of the estimators (isparse.estimators):
+    their docstrings point into scikit-learn's own glossary."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_metadata_routing)

@@ -14,6 +14,9 @@ The public surface::
 The spec is the same one ``isparse-run``'s config is made of (the same keys, the same checks and errors).
 
 ``setup.run(isparse.engines.dask.DaskPool(client, *setup.pool_args()), ...)`` runs the same steps on Dask.
+
+``isparse.LogisticRegression`` and ``isparse.Ridge`` are scikit-learn estimators that build and run the same spec
+(``isparse.estimators``; imported when first named, so that ``import isparse`` does not import scikit-learn).
 """
 
 from .compression import BlockPartition, Messages, Sampler, resolve_tau
@@ -31,5 +34,14 @@ __all__ = [
     "BlockPartition", "ConfigError", "DataError", "DataSource", "Dataset", "DivergenceError", "IBCD", "ISEGA",
     "InProcessPool", "LogisticProblem", "METHODS", "Messages", "Problem", "Reference", "RunResult", "RunSetup",
     "RunSpec", "Sampler", "build", "load_dataset", "load_libsvm", "method_class", "reference_solve",
-    "resolve_tau", "run", "source", "split_rows",
+    "resolve_tau", "run", "source", "split_rows", "LogisticRegression", "Ridge",
 ]
+
+
+def __getattr__(name):
+    """The estimators of :mod:`isparse.estimators`, imported when first asked for."""
+    if name in ("LogisticRegression", "Ridge"):
+        from . import estimators
+
+        return getattr(estimators, name)
+    raise AttributeError(f"module 'isparse' has no attribute {name!r}")

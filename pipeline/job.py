@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from isparse import build
+from isparse.runsetup import build
 from isparse.engines import DivergenceError, InProcessPool
 from isparse.engines.to_eps import criterion_text, to_eps
 
@@ -79,44 +79,93 @@ def run_job(cfg, made: dict | None = None) -> dict:
             _pool(job, setup, stop) as pool:
         with stage("figure"):
             from . import plots  # noqa: F401 - matplotlib, imported while the helper may still be opening the store
-        with stage("tracking store"):
-            logger = start_run(job, setup, name, overrides, output_dir(), checkpoint)
-        made["run_id"] = logger.run_id
-        if job.engine == "dask":   # cluster=emulated's record names the run: a start after a SIGKILL marks it KILLED
-            from .cluster import record_run
+        return tracked(job, setup, pool, name, overrides, stop, end, made, output_dir(), checkpoint, data_file)
 
-            record_run(pool.client, logger.run_id, job.tracking.uri)
-        status = "FAILED"
-        end.update(run_id=logger.run_id, uri=job.tracking.uri, status=status, client=logger.client)
-        try:
-            summary = _run_and_log(job, setup, pool, logger, name, stop, checkpoint, data_file)
-            status = "FINISHED"
-            return summary
-        except BaseException as caught:
-            exc = lost_cluster(job, pool, caught, logger, overrides) or caught   # the cluster's end, said as such
-            end["reason"] = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, KeyboardInterrupt):
-                with contextlib.suppress(Exception):   # for the task's exit status and its message
-                    exc.run_id, exc.signal = logger.run_id, stop.signal
-                if stop.signal:
-                    end["reason"] = f"{stop.signal}, {exc}" if str(exc).startswith("stopped at") else stop.signal
-                status = "KILLED"
-            with contextlib.suppress(Exception):   # failure: bad input or an error (a sweep's exit status reads it)
-                logger.set_tags({"error": f"{type(exc).__name__}: {exc}",
-                                 FAILURE_TAG: "input" if user_message(exc) is not None else "error"})
-            if isinstance(exc, DivergenceError):   # keep the last finite iterate and the stepsize that broke it
-                with contextlib.suppress(Exception):
-                    path = output_dir() / "x_last_finite.npy"
-                    np.save(path, exc.x_last)
-                    logger.log_artifact(path)
-                    logger.set_tags({"diverged_at_iteration": exc.t, "diverged_gamma": exc.gamma})
-            if exc is not caught:
-                raise exc from caught
-            raise
-        finally:
-            end["status"] = status
-            with stage("finish"):
-                end["stored"] = logger.end(status)   # False: the tracking server stayed away (the run is RUNNING there)
+
+def tracked(job, setup, pool, name, overrides, stop, end, made, outdir, checkpoint=None, data_file=None) -> dict:
+    """The MLflow run of a built ``setup`` on ``pool``: started, the iterations run and logged, ended FINISHED, FAILED
+    (the error in the tag ``error``, re-raised) or KILLED; returns the summary. ``end`` gets the run's id and status,
+    ``made`` its ``run_id`` and the :class:`~isparse.engines.RunResult` (``result``); ``outdir`` is where its files
+    are written before they are uploaded."""
+    with stage("tracking store"):
+        logger = start_run(job, setup, name, overrides, outdir, checkpoint)
+    made["run_id"] = logger.run_id
+    if job.engine == "dask":   # cluster=emulated's record names the run: a start after a SIGKILL marks it KILLED
+        from .cluster import record_run
+
+        record_run(pool.client, logger.run_id, job.tracking.uri)
+    status = "FAILED"
+    end.update(run_id=logger.run_id, uri=job.tracking.uri, status=status, client=logger.client)
+    try:
+        summary = _run_and_log(job, setup, pool, logger, name, stop, outdir, made, checkpoint, data_file)
+        status = "FINISHED"
+        return summary
+    except BaseException as caught:
+        exc = lost_cluster(job, pool, caught, logger, overrides) or caught   # the cluster's end, said as such
+        end["reason"] = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, KeyboardInterrupt):
+            with contextlib.suppress(Exception):   # for the task's exit status and its message
+                exc.run_id, exc.signal = logger.run_id, stop.signal
+            if stop.signal:
+                end["reason"] = f"{stop.signal}, {exc}" if str(exc).startswith("stopped at") else stop.signal
+            status = "KILLED"
+        with contextlib.suppress(Exception):   # failure: bad input or an error (a sweep's exit status reads it)
+            logger.set_tags({"error": f"{type(exc).__name__}: {exc}",
+                             FAILURE_TAG: "input" if user_message(exc) is not None else "error"})
+        if isinstance(exc, DivergenceError):   # keep the last finite iterate and the stepsize that broke it
+            with contextlib.suppress(Exception):
+                path = outdir / "x_last_finite.npy"
+                np.save(path, exc.x_last)
+                logger.log_artifact(path)
+                logger.set_tags({"diverged_at_iteration": exc.t, "diverged_gamma": exc.gamma})
+        if exc is not caught:
+            raise exc from caught
+        raise
+    finally:
+        end["status"] = status
+        with stage("finish"):
+            end["stored"] = logger.end(status)   # False: the tracking server stayed away (the run is RUNNING there)
+
+
+def log_fit(spec, setup, uri: str, experiment: str):
+    """Run a built ``setup`` in-process as the MLflow run ``isparse-run`` logs (params, the bound beside the measured
+    values, bytes, time, the figure): what a scikit-learn estimator's ``fit`` with ``tracking_uri`` does
+    (:mod:`isparse.estimators`). The run's files go to a temporary directory, deleted once uploaded.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        The run's keys (its ``data`` an :class:`~isparse.data.sources.InMemory` for rows given to ``build``).
+    setup : RunSetup
+        ``build(spec, data=...)``.
+    uri, experiment : str
+        The MLflow store (``tracking.uri``) and experiment (``tracking.experiment``).
+
+    Returns
+    -------
+    (RunResult, str)
+        The run's result and its MLflow run id.
+
+    Raises
+    ------
+    ConfigError
+        (``tracking.uri``) a store that cannot be used.
+    """
+    import tempfile
+
+    from .lifecycle import Stop
+    from .schema import CheckpointSpec, PathsSpec, TrackingSpec
+
+    check_reachable(uri)
+    values = {name: getattr(spec, name) for name in type(spec).fields()}
+    made = {}
+    with tempfile.TemporaryDirectory(prefix="isparse-fit-") as tmp:
+        job = JobConfig(**values, engine="inprocess", progress=False, cache=False, checkpoint=CheckpointSpec(every=0),
+                        paths=PathsSpec(root=tmp, outputs=tmp),
+                        tracking=TrackingSpec(uri=uri, experiment=experiment)).check()
+        client_for(uri).prepare()
+        tracked(job, setup, InProcessPool(*setup.pool_args()), run_name(job, setup), [], Stop(), {}, made, Path(tmp))
+    return made["result"], made["run_id"]
 
 
 @contextlib.contextmanager
@@ -181,16 +230,15 @@ def _uplink_convention(method) -> str:
     return f"{per} (block ids recomputed by the master)"
 
 
-def _run_and_log(job, setup, pool, logger, name, stop, checkpoint=None, data_file=None) -> dict:
+def _run_and_log(job, setup, pool, logger, name, stop, outdir, made, checkpoint=None, data_file=None) -> dict:
     with stage("tracking store"):
-        return _log_run(job, setup, pool, logger, name, stop, checkpoint, data_file)
+        return _log_run(job, setup, pool, logger, name, stop, outdir, made, checkpoint, data_file)
 
 
-def _log_run(job, setup, pool, logger, name, stop, checkpoint=None, data_file=None) -> dict:
+def _log_run(job, setup, pool, logger, name, stop, outdir, made, checkpoint=None, data_file=None) -> dict:
     import yaml
 
     derived, bound, method = setup.derived, setup.bound, setup.method
-    outdir = output_dir()
     predicted = bound.iterations_to(job.tol * derived["r0"])
     warn_if_predicted_beyond(job, bound, derived["r0"], predicted)
     if checkpoint is None:   # a resumed run has these already
@@ -221,13 +269,13 @@ def _log_run(job, setup, pool, logger, name, stop, checkpoint=None, data_file=No
                            on_checkpoint=checkpoint_saver(logger, outdir, observer.logs,
                                                           [data_file] if data_file is not None else []))
     stop.done()
+    made["result"] = result
     with stage("finish"):
-        return _finish(job, setup, pool, logger, name, checkpoint, result, observer, predicted)
+        return _finish(job, setup, pool, logger, name, checkpoint, result, observer, predicted, outdir)
 
 
-def _finish(job, setup, pool, logger, name, checkpoint, result, observer, predicted) -> dict:
+def _finish(job, setup, pool, logger, name, checkpoint, result, observer, predicted, outdir) -> dict:
     derived, bound, method = setup.derived, setup.bound, setup.method
-    outdir = output_dir()
     np.save(outdir / "x_final.npy", result.x)
     logger.log_artifact(outdir / "x_final.npy")
     last = result.records[-1]

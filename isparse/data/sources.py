@@ -419,6 +419,21 @@ def _declared(cls, name: str) -> PathValue:
     return constraint.inner if isinstance(constraint, Nullable) else constraint
 
 
+@dataclass
+class InMemory(DataSource):
+    """Rows already in memory (a scikit-learn estimator's X and y, :mod:`isparse.estimators`), given to
+    ``build(spec, data=...)``; not a ``data=`` option of the command line (it names no registered source), and
+    there is nothing to read.
+
+    Made as ``InMemory(name="in_memory")``: the name the run logs as ``data.name``.
+    """
+
+    def read(self):
+        """Nothing to read: the rows are given to :func:`~isparse.runsetup.build` (``data=``)."""
+        raise ConfigError("data", f"The 'data' parameter {self.name!r} holds rows in memory: pass them to "
+                                  f"build(spec, data=...); got nothing to read.")
+
+
 def lam_key(spec) -> str:
     """The key lambda comes from: ``problem.lam``, or ``data.lam`` when that is null (:attr:`RunSpec.lam`)."""
     return "data.lam" if spec.problem.lam is None else "problem.lam"

@@ -1,0 +1,411 @@
+"""scikit-learn estimators: :class:`LogisticRegression` and :class:`Ridge` fitted by a method of arXiv:1901.09437.
+
+One implementation: ``fit`` makes the :class:`~isparse.spec.RunSpec` of the estimator's parameters (the keys of
+``isparse-run``, :data:`PARAMS`), :func:`~isparse.runsetup.build`\\ s the run on the in-memory data and runs it on
+the in-process engine, or on a Dask cluster when ``client`` is given (the same iterates, bit for bit). With
+``tracking_uri`` the fit is also the MLflow run ``isparse-run`` would log (:func:`pipeline.job.log_fit`).
+
+The objective is the one of :class:`~isparse.problems.glm.GLMProblem`, F(x) = (1/N) sum_j phi(a_j^T x; b_j) +
+(lam/2)||x||^2, the rows split over ``n_workers`` workers. Hence (``isparse/problems/glm.py``):
+
+- :class:`LogisticRegression`: scikit-learn's ``LogisticRegression(C=1/(lam N))`` minimizes N F;
+- :class:`Ridge` (phi = (z - b)^2 / 2): scikit-learn's ``Ridge(alpha=lam N)`` minimizes 2 N F.
+
+Only in-memory X (NumPy arrays, scipy.sparse matrices, pandas frames) is read here; a Dask collection is refused
+for now (:func:`dataset_of` is the one place that turns X and y into the run's data set).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .data.dataset import Dataset
+from .errors import ConfigError
+
+#: RunSpec key -> the estimator's parameter: the spec's errors are renamed with it (``workers.n`` -> ``n_workers``)
+PARAMS = {"algorithm": "algorithm", "workers.n": "n_workers", "tau": "tau", "blocks.size": "block_size",
+          "messages.codec": "codec", "messages.downlink": "downlink", "problem.lam": "lam", "lam": "lam",
+          "step.rule": "step_rule", "step.multiplier": "step_multiplier", "max_iter": "max_iter", "tol": "tol",
+          "seed": "random_state", "tracking.uri": "tracking_uri", "tracking.experiment": "experiment"}
+
+
+def is_dask_collection(X) -> bool:
+    """Whether ``X`` is a Dask array or data frame (checked without importing Dask when no one has)."""
+    if "dask" not in sys.modules:
+        return False
+    from dask.base import is_dask_collection as is_collection
+
+    return bool(is_collection(X))
+
+
+def dataset_of(X, y, fit_intercept: bool, name: str) -> Dataset:
+    """The run's data set of validated in-memory ``X`` and targets ``y`` (labels in {-1, +1} or real targets): X as
+    CSR float64, with a column of ones appended when ``fit_intercept``. The path a Dask collection will take is a
+    second implementation of this function."""
+    A = sp.csr_matrix(X, dtype=np.float64)
+    if fit_intercept:
+        A = sp.hstack([A, np.ones((A.shape[0], 1))], format="csr")
+    return Dataset(A=A, b=np.asarray(y, dtype=np.float64), name=name,
+                   source=f"in memory: {type(X).__module__.split('.')[0]}.{type(X).__name__} of shape {X.shape}")
+
+
+class _IsparseLinear(BaseEstimator):
+    """What both estimators share: the spec of their parameters, the fit and the fitted attributes."""
+
+    _loss = ""
+
+    def __init__(self, lam=0.01, *, algorithm="isega", n_workers=4, tau="auto", block_size=1, codec="float64",
+                 downlink="float64", step_rule="theory", step_multiplier=1.0, max_iter=20000, tol=1e-8,
+                 fit_intercept=True, random_state=None, client=None, tracking_uri=None, experiment="isparse"):
+        self.lam = lam
+        self.algorithm = algorithm
+        self.n_workers = n_workers
+        self.tau = tau
+        self.block_size = block_size
+        self.codec = codec
+        self.downlink = downlink
+        self.step_rule = step_rule
+        self.step_multiplier = step_multiplier
+        self.max_iter = max_iter
+        self.tol = tol
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.client = client
+        self.tracking_uri = tracking_uri
+        self.experiment = experiment
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def __sklearn_clone__(self):
+        """A clone (``sklearn.base.clone``) that shares ``client``: a connected Dask client cannot be copied."""
+        client, self.client = self.client, None
+        try:
+            new = super().__sklearn_clone__()
+        finally:
+            self.client = client
+        new.client = client
+        return new
+
+    def _seed(self) -> int:
+        """``random_state`` as the run's seed: an int is the seed itself; None or a RandomState draws one."""
+        if isinstance(self.random_state, (int, np.integer)) and not isinstance(self.random_state, bool):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def run_spec(self):
+        """The :class:`~isparse.spec.RunSpec` of the estimator's parameters (its data set: the one given to ``fit``).
+
+        Raises
+        ------
+        ValueError
+            A parameter out of its range, naming the parameter (the spec's ConfigError renamed).
+        """
+        from .data.sources import InMemory
+        from .spec import RunSpec
+
+        keys = {"algorithm": self.algorithm, "workers.n": self.n_workers, "tau": self.tau,
+                "blocks.size": self.block_size, "messages.codec": self.codec, "messages.downlink": self.downlink,
+                "problem.loss": self._loss, "problem.lam": self.lam, "step.rule": self.step_rule,
+                "step.multiplier": self.step_multiplier, "max_iter": self.max_iter, "tol": self.tol,
+                "seed": self._seed()}
+        with renamed_errors():
+            spec = RunSpec.from_dict(keys)
+            return spec.with_(data=InMemory(name="in_memory", lam=spec.lam))
+
+    def _fit(self, X, y):
+        """Build and run the spec on (X, b); set the fitted attributes; returns the run's x (intercept last)."""
+        from .runsetup import build
+
+        if self.client is not None and self.tracking_uri is not None:
+            raise ValueError("client and tracking_uri cannot be given together yet: a tracked fit runs in-process "
+                             f"(got client={self.client!r}, tracking_uri={self.tracking_uri!r}).")
+        spec = self.run_spec()
+        N = X.shape[0]
+        if isinstance(self.n_workers, (int, np.integer)) and self.n_workers > N:
+            raise ValueError(f"The 'n_workers' parameter must be at most the number of samples: X has {N} sample"
+                             f"{'' if N == 1 else 's'}; got n_workers={self.n_workers}.")
+        data = dataset_of(X, y, self.fit_intercept, type(self).__name__)
+        with renamed_errors():
+            setup = build(spec, data=data)
+            if self.tracking_uri is not None:
+                from pipeline.job import log_fit
+
+                result, self.run_id_ = log_fit(spec, setup, self.tracking_uri, self.experiment)
+            else:
+                result = self._run(setup, spec)
+        last = result.records[-1]
+        self.n_iter_ = int(result.iterations)
+        self.history_ = result.frame()
+        self.bound_, self.bound_theorem_ = float(last["bound"]), setup.bound.theorem
+        self.uplink_bytes_, self.downlink_bytes_ = last["uplink_bytes"], last["downlink_bytes"]
+        if not result.converged and spec.tol > 0:
+            warnings.warn(f"{type(self).__name__}: max_iter={spec.max_iter} reached before tol={spec.tol:g} "
+                          f"(||x - x*||^2 / r0 = {last['dist_sq'] / max(setup.derived['r0'], 1e-300):.3g}); "
+                          "raise max_iter", ConvergenceWarning, stacklevel=3)
+        x = np.asarray(result.x, dtype=np.float64)
+        return (x[:-1], float(x[-1])) if self.fit_intercept else (x, 0.0)
+
+    def _run(self, setup, spec):
+        """The run on the in-process engine, or on the Dask cluster of ``client``."""
+        if self.client is None:
+            return setup.run(max_iter=spec.max_iter, tol=spec.tol)
+        from .engines.dask import DaskPool
+
+        pool = DaskPool(self.client, *setup.pool_args())
+        try:
+            return setup.run(pool, max_iter=spec.max_iter, tol=spec.tol)
+        finally:
+            pool.close()
+
+    def _validated(self, X, y, **kwargs):
+        if is_dask_collection(X) or is_dask_collection(y):
+            which = "X" if is_dask_collection(X) else "y"
+            raise TypeError(f"{type(self).__name__}.fit: the argument {which} is a Dask collection "
+                            f"({type(X if which == 'X' else y).__name__}); Dask collections are not accepted yet: "
+                            f"pass a NumPy array or a scipy.sparse matrix (the Dask engine runs with client=).")
+        return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
+
+
+@contextlib.contextmanager
+def renamed_errors():
+    """Within, a :class:`~isparse.errors.ConfigError` naming a spec key is raised again naming the estimator's
+    parameter (:data:`PARAMS`), a ValueError still."""
+    try:
+        yield
+    except ConfigError as exc:
+        raise exc.renamed(PARAMS) from None
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    lam : float, default 0.01
+        lambda > 0 of the penalty (lam/2)||x||^2 (``problem.lam``); {lam}
+    algorithm : str, default "isega"
+        The method (``algorithm``): isega, gd, ibcd, isgd, ... (docs/algorithms.md).
+    n_workers : int, default 4
+        n, the workers the rows are split over (``workers.n``); at most the number of samples.
+    tau : str or float, default "auto"
+        The fraction of the m blocks each worker sends per round (``tau``): "auto" (1/n), "<c>/n", "<k>/m" or a
+        number in [1/m, 1].
+    block_size : int, default 1
+        Coordinates per block (``blocks.size``).
+    codec : str, default "float64"
+        How each value sent travels (``messages.codec``; docs/codecs.md).
+    downlink : str, default "float64"
+        The master-to-worker messages (``messages.downlink``).
+    step_rule : {{"theory", "paper", "paper_literal"}}, default "theory"
+        The stepsize rule (``step.rule``).
+    step_multiplier : float, default 1.0
+        gamma = step_multiplier x the rule's gamma (``step.multiplier``).
+    max_iter : int, default 20000
+        Iterations at most (``max_iter``); a ConvergenceWarning when reached before ``tol``.
+    tol : float, default 1e-8
+        Stop when ||x - x*||^2 <= tol r_0, x* solved to machine precision by the run's set-up (``tol``).
+    fit_intercept : bool, default True
+        Append a column of ones to X: the intercept is its coefficient, penalized like the others (unlike
+        scikit-learn's default; compare with ``fit_intercept=False`` on both sides).
+    random_state : int, RandomState or None, default None
+        The run's ``seed`` (every draw of worker i at round t depends on (seed, i, t)): an int is the seed; None or a
+        RandomState draws one.
+    client : distributed.Client, optional
+        Run the workers' steps on this Dask cluster (the same iterates as in-process, for the same random_state).
+    tracking_uri : str, optional
+        An MLflow store (``tracking.uri``): the fit is logged as the MLflow run ``isparse-run`` logs (in-process).
+    experiment : str, default "isparse"
+        The MLflow experiment of a tracked fit (``tracking.experiment``).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape {coef_shape}
+        The weights, the run's last iterate without the intercept.
+    intercept_ : {intercept_type}
+        The intercept (0 when ``fit_intercept`` is False).
+    n_iter_ : int
+        The iterations run.
+    history_ : pandas.DataFrame
+        The run's records (``RunResult.frame``): dist_sq, subopt, bound, uplink_bytes, downlink_bytes, wall_s, ...
+        by step.
+    bound_ : float
+        The theorem's bound at the last iteration (NaN where none applies); ``bound_theorem_`` names it.
+    uplink_bytes_, downlink_bytes_ : float
+        The bytes the workers sent and received in all.
+    run_id_ : str
+        The MLflow run of a tracked fit (only with ``tracking_uri``).
+    n_features_in_ : int
+        The columns of X.
+    feature_names_in_ : ndarray of str
+        The column names of X, when it has string names."""
+
+
+class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
+    """Binary logistic regression fitted by a distributed method with independent sparsification.
+
+    Minimizes (1/N) sum_j log(1 + exp(-b_j a_j^T x)) + (lam/2)||x||^2 over x = (``coef_``, ``intercept_``), b_j = +1 for
+    ``classes_[1]`` and -1 for ``classes_[0]``; scikit-learn's ``LogisticRegression(C=1/(lam N))`` minimizes N times
+    this (isparse/problems/glm.py). The parameters and fitted attributes are listed below.
+    """
+
+    _loss = "logistic"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X, y):
+        """Fit on X and the binary labels y.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Finite values.
+        y : array-like of shape (n_samples,)
+            Two distinct labels.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            NaN or inf in X, y not binary, n_workers above the samples, a parameter out of its range (naming it).
+        TypeError
+            X or y a Dask collection (not accepted yet).
+        """
+        X, y = self._validated(X, y)
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if len(self.classes_) != 2:
+            raise ValueError(f"Only binary classification is supported: the 'y' argument must hold exactly 2 "
+                             f"classes; got {len(self.classes_)} class{'es' if len(self.classes_) != 1 else ''}: "
+                             f"{self.classes_[:5].tolist()}{' ...' if len(self.classes_) > 5 else ''}.")
+        coef, intercept = self._fit(X, np.where(y == self.classes_[1], 1.0, -1.0))
+        self.coef_, self.intercept_ = coef[None, :], np.array([intercept])
+        return self
+
+    def predict_proba(self, X):
+        """The probabilities of ``classes_`` for each row of X: 1 - p and p = 1 / (1 + exp(-decision_function)).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        p = expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    def predict_log_proba(self, X):
+        """The log of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        z = self.decision_function(X)
+        return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
+
+
+class Ridge(RegressorMixin, _IsparseLinear):
+    """Least squares with an l2 penalty (ridge regression) fitted by a distributed method with independent
+    sparsification.
+
+    Minimizes (1/N) sum_j (a_j^T x - y_j)^2 / 2 + (lam/2)||x||^2 over x = (``coef_``, ``intercept_``); scikit-learn's
+    ``Ridge(alpha=lam N)`` minimizes 2N times this (isparse/problems/glm.py). The parameters and fitted attributes
+    are listed below.
+    """
+
+    _loss = "squared"
+
+    def fit(self, X, y):
+        """Fit on X and the real targets y.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Finite values.
+        y : array-like of shape (n_samples,)
+            Finite targets.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            NaN or inf in X or y, n_workers above the samples, a parameter out of its range (naming it).
+        TypeError
+            X or y a Dask collection (not accepted yet).
+        """
+        X, y = self._validated(X, y, y_numeric=True)
+        self.coef_, self.intercept_ = self._fit(X, y)
+        return self
+
+    def predict(self, X):
+        """``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+
+LogisticRegression.__doc__ += _DOC_PARAMS.format(
+    lam="scikit-learn's C = 1/(lam N), N the samples", coef_shape="(1, n_features)",
+    intercept_type="ndarray of shape (1,)") + """
+    classes_ : ndarray of shape (2,)
+        The two labels.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import scale
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = LogisticRegression(lam=0.1, algorithm="gd", random_state=0).fit(scale(X), y)
+    >>> bool(clf.score(scale(X), y) > 0.9)
+    True
+"""
+Ridge.__doc__ += _DOC_PARAMS.format(lam="scikit-learn's alpha = lam N, N the samples", coef_shape="(n_features,)",
+                                    intercept_type="float") + """
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(200, 5))
+    >>> reg = Ridge(lam=0.01, algorithm="gd", random_state=0).fit(X, X @ np.arange(5.0))
+    >>> bool(np.abs(reg.coef_ - np.arange(5.0)).max() < 0.1)
+    True
+"""
+
+__all__ = ["LogisticRegression", "PARAMS", "Ridge", "dataset_of", "is_dask_collection"]
