@@ -269,18 +269,8 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
         return tags
 
     def fit(self, X, y):
-        """Fit on X and the binary labels y.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Finite values.
-        y : array-like of shape (n_samples,)
-            Two distinct labels.
-
-        Returns
-        -------
-        self
+        """Fit on X (array-like or sparse, shape (n_samples, n_features), finite) and y (two distinct labels);
+        returns self.
 
         Raises
         ------
@@ -301,30 +291,13 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
         return self
 
     def predict_proba(self, X):
-        """The probabilities of ``classes_`` for each row of X: 1 - p and p = 1 / (1 + exp(-decision_function)).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
+        """The probabilities of ``classes_`` for each row of X, shape (n_samples, 2): 1 - p and p = 1 / (1 +
+        exp(-decision_function))."""
         p = expit(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
     def predict_log_proba(self, X):
-        """The log of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
+        """The log of :meth:`predict_proba`, without its rounding to 0 or 1."""
         z = self.decision_function(X)
         return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
 
@@ -341,18 +314,8 @@ class Ridge(RegressorMixin, _IsparseLinear):
     _loss = "squared"
 
     def fit(self, X, y):
-        """Fit on X and the real targets y.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Finite values.
-        y : array-like of shape (n_samples,)
-            Finite targets.
-
-        Returns
-        -------
-        self
+        """Fit on X (array-like or sparse, shape (n_samples, n_features), finite) and the real targets y; returns
+        self.
 
         Raises
         ------
@@ -366,16 +329,7 @@ class Ridge(RegressorMixin, _IsparseLinear):
         return self
 
     def predict(self, X):
-        """``X @ coef_ + intercept_``.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
+        """``X @ coef_ + intercept_``, shape (n_samples,)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
