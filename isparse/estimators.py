@@ -136,7 +136,8 @@ class _IsparseLinear(BaseEstimator):
                              f"(got client={self.client!r}, tracking_uri={self.tracking_uri!r}).")
         spec = self.run_spec()
         N = X.shape[0]
-        if isinstance(self.n_workers, (int, np.integer)) and self.n_workers > N:
+        if isinstance(self.n_workers, (int, np.integer)) and self.n_workers > N:   # in scikit-learn's words (its
+            # check_fit2d_1sample looks for "1 sample"): the spec's own n <= N check says "rows of the data set"
             raise ValueError(f"The 'n_workers' parameter must be at most the number of samples: X has {N} sample"
                              f"{'' if N == 1 else 's'}; got n_workers={self.n_workers}.")
         data = dataset_of(X, y, self.fit_intercept, type(self).__name__)
