@@ -11,8 +11,11 @@ The objective is the one of :class:`~isparse.problems.glm.GLMProblem`, F(x) = (1
 - :class:`LogisticRegression`: scikit-learn's ``LogisticRegression(C=1/(lam N))`` minimizes N F;
 - :class:`Ridge` (phi = (z - b)^2 / 2): scikit-learn's ``Ridge(alpha=lam N)`` minimizes 2 N F.
 
-Only in-memory X (NumPy arrays, scipy.sparse matrices, pandas frames) is read here; a Dask collection is refused
-for now (:func:`dataset_of` is the one place that turns X and y into the run's data set).
+X in memory (NumPy arrays, scipy.sparse matrices, pandas frames) becomes the run's data set in :func:`dataset_of`.
+A Dask Array or DataFrame stays on the Dask workers that hold its partitions
+(:class:`~isparse.data.dask_collection.DaskRows`): each such worker is a host of logical workers, the run's
+constants, x* and metrics are reduced from the hosts (:class:`~isparse.problems.remote.RemoteGLM`), and the
+rounds run on :class:`~isparse.engines.dask.DaskPool` over those hosts; only the method's messages travel.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ PARAMS = {"algorithm": "algorithm", "workers.n": "n_workers", "tau": "tau", "blo
           "step.rule": "step_rule", "step.multiplier": "step_multiplier", "max_iter": "max_iter", "tol": "tol",
           "seed": "random_state", "tracking.uri": "tracking_uri", "tracking.experiment": "experiment"}
 
+#: n when ``n_workers`` is None and the rows are in memory
+DEFAULT_WORKERS = 4
+#: a record (the objective, evaluated on the hosts) every this many iterations when the rows are a Dask collection
+DASK_LOG_EVERY = 10
+
 
 def is_dask_collection(X) -> bool:
     """Whether ``X`` is a Dask array or data frame (checked without importing Dask when no one has)."""
@@ -66,12 +74,14 @@ class _IsparseLinear(BaseEstimator):
 
     _loss = ""
 
-    def __init__(self, lam=0.01, *, algorithm="isega", n_workers=4, tau="auto", block_size=1, codec="float64",
-                 downlink="float64", step_rule="theory", step_multiplier=1.0, max_iter=20000, tol=1e-8,
-                 fit_intercept=True, random_state=None, client=None, tracking_uri=None, experiment="isparse"):
+    def __init__(self, lam=0.01, *, algorithm="isega", n_workers=None, workers_per_host=None, tau="auto", block_size=1,
+                 codec="float64", downlink="float64", step_rule="theory", step_multiplier=1.0, max_iter=20000,
+                 tol=1e-8, fit_intercept=True, random_state=None, client=None, tracking_uri=None,
+                 experiment="isparse"):
         self.lam = lam
         self.algorithm = algorithm
         self.n_workers = n_workers
+        self.workers_per_host = workers_per_host
         self.tau = tau
         self.block_size = block_size
         self.codec = codec
@@ -107,8 +117,9 @@ class _IsparseLinear(BaseEstimator):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
-    def run_spec(self):
-        """The :class:`~isparse.spec.RunSpec` of the estimator's parameters (its data set: the one given to ``fit``).
+    def run_spec(self, n=None):
+        """The :class:`~isparse.spec.RunSpec` of the estimator's parameters (its data set: the one given to ``fit``), with
+        ``n`` logical workers (default: ``n_workers``, or :data:`DEFAULT_WORKERS` when None).
 
         Raises
         ------
@@ -118,7 +129,8 @@ class _IsparseLinear(BaseEstimator):
         from .data.sources import InMemory
         from .spec import RunSpec
 
-        keys = {"algorithm": self.algorithm, "workers.n": self.n_workers, "tau": self.tau,
+        n = n if n is not None else self.n_workers if self.n_workers is not None else DEFAULT_WORKERS
+        keys = {"algorithm": self.algorithm, "workers.n": n, "tau": self.tau,
                 "blocks.size": self.block_size, "messages.codec": self.codec, "messages.downlink": self.downlink,
                 "problem.loss": self._loss, "problem.lam": self.lam, "step.rule": self.step_rule,
                 "step.multiplier": self.step_multiplier, "max_iter": self.max_iter, "tol": self.tol,
@@ -128,27 +140,80 @@ class _IsparseLinear(BaseEstimator):
             return spec.with_(data=InMemory(name="in_memory", lam=spec.lam))
 
     def _fit(self, X, y):
-        """Build and run the spec on (X, b); set the fitted attributes; returns the run's x (intercept last)."""
+        """Build and run the spec on in-memory (X, b); set the fitted attributes; returns (coef, intercept)."""
         from .runsetup import build
 
-        if self.client is not None and self.tracking_uri is not None:
-            raise ValueError("client and tracking_uri cannot be given together yet: a tracked fit runs in-process "
-                             f"(got client={self.client!r}, tracking_uri={self.tracking_uri!r}).")
-        spec = self.run_spec()
+        n = self.n_workers
+        if n is None and self.workers_per_host is not None:
+            if self.client is None:
+                raise ValueError(f"The 'workers_per_host' parameter needs a Dask cluster (client=) or a Dask "
+                                 f"collection X; got workers_per_host={self.workers_per_host!r} and no client.")
+            n = int(self.workers_per_host) * len(self.client.scheduler_info()["workers"])
+        spec = self.run_spec(n)
         N = X.shape[0]
-        if isinstance(self.n_workers, (int, np.integer)) and self.n_workers > N:   # in scikit-learn's words (its
+        if isinstance(spec.workers.n, (int, np.integer)) and spec.workers.n > N:   # in scikit-learn's words (its
             # check_fit2d_1sample looks for "1 sample"): the spec's own n <= N check says "rows of the data set"
             raise ValueError(f"The 'n_workers' parameter must be at most the number of samples: X has {N} sample"
-                             f"{'' if N == 1 else 's'}; got n_workers={self.n_workers}.")
+                             f"{'' if N == 1 else 's'}; got n_workers={spec.workers.n}.")
         data = dataset_of(X, y, self.fit_intercept, type(self).__name__)
         with renamed_errors():
             setup = build(spec, data=data)
+            return self._execute(spec, setup, None)
+
+    def _fit_rows(self, X, y):
+        """Fit on a Dask collection, left where it is (:class:`~isparse.data.dask_collection.DaskRows`); returns
+        (coef, intercept) and sets ``classes_`` for the logistic loss."""
+        from .data.dask_collection import DaskRows
+        from .runsetup import build
+
+        with renamed_errors():
+            self.run_spec(1)   # the parameters' own errors first, before the cluster is asked anything
+        rows = DaskRows.of(X, y, client=self.client, loss=self._loss, lam=self.lam, fit_intercept=self.fit_intercept,
+                           workers_per_host=self.workers_per_host)
+        try:
+            if self.n_workers is not None and self.n_workers != rows.n:
+                raise ValueError(f"The 'n_workers' parameter must be None or the logical workers of X's partitions "
+                                 f"({rows.n}: one per partition, or workers_per_host per Dask worker holding them); "
+                                 f"got n_workers={self.n_workers!r}.")
+            if rows.classes is not None:
+                self.classes_ = rows.classes
+            spec = self.run_spec(rows.n)
+            with renamed_errors():
+                try:
+                    setup = build(spec, problem=rows.problem)
+                except ConfigError as exc:
+                    if exc.key != "data":
+                        raise
+                    raise ValueError(f"The 'algorithm' parameter must be a method whose workers hold only their own "
+                                     f"rows when X is a Dask collection: algorithm={spec.algorithm.name} needs every "
+                                     f"row on every worker ({exc}).") from None
+                out = self._execute(spec, setup, rows)
+            self.n_features_in_ = rows.d - (1 if self.fit_intercept else 0)
+            self.worker_rows_ = rows.parts
+            return out
+        finally:
+            rows.close()
+
+    def _execute(self, spec, setup, rows):
+        """Run ``setup`` (in-process, or on ``client``'s cluster, over ``rows``' hosts when given; tracked with
+        ``tracking_uri``), set the fitted attributes and return (coef, intercept)."""
+        pool = None
+        if rows is not None or self.client is not None:
+            from .engines.dask import DaskPool
+
+            client = rows.client if rows is not None else self.client
+            pool = DaskPool(client, *setup.pool_args(), source=rows)
+        options = {"log_every": DASK_LOG_EVERY} if rows is not None else {}
+        try:
             if self.tracking_uri is not None:
                 from pipeline.job import log_fit
 
-                result, self.run_id_ = log_fit(spec, setup, self.tracking_uri, self.experiment)
+                result, self.run_id_ = log_fit(spec, setup, self.tracking_uri, self.experiment, pool, **options)
             else:
-                result = self._run(setup, spec)
+                result = setup.run(pool, max_iter=spec.max_iter, tol=spec.tol, **options)
+        finally:
+            if pool is not None:
+                pool.close()
         last = result.records[-1]
         self.n_iter_ = int(result.iterations)
         self.history_ = result.frame()
@@ -157,28 +222,24 @@ class _IsparseLinear(BaseEstimator):
         if not result.converged and spec.tol > 0:
             warnings.warn(f"{type(self).__name__}: max_iter={spec.max_iter} reached before tol={spec.tol:g} "
                           f"(||x - x*||^2 / r0 = {last['dist_sq'] / max(setup.derived['r0'], 1e-300):.3g}); "
-                          "raise max_iter", ConvergenceWarning, stacklevel=3)
+                          "raise max_iter", ConvergenceWarning, stacklevel=4)
         x = np.asarray(result.x, dtype=np.float64)
         return (x[:-1], float(x[-1])) if self.fit_intercept else (x, 0.0)
 
-    def _run(self, setup, spec):
-        """The run on the in-process engine, or on the Dask cluster of ``client``."""
-        if self.client is None:
-            return setup.run(max_iter=spec.max_iter, tol=spec.tol)
-        from .engines.dask import DaskPool
+    def _margins(self, X):
+        """X @ coef + intercept of a Dask collection, as a Dask Array computed where X's partitions are."""
+        import dask.array as da
 
-        pool = DaskPool(self.client, *setup.pool_args())
-        try:
-            return setup.run(pool, max_iter=spec.max_iter, tol=spec.tol)
-        finally:
-            pool.close()
+        check_is_fitted(self)
+        X = X if isinstance(X, da.Array) else X.to_dask_array()
+        coef, b = np.ravel(self.coef_), float(np.ravel(self.intercept_)[0])
+        return X.map_blocks(lambda block: np.asarray(block @ coef).ravel() + b, drop_axis=1, dtype=np.float64)
 
     def _validated(self, X, y, **kwargs):
-        if is_dask_collection(X) or is_dask_collection(y):
-            which = "X" if is_dask_collection(X) else "y"
-            raise TypeError(f"{type(self).__name__}.fit: the argument {which} is a Dask collection "
-                            f"({type(X if which == 'X' else y).__name__}); Dask collections are not accepted yet: "
-                            f"pass a NumPy array or a scipy.sparse matrix (the Dask engine runs with client=).")
+        if is_dask_collection(y):
+            raise TypeError(f"{type(self).__name__}.fit: the argument y is a Dask collection ({type(y).__name__}) but X "
+                            f"is not ({type(X).__name__}): pass both as Dask collections with the same row partitions, "
+                            f"or both in memory.")
         return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
 
 
@@ -199,8 +260,14 @@ _DOC_PARAMS = """
         lambda > 0 of the penalty (lam/2)||x||^2 (``problem.lam``); {lam}
     algorithm : str, default "isega"
         The method (``algorithm``): isega, gd, ibcd, isgd, ... (docs/algorithms.md).
-    n_workers : int, default 4
-        n, the workers the rows are split over (``workers.n``); at most the number of samples.
+    n_workers : int, optional
+        n, the logical workers the rows are split over (``workers.n``); at most the number of samples. None: 4 in
+        memory (or ``workers_per_host`` per Dask worker of ``client``); for a Dask collection, what its partitions
+        make (an int must equal it).
+    workers_per_host : int, optional
+        For a Dask collection: each Dask worker holding partitions of X is a host, and its rows (its partitions in
+        order) are split into this many logical workers; None: one logical worker per partition. In memory with
+        ``client``: n = this times the Dask workers.
     tau : str or float, default "auto"
         The fraction of the m blocks each worker sends per round (``tau``): "auto" (1/n), "<c>/n", "<k>/m" or a
         number in [1/m, 1].
@@ -225,9 +292,10 @@ _DOC_PARAMS = """
         The run's ``seed`` (every draw of worker i at round t depends on (seed, i, t)): an int is the seed; None or a
         RandomState draws one.
     client : distributed.Client, optional
-        Run the workers' steps on this Dask cluster (the same iterates as in-process, for the same random_state).
+        Run the workers' steps on this Dask cluster (the same iterates as in-process, for the same random_state and
+        the same rows on each logical worker). A Dask collection X uses the current client when none is given.
     tracking_uri : str, optional
-        An MLflow store (``tracking.uri``): the fit is logged as the MLflow run ``isparse-run`` logs (in-process).
+        An MLflow store (``tracking.uri``): the fit is logged as the MLflow run ``isparse-run`` logs.
     experiment : str, default "isparse"
         The MLflow experiment of a tracked fit (``tracking.experiment``).
 
@@ -248,6 +316,9 @@ _DOC_PARAMS = """
         The bytes the workers sent and received in all.
     run_id_ : str
         The MLflow run of a tracked fit (only with ``tracking_uri``).
+    worker_rows_ : list of ndarray of int
+        For a Dask collection: the rows of X each logical worker held (an in-process fit with these parts gives the
+        same iterates).
     n_features_in_ : int
         The columns of X.
     feature_names_in_ : ndarray of str
@@ -270,30 +341,50 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
         return tags
 
     def fit(self, X, y):
-        """Fit on X (array-like or sparse, shape (n_samples, n_features), finite) and y (two distinct labels);
+        """Fit on X (array-like or sparse, shape (n_samples, n_features), finite; or a Dask Array or DataFrame, left
+        on its workers) and y (two distinct labels; a Dask collection with X's row partitions when X is one);
         returns self.
 
         Raises
         ------
         ValueError
-            NaN or inf in X, y not binary, n_workers above the samples, a parameter out of its range (naming it).
+            NaN or inf in X or y, y not binary, n_workers above the samples, a parameter out of its range, and for a
+            Dask collection its own cases (:meth:`isparse.data.dask_collection.DaskRows.of`), each naming its argument.
         TypeError
-            X or y a Dask collection (not accepted yet).
+            Only one of X and y a Dask collection.
         """
-        X, y = self._validated(X, y)
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if len(self.classes_) != 2:
-            raise ValueError(f"Only binary classification is supported: the 'y' argument must hold exactly 2 "
-                             f"classes; got {len(self.classes_)} class{'es' if len(self.classes_) != 1 else ''}: "
-                             f"{self.classes_[:5].tolist()}{' ...' if len(self.classes_) > 5 else ''}.")
-        coef, intercept = self._fit(X, np.where(y == self.classes_[1], 1.0, -1.0))
+        if is_dask_collection(X):
+            coef, intercept = self._fit_rows(X, y)
+        else:
+            X, y = self._validated(X, y)
+            check_classification_targets(y)
+            self.classes_ = np.unique(y)
+            if len(self.classes_) != 2:
+                raise ValueError(f"Only binary classification is supported: the 'y' argument must hold exactly 2 "
+                                 f"classes; got {len(self.classes_)} class{'es' if len(self.classes_) != 1 else ''}: "
+                                 f"{self.classes_[:5].tolist()}{' ...' if len(self.classes_) > 5 else ''}.")
+            coef, intercept = self._fit(X, np.where(y == self.classes_[1], 1.0, -1.0))
         self.coef_, self.intercept_ = coef[None, :], np.array([intercept])
         return self
+
+    def decision_function(self, X):
+        """The margins X @ coef_ + intercept_, shape (n_samples,) (a Dask Array, computed where X's partitions are,
+        for a Dask collection)."""
+        return self._margins(X) if is_dask_collection(X) else super().decision_function(X)
+
+    def predict(self, X):
+        """The label of each row: ``classes_[1]`` where the margin is > 0, else ``classes_[0]``."""
+        if not is_dask_collection(X):
+            return super().predict(X)
+        classes = self.classes_
+        return self._margins(X).map_blocks(lambda z: classes[(z > 0).astype(int)], dtype=classes.dtype)
 
     def predict_proba(self, X):
         """The probabilities of ``classes_`` for each row of X, shape (n_samples, 2): 1 - p and p = 1 / (1 +
         exp(-decision_function))."""
+        if is_dask_collection(X):
+            return self._margins(X).map_blocks(lambda z: np.column_stack([1.0 - expit(z), expit(z)]),
+                                               new_axis=1, chunks=None, dtype=np.float64)
         p = expit(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
@@ -301,6 +392,17 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
         """The log of :meth:`predict_proba`, without its rounding to 0 or 1."""
         z = self.decision_function(X)
         return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
+
+    def score(self, X, y, sample_weight=None):
+        """The mean accuracy on (X, y); reduced on the cluster for Dask collections."""
+        if is_dask_collection(X) and sample_weight is None:
+            return float((self.predict(X) == _as_rows(y)).mean().compute())
+        return super().score(X, y, sample_weight)
+
+
+def _as_rows(y):
+    """A Dask Series or DataFrame column as a Dask Array (unknown chunk sizes are fine here)."""
+    return y.to_dask_array() if hasattr(y, "to_dask_array") else y
 
 
 class Ridge(RegressorMixin, _IsparseLinear):
@@ -315,25 +417,39 @@ class Ridge(RegressorMixin, _IsparseLinear):
     _loss = "squared"
 
     def fit(self, X, y):
-        """Fit on X (array-like or sparse, shape (n_samples, n_features), finite) and the real targets y; returns
-        self.
+        """Fit on X (as :meth:`LogisticRegression.fit` takes it) and the real targets y; returns self.
 
         Raises
         ------
         ValueError
-            NaN or inf in X or y, n_workers above the samples, a parameter out of its range (naming it).
+            As :meth:`LogisticRegression.fit`'s, but for the labels.
         TypeError
-            X or y a Dask collection (not accepted yet).
+            Only one of X and y a Dask collection.
         """
+        if is_dask_collection(X):
+            self.coef_, self.intercept_ = self._fit_rows(X, y)
+            return self
         X, y = self._validated(X, y, y_numeric=True)
         self.coef_, self.intercept_ = self._fit(X, y)
         return self
 
     def predict(self, X):
-        """``X @ coef_ + intercept_``, shape (n_samples,)."""
+        """``X @ coef_ + intercept_``, shape (n_samples,) (a Dask Array for a Dask collection)."""
+        if is_dask_collection(X):
+            return self._margins(X)
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def score(self, X, y, sample_weight=None):
+        """R^2 of the predictions; reduced on the cluster for Dask collections."""
+        if is_dask_collection(X) and sample_weight is None:
+            import dask
+
+            y = _as_rows(y)
+            res, tot = dask.compute(((y - self.predict(X)) ** 2).sum(), ((y - y.mean()) ** 2).sum())
+            return float(1.0 - res / tot) if tot > 0 else float("nan")
+        return super().score(X, y, sample_weight)
 
 
 LogisticRegression.__doc__ += _DOC_PARAMS.format(

@@ -127,8 +127,8 @@ def tracked(job, setup, pool, name, overrides, stop, end, made, outdir, checkpoi
             end["stored"] = logger.end(status)   # False: the tracking server stayed away (the run is RUNNING there)
 
 
-def log_fit(spec, setup, uri: str, experiment: str):
-    """Run a built ``setup`` in-process as the MLflow run ``isparse-run`` logs (params, the bound beside the measured
+def log_fit(spec, setup, uri: str, experiment: str, pool=None, **options):
+    """Run a built ``setup`` (in-process, or on ``pool``) as the MLflow run ``isparse-run`` logs (params, the bound beside the measured
     values, bytes, time, the figure): what a scikit-learn estimator's ``fit`` with ``tracking_uri`` does
     (:mod:`isparse.estimators`). The run's files go to a temporary directory, deleted once uploaded.
 
@@ -140,6 +140,10 @@ def log_fit(spec, setup, uri: str, experiment: str):
         ``build(spec, data=...)``.
     uri, experiment : str
         The MLflow store (``tracking.uri``) and experiment (``tracking.experiment``).
+    pool : DaskPool, optional
+        Where the workers' steps run (default: an in-process pool of ``setup``).
+    **options
+        ``tracking``'s other keys (``log_every``: a record every this many iterations).
 
     Returns
     -------
@@ -160,11 +164,12 @@ def log_fit(spec, setup, uri: str, experiment: str):
     values = {name: getattr(spec, name) for name in type(spec).fields()}
     made = {}
     with tempfile.TemporaryDirectory(prefix="isparse-fit-") as tmp:
-        job = JobConfig(**values, engine="inprocess", progress=False, cache=False, checkpoint=CheckpointSpec(every=0),
-                        paths=PathsSpec(root=tmp, outputs=tmp),
-                        tracking=TrackingSpec(uri=uri, experiment=experiment)).check()
+        job = JobConfig(**values, engine="inprocess" if pool is None else "dask", progress=False, cache=False,
+                        checkpoint=CheckpointSpec(every=0), paths=PathsSpec(root=tmp, outputs=tmp),
+                        tracking=TrackingSpec(uri=uri, experiment=experiment, **options)).check()
         client_for(uri).prepare()
-        tracked(job, setup, InProcessPool(*setup.pool_args()), run_name(job, setup), [], Stop(), {}, made, Path(tmp))
+        tracked(job, setup, InProcessPool(*setup.pool_args()) if pool is None else pool, run_name(job, setup), [],
+                Stop(), {}, made, Path(tmp))
     return made["result"], made["run_id"]
 
 

@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from isparse import LogisticRegression, Ridge
-from isparse.estimators import PARAMS
+from isparse.estimators import DEFAULT_WORKERS, PARAMS
 from isparse.spec import RunSpec
 
 from conftest import DATA_DIR
@@ -51,8 +51,9 @@ def test_defaults_are_the_specs(cls):
     """Each parameter that is a key of isparse-run has that key's default (lam and the seed aside: an estimator
     has a lambda of its own, and random_state=None draws a seed)."""
     defaults = {k: p.default for k, p in inspect.signature(cls).parameters.items()}
+    assert defaults["n_workers"] is None and DEFAULT_WORKERS == _spec_default("workers.n")   # None: the spec's n
     for key, name in PARAMS.items():
-        if name in ("lam", "random_state", "tracking_uri", "experiment") or key == "algorithm":
+        if name in ("lam", "random_state", "tracking_uri", "experiment", "n_workers") or key == "algorithm":
             continue
         assert defaults[name] == _spec_default(key), (name, key)
     assert defaults["algorithm"] == RunSpec().algorithm.name
@@ -153,11 +154,10 @@ def test_bad_input_names_the_argument(change, error, names):
         LogisticRegression(**{**SMALL, **change}).fit(X, y)
 
 
-def test_dask_collection_is_refused_naming_x():
+def test_dask_y_with_in_memory_x_is_refused_naming_y():
     da = pytest.importorskip("dask.array")
-    X = da.ones((20, 3), chunks=10)
-    with pytest.raises(TypeError, match="argument X is a Dask collection"):
-        LogisticRegression(**SMALL).fit(X, np.arange(20) % 2)
+    with pytest.raises(TypeError, match="argument y is a Dask collection"):
+        LogisticRegression(**SMALL).fit(np.ones((20, 3)), da.from_array(np.arange(20) % 2, chunks=10))
 
 
 def test_tracked_fit_is_an_mlflow_run(tmp_path):

@@ -50,6 +50,14 @@ class ShardSource:
         return ShardSource(self.dataset, tuple(int(i) for i in ids), tuple(self.rows[k] for k in pos),
                            tuple(self.shards[k] for k in pos))
 
+    #: where each worker's shards are (None: anywhere; the pool places them)
+    plan = None
+
+    def submit(self, client, address: str, ids) -> list:
+        """The task that reads the shards of ``ids`` on the Dask worker ``address`` (the ``source`` of
+        :class:`~isparse.engines.dask.DaskPool`)."""
+        return [client.submit(self.subset(ids).load, workers=[address], allow_other_workers=False, pure=False)]
+
     def load(self) -> list:
         """Read the data set here and cut the shards of ``ids``.
 

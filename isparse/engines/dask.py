@@ -120,9 +120,13 @@ class DaskPool:
     measure_every : int, default 50
         Every this many rounds (from round 0) the serialized size of each host's reply is measured (bytes: what Dask
         sends for it on the actor path, what the client reads from the stream on the stream path).
-    source : isparse.data.on_worker.ShardSource, optional
-        ``data.load=on_worker``: each Dask worker reads its shards from the (shared) data file instead of
-        receiving them; also used to recreate lost workers.
+    source : optional
+        Where the shards are made instead of being sent from the client: ``submit(client, address, ids)`` returns the
+        futures (the last: the list of the shards of ``ids``, in order) of tasks that make them on that Dask
+        worker, and ``plan`` (address -> ascending logical ids, or None: :func:`place_workers`) says where each
+        worker's shards already are. :class:`isparse.data.on_worker.ShardSource` (``data.load=on_worker``: each Dask
+        worker reads its rows of the shared data file), :class:`isparse.data.dask_collection.DaskRows` (a Dask
+        collection's partitions, where they are). Also used to recreate lost workers.
     aggregate : bool, default False
         Each host sends one sum of its workers' messages where the method allows it (``messages.aggregate=host``:
         :func:`~isparse.engines.hooks.sums_on_host`), one float64 vector on the union of their coordinates;
@@ -176,7 +180,8 @@ class DaskPool:
         self.source, self.aggregate = source, bool(aggregate)
         self.snapshot_every, self.worker_timeout, self.on_recovery = int(snapshot_every), float(worker_timeout), on_recovery
         self.measure_every = max(1, int(measure_every))
-        self._hosts = [self._make_host(addr, ids) for addr, ids in place_workers(len(shards), addresses).items()]
+        plan = source.plan if source is not None and source.plan is not None else place_workers(len(shards), addresses)
+        self._hosts = [self._make_host(addr, ids) for addr, ids in plan.items()]
         for h in self._hosts:
             h.actor = h.futures[-1].result(timeout=self.worker_timeout)
         self.rounds, self.restarts, self.events, self._dead = 0, 0, [], set()
@@ -202,10 +207,9 @@ class DaskPool:
     def _make_host(self, addr, ids) -> _Host:
         """Give ``addr`` the shards of ``ids`` once (sent, or read there from ``source``) and start a host actor
         there (not waited for)."""
-        if self.source is not None:   # one task on addr reads the file and returns the list of shards
-            data = [self.client.submit(self.source.subset(ids).load, workers=[addr], allow_other_workers=False,
-                                       pure=False)]
-            shards = data[0]
+        if self.source is not None:   # the shards are made on addr (read there, or from the rows it holds)
+            data = self.source.submit(self.client, addr, ids)
+            shards = data[-1]
         else:
             # hash=False: keys of this pool's own. Content-hashed keys are shared by every pool of equal shards on
             # the client (isparse-plan's probes, a benchmark's variants), so one pool's release could race another's

@@ -98,6 +98,12 @@ class Problem:
         """
         return None, "not computed"
 
+    def curvature(self):
+        """f's Hessian, matrix-free, for the Newton-CG steps of the reference solve: an object whose ``at(x)`` gives
+        (v -> H v, the diagonal of H) (``isparse.problems.reference``); None (the default): the solve uses the dense
+        ``hess`` instead."""
+        return None
+
     def strong_growth_constant(self) -> float | None:
         """The strong-growth constant rho_tilde >= 1 of (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2
         for all x, from which IASGD's rho (Theorem 8, docs/algorithms.md §3) is computed (capability ``strong_growth``);

@@ -126,12 +126,18 @@ class GLMShard:
         example's loss gradient has norm <= (n l_i/N)||a_j|| (the penalty terms cancel), so one draw has variance
         <= (n l_i/N)^2 max_j ||a_j||^2 and a minibatch without replacement divides it by
         batch (l_i - 1)/(l_i - batch)."""
-        if self.l <= 1 or batch >= self.l:
-            return 0.0
-        if not self.loss.bounded_derivative:
-            return float("inf")
-        one = (self.scale * self.l) ** 2 * float(self.row_sq().max())
-        return one * (self.l - batch) / (batch * (self.l - 1))
+        return noise_bound(self.l, self.scale, float(self.row_sq().max()), self.loss, batch)
+
+
+def noise_bound(l: int, scale: float, row_sq_max: float, loss, batch: int) -> float:
+    """:meth:`GLMShard.gradient_noise_bound` of a shard of ``l`` rows of weight ``scale`` = n/N whose largest squared
+    row norm is ``row_sq_max``."""
+    if l <= 1 or batch >= l:
+        return 0.0
+    if not loss.bounded_derivative:
+        return float("inf")
+    one = (scale * l) ** 2 * row_sq_max
+    return one * (l - batch) / (batch * (l - 1))
 
 
 class GLMProblem(Problem):
@@ -259,6 +265,11 @@ class GLMProblem(Problem):
         H = (self.A.T @ sp.diags(w) @ self.A).toarray()
         H[np.diag_indices_from(H)] += self.penalty.hess_diag(x)
         return H
+
+    def curvature(self):
+        from .reference import _GLMCurvature
+
+        return _GLMCurvature(self)
 
     def local_grads(self, x: np.ndarray) -> np.ndarray:
         """The n local gradients grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x), dense, shape (n, d): one

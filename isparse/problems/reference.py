@@ -72,10 +72,13 @@ class Reference:
 
 # -- memory ------------------------------------------------------------------------------------
 def _uses_dense(problem, dense_max_d) -> bool:
-    """Exact dense Newton steps (``problem.hess``): small d, or a problem without rows of a data set (capability
-    ``rows``: A, b, loss.second and penalty.hess_diag give the matrix-free Hessian)."""
-    if "rows" not in problem.capabilities:
+    """Exact dense Newton steps (``problem.hess``): small d, or a problem without a matrix-free Hessian
+    (``problem.curvature()`` is None); never for a problem without a dense one (``hess`` None: rows on remote
+    hosts)."""
+    if problem.curvature() is None:
         return True
+    if problem.hess is None:
+        return False
     return problem.d <= (DENSE_MAX_D if dense_max_d is None else dense_max_d)
 
 
@@ -98,6 +101,8 @@ def reference_memory_bytes(problem, *, dense_max_d: int | None = None) -> int:
     nnz = 4e5, n = 8 is 0.64 to 0.74 times the estimate (l2, l1, box, non-convex penalty)."""
     d, reg = int(problem.d), problem.reg
     N, nnz, n = int(problem.N), int(problem.nnz), int(problem.n)
+    if "rows" not in problem.capabilities and problem.curvature() is not None:   # the rows are on remote hosts: d-vectors here
+        N = nnz = 0
     newton = 8 * (12 * N + 16 * d) + 8 * nnz
     if _uses_dense(problem, dense_max_d):
         newton += 5 * 8 * d * d + 12 * nnz
@@ -249,7 +254,7 @@ def _newton_free(problem, x, max_iter=100, dense=True):
     non-positive curvature (an indefinite Hessian, non-convex P), or when no step along the face decreases F.
     """
     reg = problem.reg
-    curv = None if dense else _GLMCurvature(problem)
+    curv = None if dense else problem.curvature()
     best = _residual(problem, x)
     for _ in range(max_iter):
         free, g_reg = reg.free_set(x)
