@@ -215,23 +215,27 @@ def chunked(client, data):
     return da.concatenate(xs), da.concatenate(ys), futures
 
 
-def run_lbfgs(client, cluster, data, lam: float, F_star: float, link, cap: float) -> dict:
+def run_lbfgs(client, cluster, data, lam: float, F_star: float, link, cap: float, Xy=None, at_start=None) -> dict:
     """dask-ml's LogisticRegression(solver="lbfgs") fit on the hosts' chunks, the links shaped as ``link``: the time
     and evaluations to ε from its own loss values, the link bytes from the hosts' counters.
+
+    ``Xy``: (X, y) Dask Arrays already placed (``sparse.COO`` chunks, y in {0, 1}) to fit instead of :func:`chunked`'s
+    (they are left in place after the fit); ``at_start``: called with no argument just before the clock starts (after
+    the warm-up evaluation, the links shaped), for a caller's own counters (item 14).
 
     dask-glm computes with Dask's current client (``distributed.get_client``), which is not necessarily ``client``:
     a ``with Client(...)`` still open elsewhere in the process (a test session's LocalCluster) is the current one, and
     its scheduler does not know this fit's chunks, so every evaluation was cancelled with "lost dependencies" (stop
     37's CI). The fit runs with ``client`` made current."""
     with client.as_current():
-        return _lbfgs_once(client, cluster, data, lam, F_star, link, cap)
+        return _lbfgs_once(client, cluster, data, lam, F_star, link, cap, Xy, at_start)
 
 
-def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: float) -> dict:
+def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: float, Xy=None, at_start=None) -> dict:
     import dask_glm.algorithms as alg
     from dask_ml.linear_model import LogisticRegression
 
-    X, y, futures = chunked(client, data)
+    X, y, futures = chunked(client, data) if Xy is None else (*Xy, [])
     F0 = float(np.log(2.0)) - F_star            # F(0) = log 2 for the logistic loss
     evals = []
     original = alg.compute
@@ -261,6 +265,8 @@ def _lbfgs_once(client, cluster, data, lam: float, F_star: float, link, cap: flo
     alg.compute = counting_compute
     stopped = "scipy's L-BFGS-B stopped (its factr / pgtol tests)"
     try:
+        if at_start is not None:
+            at_start()
         up0, down0 = link_bytes(client)
         state["t0"] = time.perf_counter()
         try:
