@@ -226,6 +226,16 @@ class _IsparseLinear(BaseEstimator):
         x = np.asarray(result.x, dtype=np.float64)
         return (x[:-1], float(x[-1])) if self.fit_intercept else (x, 0.0)
 
+    def _compute(self, *values) -> tuple:
+        """``dask.compute(*values)`` on ``client`` (else the current one): with several clients in one process, the
+        current one need not be the cluster that holds the collections."""
+        import dask
+
+        from .data.dask_collection import current_client
+
+        with current_client(self.client).as_current():
+            return dask.compute(*values)
+
     def _margins(self, X):
         """X @ coef + intercept of a Dask collection, as a Dask Array computed where X's partitions are."""
         import dask.array as da
@@ -396,7 +406,7 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
     def score(self, X, y, sample_weight=None):
         """The mean accuracy on (X, y); reduced on the cluster for Dask collections."""
         if is_dask_collection(X) and sample_weight is None:
-            return float((self.predict(X) == _as_rows(y)).mean().compute())
+            return float(self._compute((self.predict(X) == _as_rows(y)).mean())[0])
         return super().score(X, y, sample_weight)
 
 
@@ -444,10 +454,8 @@ class Ridge(RegressorMixin, _IsparseLinear):
     def score(self, X, y, sample_weight=None):
         """R^2 of the predictions; reduced on the cluster for Dask collections."""
         if is_dask_collection(X) and sample_weight is None:
-            import dask
-
             y = _as_rows(y)
-            res, tot = dask.compute(((y - self.predict(X)) ** 2).sum(), ((y - y.mean()) ** 2).sum())
+            res, tot = self._compute(((y - self.predict(X)) ** 2).sum(), ((y - y.mean()) ** 2).sum())
             return float(1.0 - res / tot) if tot > 0 else float("nan")
         return super().score(X, y, sample_weight)
 

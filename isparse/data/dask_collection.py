@@ -173,7 +173,8 @@ class DaskRows:
 
         X = client.persist(X) if is_dask_collection(X) and not isinstance(X, da.Array) else X
         y = client.persist(y) if is_dask_collection(y) and not isinstance(y, da.Array) else y
-        X, y = _as_array(X, "X", 2), _as_array(y, "y", 1)
+        with client.as_current():   # a DataFrame's lengths are counted on this client's cluster
+            X, y = _as_array(X, "X", 2), _as_array(y, "y", 1)
         rows = X.chunks[0]
         if any(np.isnan(c) for c in rows):
             raise ValueError("The 'X' argument must have known partition sizes; got a Dask Array with unknown chunk "
@@ -239,7 +240,8 @@ class DaskRows:
                                        workers=[a], allow_other_workers=False, pure=False)
         for a, fut in futures.items():
             actors[a] = client.submit(RowsHost, fut, workers=[a], allow_other_workers=False, actor=True, pure=False)
-        actors = {a: f.result() for a, f in actors.items()}
+        with client.as_current():   # an Actor binds to the current client when unpickled (DaskPool._bind)
+            actors = {a: f.result() for a, f in actors.items()}
         hosts = ActorHosts([actors[a] for a in sorted(plan)])
         where_text = f"a Dask {kind} of {N} rows in {len(rows)} partitions on " \
                      f"{len(plan)} Dask workers"

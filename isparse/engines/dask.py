@@ -182,8 +182,7 @@ class DaskPool:
         self.measure_every = max(1, int(measure_every))
         plan = source.plan if source is not None and source.plan is not None else place_workers(len(shards), addresses)
         self._hosts = [self._make_host(addr, ids) for addr, ids in plan.items()]
-        for h in self._hosts:
-            h.actor = h.futures[-1].result(timeout=self.worker_timeout)
+        self._bind(self._hosts)
         self.rounds, self.restarts, self.events, self._dead = 0, 0, [], set()
         self._snapshot, self._snapshot_round, self._since = None, -1, []
         # the model the hosts last computed at (x^0 at the start), and the one the recovery snapshot goes with: a
@@ -219,6 +218,14 @@ class DaskPool:
         fut = self.client.submit(DaskHost, self.method, ids, shards, self.x0, self.aggregate, workers=[addr], actor=True,
                                  allow_other_workers=False, pure=False)
         return _Host(addr, ids, None, [*data, fut])
+
+    def _bind(self, hosts) -> None:
+        """Wait for the actors of ``hosts``; each handle is bound to this pool's client (an Actor binds to the current
+        client when it is unpickled: with several clients in one process, another's would proxy its calls through
+        a scheduler that does not know the worker)."""
+        with self.client.as_current():
+            for h in hosts:
+                h.actor = h.futures[-1].result(timeout=self.worker_timeout)
 
     @property
     def plan(self) -> dict[str, list[int]]:
@@ -370,8 +377,7 @@ class DaskPool:
             fresh = [self._make_host(alive[j % len(alive)], h.ids) for j, h in enumerate(lost_hosts)]
         else:
             fresh = [self._make_host(addr, part) for addr, part in place_workers(ids, alive).items()]
-        for h in fresh:
-            h.actor = h.futures[-1].result(timeout=self.worker_timeout)
+        self._bind(fresh)
         since = list(self._since)
         for p in [h.actor.restore(self._snapshot, self._snapshot_model) for h in fresh]:
             p.result(timeout=self.worker_timeout)
