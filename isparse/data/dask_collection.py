@@ -102,14 +102,38 @@ def _select(positions, *hosts_shards) -> list:
 
 class ActorHosts:
     """``hosts`` of :class:`~isparse.problems.remote.RemoteGLM`: one :class:`RowsHost` Dask actor per host, called
-    concurrently."""
+    concurrently. A host whose Dask worker was lost gets a new actor, from the same shards (which Dask recomputes
+    from their graph), on a worker the scheduler picks, and the call is made again: the same numbers."""
 
-    def __init__(self, actors):
-        self.actors = list(actors)
+    def __init__(self, client, shards, actors):
+        self.client, self.shards, self.actors = client, list(shards), list(actors)
+        self.remade = 0   # actors made again after their worker was lost
+
+    def _remake(self, k: int) -> None:
+        self.remade += 1
+        with self.client.as_current():
+            self.actors[k] = self.client.submit(RowsHost, self.shards[k], actor=True, pure=False).result()
 
     def map(self, name, *args) -> list:
-        pending = [getattr(a, name)(*args) for a in self.actors]
-        return [p.result() for p in pending]
+        from ..engines.dask_host import ACTOR_LOST, LOST
+
+        out = []
+        for k, actor in enumerate(self.actors):
+            out.append(None)
+            try:
+                out[k] = getattr(actor, name)(*args)
+            except RuntimeError as exc:   # the scheduler removed the worker first: the actor's future is lost
+                if not str(exc).startswith(ACTOR_LOST):
+                    raise
+        for k, pending in enumerate(out):
+            try:
+                if pending is None:
+                    raise OSError("lost")
+                out[k] = pending.result()
+            except LOST:
+                self._remake(k)
+                out[k] = getattr(self.actors[k], name)(*args).result()
+        return out
 
 
 class DaskRows:
@@ -236,13 +260,14 @@ class DaskRows:
             meta = {"index": ps, "lo": [int(lo[p]) for p in ps], "fit_intercept": bool(fit_intercept),
                     "classes": classes, "loss": loss, "penalty": penalty, "lam": float(lam), "scale": scale,
                     "sizes": [parts[i].size for i in plan[a]]}
+            # a loose restriction: the task runs on a (it holds the partitions) unless a is gone (a recovery)
             futures[a] = client.submit(_host_shards, [fx[xkeys[p]] for p in ps], [fy[ykeys[p]] for p in ps], meta,
-                                       workers=[a], allow_other_workers=False, pure=False)
+                                       workers=[a], allow_other_workers=True, pure=False)
         for a, fut in futures.items():
             actors[a] = client.submit(RowsHost, fut, workers=[a], allow_other_workers=False, actor=True, pure=False)
         with client.as_current():   # an Actor binds to the current client when unpickled (DaskPool._bind)
             actors = {a: f.result() for a, f in actors.items()}
-        hosts = ActorHosts([actors[a] for a in sorted(plan)])
+        hosts = ActorHosts(client, [futures[a] for a in sorted(plan)], [actors[a] for a in sorted(plan)])
         where_text = f"a Dask {kind} of {N} rows in {len(rows)} partitions on " \
                      f"{len(plan)} Dask workers"
         problem = RemoteGLM(hosts, [plan[a] for a in sorted(plan)], parts, N, lam, loss=loss, penalty=penalty,
@@ -252,12 +277,11 @@ class DaskRows:
         return out
 
     def submit(self, client, address: str, ids) -> list:
-        """The future of the shards of ``ids`` on ``address`` (``DaskPool``'s ``source``): the host's own where it
-        holds them, else a task there that selects them from their hosts' (a recovery: Dask recomputes a lost
-        host's partitions and moves them)."""
+        """A task on ``address`` that gives the shards of ``ids`` (``DaskPool``'s ``source``): from its own host's
+        shards where it holds them (no byte moves), else from their hosts' (a recovery: Dask recomputes a lost host's
+        partitions and shards, and moves them). The task is the pool's own: cancelling it (a recovery) leaves the
+        hosts' shards, which the other pools and the set-up's actors share."""
         ids = [int(i) for i in ids]
-        if self.plan.get(address) == ids:
-            return [self._futures[address]]
         owner = {i: (a, k) for a, own in self.plan.items() for k, i in enumerate(own)}
         hosts = sorted({owner[i][0] for i in ids})
         positions = [(hosts.index(owner[i][0]), owner[i][1]) for i in ids]
