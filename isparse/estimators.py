@@ -111,6 +111,14 @@ class _IsparseLinear(BaseEstimator):
         new.client = client
         return new
 
+    def __getstate__(self):
+        """The pickled estimator (joblib, a process pool) without ``client``: a connected Dask client cannot be
+        pickled (the unpickled copy has ``client=None``, as ``xgboost.dask``'s estimators do)."""
+        state = super().__getstate__()
+        if state.get("client") is not None:
+            state = {**state, "client": None}
+        return state
+
     def _seed(self) -> int:
         """``random_state`` as the run's seed: an int is the seed itself; None or a RandomState draws one."""
         if isinstance(self.random_state, (int, np.integer)) and not isinstance(self.random_state, bool):
@@ -156,6 +164,8 @@ class _IsparseLinear(BaseEstimator):
             raise ValueError(f"The 'n_workers' parameter must be at most the number of samples: X has {N} sample"
                              f"{'' if N == 1 else 's'}; got n_workers={spec.workers.n}.")
         data = dataset_of(X, y, self.fit_intercept, type(self).__name__)
+        if hasattr(self, "worker_rows_"):   # of an earlier fit on a Dask collection
+            del self.worker_rows_
         with renamed_errors():
             setup = build(spec, data=data)
             return self._execute(spec, setup, None)
@@ -190,6 +200,11 @@ class _IsparseLinear(BaseEstimator):
                 out = self._execute(spec, setup, rows)
             self.n_features_in_ = rows.d - (1 if self.fit_intercept else 0)
             self.worker_rows_ = rows.parts
+            columns = getattr(X, "columns", None)
+            if columns is not None and all(isinstance(c, str) for c in columns):
+                self.feature_names_in_ = np.asarray(list(columns), dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
             return out
         finally:
             rows.close()
@@ -236,14 +251,29 @@ class _IsparseLinear(BaseEstimator):
         with current_client(self.client).as_current():
             return dask.compute(*values)
 
-    def _margins(self, X):
-        """X @ coef + intercept of a Dask collection, as a Dask Array computed where X's partitions are."""
-        import dask.array as da
+    def _dask_rows(self, Z, name: str, ndim: int):
+        """A Dask collection as a Dask Array with known row chunks (a DataFrame's lengths counted on the cluster;
+        ``y`` of one column made 1-D), on ``client`` (else the current one)."""
+        from .data.dask_collection import _as_array, current_client
 
+        with current_client(self.client).as_current():
+            return _as_array(Z, name, ndim)
+
+    def _margins(self, X):
+        """X @ coef + intercept of a Dask collection, as a Dask Array computed where X's partitions are (a ValueError
+        when X's columns are not the fit's, in scikit-learn's words)."""
         check_is_fitted(self)
-        X = X if isinstance(X, da.Array) else X.to_dask_array()
+        X = self._dask_rows(X, "X", 2)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
         coef, b = np.ravel(self.coef_), float(np.ravel(self.intercept_)[0])
-        return X.map_blocks(lambda block: np.asarray(block @ coef).ravel() + b, drop_axis=1, dtype=np.float64)
+        return X.map_blocks(lambda block: np.asarray(block @ coef, dtype=np.float64).ravel() + b, drop_axis=1,
+                            dtype=np.float64)
+
+    def _targets(self, y, margins):
+        """y of :meth:`score` as a Dask Array of ``margins``' row chunks."""
+        return self._dask_rows(y, "y", 1).rechunk(margins.chunks)
 
     def _validated(self, X, y, **kwargs):
         if is_dask_collection(y):
@@ -386,6 +416,7 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
         """The label of each row: ``classes_[1]`` where the margin is > 0, else ``classes_[0]``."""
         if not is_dask_collection(X):
             return super().predict(X)
+        check_is_fitted(self)
         classes = self.classes_
         return self._margins(X).map_blocks(lambda z: classes[(z > 0).astype(int)], dtype=classes.dtype)
 
@@ -393,26 +424,27 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
         """The probabilities of ``classes_`` for each row of X, shape (n_samples, 2): 1 - p and p = 1 / (1 +
         exp(-decision_function))."""
         if is_dask_collection(X):
-            return self._margins(X).map_blocks(lambda z: np.column_stack([1.0 - expit(z), expit(z)]),
-                                               new_axis=1, chunks=None, dtype=np.float64)
+            z = self._margins(X)
+            return z.map_blocks(lambda m: np.column_stack([1.0 - expit(m), expit(m)]), new_axis=1,
+                                chunks=(z.chunks[0], (2,)), dtype=np.float64)
         p = expit(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
     def predict_log_proba(self, X):
         """The log of :meth:`predict_proba`, without its rounding to 0 or 1."""
+        if is_dask_collection(X):
+            z = self._margins(X)
+            return z.map_blocks(lambda m: np.column_stack([-np.logaddexp(0.0, m), -np.logaddexp(0.0, -m)]),
+                                new_axis=1, chunks=(z.chunks[0], (2,)), dtype=np.float64)
         z = self.decision_function(X)
         return np.column_stack([-np.logaddexp(0.0, z), -np.logaddexp(0.0, -z)])
 
     def score(self, X, y, sample_weight=None):
         """The mean accuracy on (X, y); reduced on the cluster for Dask collections."""
         if is_dask_collection(X) and sample_weight is None:
-            return float(self._compute((self.predict(X) == _as_rows(y)).mean())[0])
+            predicted = self.predict(X)
+            return float(self._compute((predicted == self._targets(y, predicted)).mean())[0])
         return super().score(X, y, sample_weight)
-
-
-def _as_rows(y):
-    """A Dask Series or DataFrame column as a Dask Array (unknown chunk sizes are fine here)."""
-    return y.to_dask_array() if hasattr(y, "to_dask_array") else y
 
 
 class Ridge(RegressorMixin, _IsparseLinear):
@@ -454,8 +486,9 @@ class Ridge(RegressorMixin, _IsparseLinear):
     def score(self, X, y, sample_weight=None):
         """R^2 of the predictions; reduced on the cluster for Dask collections."""
         if is_dask_collection(X) and sample_weight is None:
-            y = _as_rows(y)
-            res, tot = self._compute(((y - self.predict(X)) ** 2).sum(), ((y - y.mean()) ** 2).sum())
+            predicted = self.predict(X)
+            y = self._targets(y, predicted)
+            res, tot = self._compute(((y - predicted) ** 2).sum(), ((y - y.mean()) ** 2).sum())
             return float(1.0 - res / tot) if tot > 0 else float("nan")
         return super().score(X, y, sample_weight)
 

@@ -337,3 +337,40 @@ def test_reference_on_the_hosts_agrees_with_scipy(dask_client, name, d):
                       options={"gtol": 1e-15, "maxiter": 1000}).x
     assert np.linalg.norm(grad(theirs)) < 1e-13
     assert np.linalg.norm(x_star - theirs) / np.linalg.norm(theirs) < 1e-10
+
+
+def test_the_fitted_model_on_dask_collections(dask_client):
+    """String labels; predict_proba's shape; score with y as a 1-column frame or an (N, 1) array and with a DataFrame
+    X beside an Array y; a predict with other columns refused in scikit-learn's words; pickled without its client."""
+    import pickle
+
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, y = _scaled()
+    labels = np.where(y == 1, "yes", "no")
+    Xd, yd = _dask(X, labels, 4, dask_client)
+    est = LogisticRegression(lam=0.1, algorithm="gd", tol=1e-10, max_iter=5000, random_state=0,
+                             client=dask_client).fit(Xd, yd)
+    local = LogisticRegression(lam=0.1, algorithm="gd", tol=1e-10, max_iter=5000, random_state=0).fit(X, labels)
+    assert list(est.classes_) == ["no", "yes"]
+    proba = est.predict_proba(Xd)
+    assert proba.shape == (len(y), 2) and dask_client.compute(proba[:, 1]).result().shape == (len(y),)
+    accuracy = local.score(X, labels)
+    assert est.score(Xd, yd) == pytest.approx(accuracy)
+    assert est.score(Xd, yd.reshape(-1, 1)) == pytest.approx(accuracy)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])]), npartitions=3)
+    assert est.score(frame, yd) == pytest.approx(accuracy)
+    assert est.score(Xd, dd.from_pandas(pd.DataFrame({"y": labels}), npartitions=2)) == pytest.approx(accuracy)
+    with pytest.raises(ValueError, match=f"X has 3 features, but LogisticRegression is expecting {X.shape[1]}"):
+        est.predict(Xd[:, :3])
+    copy = pickle.loads(pickle.dumps(est))
+    assert copy.client is None and est.client is dask_client
+    assert np.array_equal(copy.predict(X), est.predict(X))
+
+
+def test_complex_x_is_refused_naming_x(dask_client):
+    X, y = _scaled()
+    Xd, yd = _dask(X[:80] + 1j, y[:80], 2, dask_client)
+    with pytest.raises(ValueError, match="'X' argument must be real: partition 0"):
+        LogisticRegression(max_iter=5, client=dask_client).fit(Xd, yd)

@@ -24,9 +24,13 @@ __all__ = ["ActorHosts", "DaskRows", "current_client"]
 
 def current_client(client, what: str = "X"):
     """``client``, or the current ``distributed`` client; a ValueError naming ``client`` when there is neither."""
+    from distributed import Client, default_client
+
     if client is not None:
+        if not isinstance(client, Client):
+            raise ValueError(f"The 'client' parameter must be a distributed.Client (e.g. Client(address)) or None; "
+                             f"got {type(client).__name__} {client!r}.")
         return client
-    from distributed import default_client
 
     try:
         return default_client()
@@ -57,6 +61,8 @@ def _as_array(Z, name: str, ndim: int):
 def _partition(X, y, index: int, lo: int, fit_intercept: bool, classes):
     """One row partition as CSR float64 (a column of ones appended with ``fit_intercept``) and its labels (+1 for
     ``classes[1]``, -1 for ``classes[0]``) or targets; a ValueError naming X or y when not finite (on the worker)."""
+    if np.iscomplexobj(X.data if hasattr(X, "tocsr") else np.asarray(X)):
+        raise ValueError(f"The 'X' argument must be real: partition {index} holds complex numbers.")
     try:
         A = X.tocsr() if hasattr(X, "tocsr") else sp.csr_matrix(np.asarray(X))
         A = sp.csr_matrix(A, dtype=np.float64)
@@ -67,12 +73,16 @@ def _partition(X, y, index: int, lo: int, fit_intercept: bool, classes):
         row = int(np.searchsorted(A.indptr, int(np.flatnonzero(bad)[0]), side="right") - 1)
         raise ValueError(f"The 'X' argument must be finite: partition {index} holds NaN or inf (row {lo + row} of "
                          f"X).")
-    b = np.asarray(y, dtype=np.float64).ravel()
-    if not np.all(np.isfinite(b)):
-        raise ValueError(f"The 'y' argument must be finite: partition {index} holds NaN or inf (row "
-                         f"{lo + int(np.flatnonzero(~np.isfinite(b))[0])} of y).")
-    if classes is not None:
+    if classes is not None:   # the labels, of any type (checked when the classes were gathered)
         b = np.where(np.asarray(y).ravel() == classes[1], 1.0, -1.0)
+    else:
+        try:
+            b = np.asarray(y, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"The 'y' argument must hold numbers: partition {index} does not ({exc}).") from None
+        if not np.all(np.isfinite(b)):
+            raise ValueError(f"The 'y' argument must be finite: partition {index} holds NaN or inf (row "
+                             f"{lo + int(np.flatnonzero(~np.isfinite(b))[0])} of y).")
     if fit_intercept:
         A = sp.hstack([A, np.ones((A.shape[0], 1))], format="csr")
     return A, b
