@@ -408,8 +408,8 @@ class LogisticRegression(LinearClassifierMixin, _IsparseLinear):
         return self
 
     def decision_function(self, X):
-        """The margins X @ coef_ + intercept_, shape (n_samples,) (a Dask Array, computed where X's partitions are,
-        for a Dask collection)."""
+        """The margins ``X @ coef_ + intercept_``, shape (n_samples,) (a Dask Array, computed where X's partitions
+        are, for a Dask collection)."""
         return self._margins(X) if is_dask_collection(X) else super().decision_function(X)
 
     def predict(self, X):

@@ -125,6 +125,7 @@ class ActorHosts:
             self.actors[k] = self.client.submit(RowsHost, self.shards[k], actor=True, pure=False).result()
 
     def map(self, name, *args) -> list:
+        """``RowsHost.<name>(*args)`` on every host, concurrently; the results in host order."""
         from ..engines.dask_host import ACTOR_LOST, LOST
 
         out = []

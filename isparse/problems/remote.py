@@ -130,6 +130,7 @@ class LocalHosts:
         self.hosts = list(hosts)
 
     def map(self, name, *args) -> list:
+        """``RowsHost.<name>(*args)`` on every host in turn; the results in host order."""
         return [getattr(h, name)(*args) for h in self.hosts]
 
 
@@ -152,6 +153,7 @@ class RemoteShard:
 
     @staticmethod
     def stack(shards, ids):
+        """Refused (a RuntimeError): the stacked data are made on the host, from its GLMShards."""
         raise RuntimeError("the rows of this problem stay on the hosts that hold them: run it on their Dask cluster "
                            "(isparse.engines.dask.DaskPool with the rows' source), not in-process")
 
