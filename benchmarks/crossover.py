@@ -194,18 +194,22 @@ class _Stop(Exception):
     pass
 
 
+def row_cuts(client, data) -> list:
+    """(worker, lo, hi): one contiguous range of the data's rows per Dask worker, workers by address."""
+    workers = sorted(client.scheduler_info()["workers"])
+    cuts = np.linspace(0, data.N, len(workers) + 1).astype(int)
+    return [(w, int(cuts[k]), int(cuts[k + 1])) for k, w in enumerate(workers)]
+
+
 def chunked(client, data):
     """X (sparse.COO chunks) and y ({0, 1}) as dask arrays of one contiguous chunk of rows per host, each chunk
     placed on its host's worker."""
     import dask.array as da
     import sparse
 
-    workers = sorted(client.scheduler_info()["workers"])
-    cuts = np.linspace(0, data.N, len(workers) + 1).astype(int)
     xs, ys, futures = [], [], []
     meta = sparse.COO.from_numpy(np.zeros((0, 0)))
-    for k, w in enumerate(workers):
-        lo, hi = int(cuts[k]), int(cuts[k + 1])
+    for w, lo, hi in row_cuts(client, data):
         # hash=False: keys of this fit's own (content-hashed keys are shared with anything equal on the client)
         fx = client.scatter(sparse.COO.from_scipy_sparse(data.A[lo:hi]), workers=[w], direct=True, hash=False)
         fy = client.scatter((data.b[lo:hi] > 0).astype(float), workers=[w], direct=True, hash=False)

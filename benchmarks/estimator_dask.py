@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from .common import load_average
-from .crossover import dataset, link_bytes, run_lbfgs, setups
+from .crossover import dataset, link_bytes, row_cuts, run_lbfgs, setups
 from .crossover_grid import EPS, LBFGS, LINKS
 
 H = 4
@@ -113,12 +113,11 @@ def placed(client, data):
     from dask import delayed
     from distributed import futures_of, wait
 
-    workers = sorted(client.scheduler_info()["workers"])
-    cuts = np.linspace(0, data.N, len(workers) + 1).astype(int)
+    cuts = row_cuts(client, data)
+    workers = [w for w, _, _ in cuts]
     xs, ys, futures = [], [], []
     meta = sparse.COO.from_numpy(np.zeros((0, 0)))
-    for k, w in enumerate(workers):
-        lo, hi = int(cuts[k]), int(cuts[k + 1])
+    for w, lo, hi in cuts:
         pair = (sparse.COO.from_scipy_sparse(data.A[lo:hi]), (data.b[lo:hi] > 0).astype(float))
         [f] = client.scatter([pair], workers=[w], direct=True, hash=False)
         futures.append(f)
