@@ -372,5 +372,5 @@ def test_the_fitted_model_on_dask_collections(dask_client):
 def test_complex_x_is_refused_naming_x(dask_client):
     X, y = _scaled()
     Xd, yd = _dask(X[:80] + 1j, y[:80], 2, dask_client)
-    with pytest.raises(ValueError, match="'X' argument must be real: partition 0"):
+    with pytest.raises(ValueError, match="'X' argument must be real; got the complex dtype complex128"):
         LogisticRegression(max_iter=5, client=dask_client).fit(Xd, yd)

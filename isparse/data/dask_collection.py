@@ -211,6 +211,8 @@ class DaskRows:
         with client.as_current():   # a DataFrame's lengths are counted on this client's cluster
             X, y = _as_array(X, "X", 2), _as_array(y, "y", 1)
         rows = X.chunks[0]
+        if X.dtype.kind == "c":
+            raise ValueError(f"The 'X' argument must be real; got the complex dtype {X.dtype}.")
         if any(np.isnan(c) for c in rows):
             raise ValueError("The 'X' argument must have known partition sizes; got a Dask Array with unknown chunk "
                              "sizes along the rows (call X.compute_chunk_sizes(), or pass the DataFrame itself).")
@@ -274,6 +276,10 @@ class DaskRows:
             # a loose restriction: the task runs on a (it holds the partitions) unless a is gone (a recovery)
             futures[a] = client.submit(_host_shards, [fx[xkeys[p]] for p in ps], [fy[ykeys[p]] for p in ps], meta,
                                        workers=[a], allow_other_workers=True, pure=False)
+        wait(list(futures.values()))
+        for a in sorted(host_parts, key=lambda a: host_parts[a][0]):   # a bad partition's error, hosts in order
+            if futures[a].status == "error":
+                futures[a].result()
         for a, fut in futures.items():
             actors[a] = client.submit(RowsHost, fut, workers=[a], allow_other_workers=False, actor=True, pure=False)
         with client.as_current():   # an Actor binds to the current client when unpickled (DaskPool._bind)
