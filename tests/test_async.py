@@ -11,6 +11,7 @@ from isparse.problems import QuadraticProblem
 @pytest.fixture(scope="module")
 def quadratic():
     return QuadraticProblem(d=30, o=12, n=6, seed=2)
+@pytest.mark.slow
 
 
 def test_simulated_async_is_reproducible_and_converges_on_quadratic(quadratic):

@@ -279,6 +279,7 @@ def _ctrl_c(proc) -> str:
 def _kill_if_running(proc) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
+@pytest.mark.slow
 
 
 def test_ctrl_c_during_a_dask_run(tmp_path):

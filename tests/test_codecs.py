@@ -453,6 +453,7 @@ def _final_rel(s, T=3000):
     return r.records[-1]["dist_sq"] / r.records[0]["dist_sq"]
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data
 def test_a_biased_codec_stalls_gd_but_not_the_memory_methods(hetero):
     """docs/algorithms.md §7: a deterministic rounding codec does not stall every method. Without Assumption 2

@@ -138,6 +138,7 @@ def test_dense_dask_array_matches_in_memory_fit(dask_client):
     assert np.array_equal(dask_client.compute(on_dask.predict(Xd)).result(), on_dask.predict(X))
     np.testing.assert_allclose(dask_client.compute(on_dask.predict_proba(Xd)).result(), on_dask.predict_proba(X),
                                rtol=1e-12)
+@pytest.mark.slow
 
 
 def test_dataframe_and_ridge(dask_client):

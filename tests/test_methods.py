@@ -54,6 +54,7 @@ def test_tau_one_is_distributed_gradient_descent(a1a, algorithm):
         x = x - gamma * ((A.T @ (-b / (1 + np.exp(b * (A @ x))))) / N + 1e-2 * x)
         want.append(x)
     np.testing.assert_allclose(got, np.array(want), rtol=1e-12, atol=1e-14)
+@pytest.mark.slow
 
 
 def test_isega_converges_linearly_and_stays_under_theorem3(a1a):
@@ -84,6 +85,7 @@ def test_isega_converges_linearly_and_stays_under_theorem3(a1a):
     # not vacuous: the measured rate is within a factor 4 of the theorem's (about 2.1 here), so the
     # gap at the end (about 1e7) comes from the rate's constant factor compounding over 1500 steps
     assert slope >= 4 * np.log(s.bound.rate)
+@pytest.mark.slow
 
 
 def test_ibcd_stalls_inside_theorem1_neighbourhood(a1a):

@@ -31,6 +31,7 @@ def store(tmp_path):
     exp = client.get_experiment_by_name("isparse")
     runs = client.search_runs([exp.experiment_id]) if exp else []
     return client, runs
+@pytest.mark.slow
 
 
 def test_default_run_on_local_dask_cluster(tmp_path):
@@ -136,6 +137,7 @@ def test_bad_input_fails_before_any_work(compose, tmp_path, overrides, key, text
         run_job(cfg)
     assert err.value.key == key
     assert store(tmp_path)[1] == []   # no MLflow run was started
+@pytest.mark.slow
 
 
 def test_cli_rejects_unknown_algorithm_and_data_set(tmp_path):

@@ -25,6 +25,7 @@ def test_ridge_reference_matches_scikit_learn_and_isega_reaches_it(a1a):
     res = s.run(max_iter=60000, tol=1e-8, log_every=1000)
     assert res.converged
     assert all(r["dist_sq"] <= r["bound"] for r in res.records)
+@pytest.mark.slow
 
 
 def test_nonconvex_penalty_theorem7_bound_holds_on_average(a1a):
