@@ -16,7 +16,7 @@ from pipeline.schema import JobConfig, PlanConfig, load_job
 
 #: the experiments whose sweeps took over 5 s to compose on a 2-core machine: their composition tests run in the slow
 #: run only (``-m slow``), the others' in the default run
-SLOW_TO_COMPOSE = ("isaga_vs_saga", "iasgd_vs_asgd", "isgd_vs_sgd", "tau_sweep_quadratic")
+SLOW_TO_COMPOSE = ("isaga_vs_saga", "iasgd_vs_asgd", "isgd_vs_sgd", "tau_sweep_quadratic", "isega_vs_gd")
 #: at most about this many combinations of a sweep are composed (spread over the whole sweep)
 MAX_JOBS = 64
 #: the config groups of conf/ and the ConfigStore (an override of one picks an option; the others set keys)

@@ -128,7 +128,7 @@ def test_mean_over_seeds_stays_under_bound_on_real_data(hetero, algorithm, optio
     _mean_under_bound(s, T)
 
 
-@pytest.mark.parametrize("algorithm", ["isaga", "ibcd", "ibgd"])
+@pytest.mark.parametrize("algorithm", [pytest.param("isaga", marks=pytest.mark.slow), "ibcd", "ibgd"])
 def test_mean_over_seeds_stays_under_bound_on_quadratic(quadratic, algorithm):
     s = make(algorithm=algorithm, problem=quadratic, n=10, block_size=1)
     mean, bound = _mean_under_bound(s, 1000, log_every=50)

@@ -124,8 +124,10 @@ def test_a_key_that_exists_is_refused_with_plus():
 @pytest.mark.parametrize("overrides, multirun", [
     (["+experiment=quick"], True),                                                       # docs/running.md: the experiments
     (["+experiment=table99", "workers.n=10", "seed=0,1,2"], True),
-    (["+experiment=isgd_vs_sgd", "algorithm.schedule=decreasing"], True),   # its sweep: isgd and sgd, both have it
-    (["+experiment=iasgd_vs_asgd", "algorithm.rho=2,16"], True),   # its +arm sweep: iasgd and asgd, both have rho
+    pytest.param(["+experiment=isgd_vs_sgd", "algorithm.schedule=decreasing"], True,   # its sweep: isgd and sgd
+                 marks=pytest.mark.slow),
+    pytest.param(["+experiment=iasgd_vs_asgd", "algorithm.rho=2,16"], True,   # its +arm sweep: iasgd and asgd
+                 marks=pytest.mark.slow),
     (["cluster=slurm", "cluster.jobs=2", "cluster.options.cores=1", "cluster.options.memory=2GB",   # docs/clusters.md: SLURM
       "cluster.options.walltime=00:10:00", "+cluster.options.queue=debug", "+cluster.options.account=isparse",
       "+cluster.options.interface=lo", "+cluster.options.log_directory=slurm-logs", "data=a1a", "workers.n=4",

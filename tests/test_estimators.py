@@ -96,6 +96,7 @@ def _agreement(name, algorithm, lam=0.01, tol=1e-14):
     return float(np.linalg.norm(ours.coef_ - theirs.coef_) / np.linalg.norm(theirs.coef_))
 
 
+@pytest.mark.slow
 @pytest.mark.needs_data
 @pytest.mark.parametrize("algorithm", ["gd", "isega"])
 def test_coef_matches_sklearn_a1a(algorithm):

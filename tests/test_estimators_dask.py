@@ -260,6 +260,7 @@ def test_no_client_and_none_current_names_client():
     assert out.stdout.startswith("The 'client' parameter must be a distributed.Client"), out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_a_killed_host_is_recovered_with_the_same_iterates():
     """kill -9 of a Dask worker holding partitions at round 150: its logical workers come back on the other worker
     from their partitions (recomputed by Dask from X's graph), their state from the snapshot, its RowsHost from the

@@ -97,6 +97,7 @@ def test_bad_input_is_one_line_and_status_2(files, tmp_path, program, args, text
     assert not (tmp_path / "mlflow.db").exists()                     # refused before any work
 
 
+@pytest.mark.slow
 def test_an_unknown_experiment_of_the_report_is_one_line(tmp_path):
     from pipeline.tracking import client_for
 
@@ -131,6 +132,7 @@ def test_an_empty_outputs_path_is_refused_before_any_directory_is_made(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_unsent_metrics_file_is_checked_line_by_line(tmp_path):
     from pipeline.tracking import client_for
 
