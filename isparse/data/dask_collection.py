@@ -128,22 +128,24 @@ class ActorHosts:
         """``RowsHost.<name>(*args)`` on every host, concurrently; the results in host order."""
         from ..engines.dask_host import ACTOR_LOST, LOST
 
-        out = []
-        for k, actor in enumerate(self.actors):
-            out.append(None)
+        pending = []
+        for actor in self.actors:
             try:
-                out[k] = getattr(actor, name)(*args)
+                pending.append(getattr(actor, name)(*args))
             except RuntimeError as exc:   # the scheduler removed the worker first: the actor's future is lost
                 if not str(exc).startswith(ACTOR_LOST):
                     raise
-        for k, pending in enumerate(out):
-            try:
-                if pending is None:
-                    raise OSError("lost")
-                out[k] = pending.result()
-            except LOST:
-                self._remake(k)
-                out[k] = getattr(self.actors[k], name)(*args).result()
+                pending.append(None)
+        out = []
+        for k, call in enumerate(pending):
+            if call is not None:
+                try:
+                    out.append(call.result())
+                    continue
+                except LOST:
+                    pass
+            self._remake(k)   # its worker was lost
+            out.append(getattr(self.actors[k], name)(*args).result())
         return out
 
 
@@ -287,7 +289,7 @@ class DaskRows:
         hosts = ActorHosts(client, [futures[a] for a in sorted(plan)], [actors[a] for a in sorted(plan)])
         where_text = f"a Dask {kind} of {N} rows in {len(rows)} partitions on " \
                      f"{len(plan)} Dask workers"
-        problem = RemoteGLM(hosts, [plan[a] for a in sorted(plan)], parts, N, lam, loss=loss, penalty=penalty,
+        problem = RemoteGLM(hosts, parts, N, lam, loss=loss, penalty=penalty,
                             source=where_text)
         out = cls(client, plan, parts, futures, actors, problem, classes, N, d)
         out._keep = (X, y)   # the persisted collections: their partitions stay as long as this object

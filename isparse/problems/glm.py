@@ -140,6 +140,31 @@ def noise_bound(l: int, scale: float, row_sq_max: float, loss, batch: int) -> fl
     return one * (l - batch) / (batch * (l - 1))
 
 
+def row_norms_sq(A: sp.csr_matrix) -> np.ndarray:
+    """||a_j||^2 of every row of the CSR matrix ``A``, shape (rows,) (inf where a square overflows)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.bincount(np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)), weights=A.data * A.data,
+                           minlength=A.shape[0])
+
+
+# The constants of docs/algorithms.md §4 from per-worker numbers (l_i, lambda_max(A_i^T A_i), max_j ||a_j||^2): one
+# formula each for the problem that holds its rows (GLMProblem) and the one whose hosts do (remote.RemoteGLM).
+def shard_smoothness(loss, penalty, scale: float, top_eigs: np.ndarray) -> np.ndarray:
+    """L_i = (n/N) c lambda_max(A_i^T A_i) + smoothness of P, shape (n,)."""
+    return scale * loss.curvature * top_eigs + penalty.smoothness
+
+
+def example_smoothness(loss, penalty, scale: float, l: np.ndarray, row_sq_max: np.ndarray) -> float:
+    """L_example = c max_i (n l_i/N) max_j ||a_j||^2 + smoothness of P."""
+    return loss.curvature * float(np.max(scale * l * row_sq_max)) + penalty.smoothness
+
+
+def dissimilarity_bound(scale: float, top_eigs: np.ndarray, l: np.ndarray) -> float:
+    """nu^2 of :meth:`GLMProblem.gradient_dissimilarity_bound` from G_i = (n/N) sqrt(lambda_max(A_i^T A_i) l_i)."""
+    G = scale * np.sqrt(top_eigs * l)
+    return float(np.mean((G + G.mean()) ** 2))
+
+
 class GLMProblem(Problem):
     """F(x) = f(x) + R(x), f a linear-model loss of a data set plus a penalty, split over n workers.
 
@@ -221,9 +246,8 @@ class GLMProblem(Problem):
         if not np.isfinite(self.lam):
             raise ConfigError("lam", f"The 'lam' parameter must be a finite number > 0; got {self.lam!r}.")
         A, c, smooth = self.A, self.loss.curvature, self.penalty.smoothness
-        rows = np.repeat(np.arange(self.N), np.diff(A.indptr))
+        row_sq = row_norms_sq(A)
         with np.errstate(over="ignore", invalid="ignore"):
-            row_sq = np.bincount(rows, weights=A.data * A.data, minlength=self.N)
             L_up = max(s.scale * c * float(row_sq[p].sum()) for s, p in zip(self.shards, self.parts)) + smooth
             L_ex = c * max(s.scale * s.l * float(row_sq[p].max(initial=0.0)) for s, p in zip(self.shards, self.parts))
             L_ex += smooth
@@ -300,7 +324,7 @@ class GLMProblem(Problem):
         (c = 1/4 logistic, 1 squared; docs/algorithms.md §4). Computed once."""
         if self._L_i is None:
             scale = self.n / self.N
-            self._L_i = scale * self.loss.curvature * self._top_eigs() + self.penalty.smoothness
+            self._L_i = shard_smoothness(self.loss, self.penalty, scale, self._top_eigs())
         return self._L_i
 
     def _top_eigs(self) -> np.ndarray:
@@ -312,9 +336,7 @@ class GLMProblem(Problem):
     def _row_sq(self) -> np.ndarray:
         """||a_j||^2 of every row, worker after worker, shape (N,) (computed once)."""
         if "_rsq" not in self.__dict__:
-            A = self._A
-            self._rsq = np.bincount(np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)), weights=A.data * A.data,
-                                    minlength=A.shape[0])
+            self._rsq = row_norms_sq(self._A)
         return self._rsq
 
     @property
@@ -342,9 +364,8 @@ class GLMProblem(Problem):
     def L_example(self) -> float:
         """float: smoothness of every f_ij, max_i (n l_i/N) c max_j ||a_j||^2 + smoothness of P (the SAGA-type
         Theorems 2 and 5)."""
-        l = np.diff(self._ptr)
-        top = float(np.max((self.n / self.N) * l * np.maximum.reduceat(self._row_sq(), self._ptr[:-1])))
-        return self.loss.curvature * top + self.penalty.smoothness
+        return example_smoothness(self.loss, self.penalty, self.n / self.N, np.diff(self._ptr),
+                                  np.maximum.reduceat(self._row_sq(), self._ptr[:-1]))
 
     @property
     def mu(self) -> float:
@@ -364,8 +385,7 @@ class GLMProblem(Problem):
 
         ||grad loss_i(x)|| = (n/N)||A_i^T r|| <= (n/N) sigma_max(A_i) sqrt(l_i) =: G_i (the penalties cancel),
         so ||grad f - grad f_i|| <= G_i + (1/n) sum_k G_k."""
-        G = (self.n / self.N) * np.sqrt(self._top_eigs() * np.diff(self._ptr))
-        return float(np.mean((G + G.mean()) ** 2))
+        return dissimilarity_bound(self.n / self.N, self._top_eigs(), np.diff(self._ptr))
 
 
 class LogisticProblem(GLMProblem):

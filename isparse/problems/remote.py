@@ -30,7 +30,8 @@ import scipy.sparse as sp
 
 from ..regularizers import Zero
 from .base import Problem
-from .glm import GLMShard, noise_bound
+from .glm import (GLMShard, dissimilarity_bound, example_smoothness, noise_bound, row_norms_sq,
+                  shard_smoothness)
 from .spectra import top_eigs
 
 #: the largest d for which the squared loss's strong convexity (lambda_min(A^T A)/N) and L_f are taken from the summed
@@ -57,19 +58,16 @@ class RowsHost:
         self.A.sort_indices()
         self.b = np.concatenate([s.b for s in self.shards])
         self.ptr = np.concatenate([[0], np.cumsum([s.A.shape[0] for s in self.shards])]).astype(np.int64)
+        self.row_sq = row_norms_sq(self.A)
         self._w = None
 
     def summary(self) -> dict:
         """Per worker (arrays of shape (k,)): ``l``, ``nnz``, ``top_eig`` = lambda_max(A_i^T A_i), ``row_sq_max`` and
         ``row_sq_sum`` (of ||a_j||^2); ``d``."""
-        A = self.A
-        with np.errstate(over="ignore", invalid="ignore"):
-            row_sq = np.bincount(np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)), weights=A.data * A.data,
-                                 minlength=A.shape[0])
         starts = self.ptr[:-1]
         return {"l": np.diff(self.ptr), "nnz": np.array([s.A.nnz for s in self.shards], np.int64),
-                "top_eig": top_eigs(A, self.ptr), "row_sq_max": np.maximum.reduceat(row_sq, starts),
-                "row_sq_sum": np.add.reduceat(row_sq, starts), "d": A.shape[1]}
+                "top_eig": top_eigs(self.A, self.ptr), "row_sq_max": np.maximum.reduceat(self.row_sq, starts),
+                "row_sq_sum": np.add.reduceat(self.row_sq, starts), "d": self.A.shape[1]}
 
     def loss_sum(self, x) -> float:
         """sum_j phi(a_j^T x; b_j) over the host's rows."""
@@ -100,8 +98,7 @@ class RowsHost:
         """sum over hosted examples of ||grad f_ij(x)||^2 - ||p||^2, ``p`` = grad P(x) (the master adds N ||p||^2)."""
         l = np.diff(self.ptr)
         r = self.loss.deriv(self.A @ x, self.b) * (self.scale * np.repeat(l, l))
-        row_sq = np.asarray(self.A.multiply(self.A).sum(axis=1)).ravel()
-        return float(np.sum(r ** 2 * row_sq + 2 * r * (self.A @ p)))
+        return float(np.sum(r ** 2 * self.row_sq + 2 * r * (self.A @ p)))
 
     def curvature_at(self, x) -> np.ndarray:
         """Keep w = phi''(A x; b) of the host's rows for :meth:`hess_product`; returns sum_j w_j a_j^2, shape (d,)
@@ -167,8 +164,8 @@ class _HostCurvature:
 
     def at(self, x):
         p = self.problem
-        diag = np.sum(p.hosts.map("curvature_at", x), axis=0) / p.N + p.penalty.hess_diag(x)
         pd = p.penalty.hess_diag(x)
+        diag = np.sum(p.hosts.map("curvature_at", x), axis=0) / p.N + pd
 
         def hv(v):
             return np.sum(p.hosts.map("hess_product", v), axis=0) / p.N + pd * v
@@ -183,8 +180,6 @@ class RemoteGLM(Problem):
     ----------
     hosts
         ``map(name, *args) -> list``: calls :class:`RowsHost` ``name`` on every host, results in host order.
-    ids : list of list of int
-        The logical workers of each host, in host order; together 0..n-1, each host's ascending.
     parts : list of ndarray of int
         The global row indices of each logical worker (for the record; the rows themselves stay on the hosts).
     N : int
@@ -204,13 +199,13 @@ class RemoteGLM(Problem):
     #: no dense Hessian: the reference solve takes the matrix-free path (:meth:`curvature`)
     hess = None
 
-    def __init__(self, hosts, ids, parts, N: int, lam: float, loss: str = "logistic", penalty: str = "l2",
+    def __init__(self, hosts, parts, N: int, lam: float, loss: str = "logistic", penalty: str = "l2",
                  source: str = "remote rows"):
         from ..errors import check_range
         from .losses import LOSSES, PENALTIES
 
         check_range("lam", lam, 0.0, None, low_open=True)
-        self.hosts, self.ids = hosts, [list(map(int, i)) for i in ids]
+        self.hosts = hosts
         self.parts = [np.asarray(p) for p in parts]
         self.N, self.n, self.lam = int(N), len(self.parts), float(lam)
         self.reg = Zero()
@@ -228,7 +223,7 @@ class RemoteGLM(Problem):
         scale = self.n / self.N
         self.shards = [RemoteShard(int(l), scale, self.loss, self.penalty, float(r))
                        for l, r in zip(self._l, self._row_sq_max)]
-        self.L_i = scale * self.loss.curvature * self._top + self.penalty.smoothness
+        self.L_i = shard_smoothness(self.loss, self.penalty, scale, self._top)
 
     def describe(self) -> str:
         return f"{self.name} on {self.source}"
@@ -292,8 +287,7 @@ class RemoteGLM(Problem):
     @property
     def L_example(self) -> float:
         """float: :attr:`GLMProblem.L_example` from the hosts' per-worker max_j ||a_j||^2."""
-        top = float(np.max((self.n / self.N) * self._l * self._row_sq_max))
-        return self.loss.curvature * top + self.penalty.smoothness
+        return example_smoothness(self.loss, self.penalty, self.n / self.N, self._l, self._row_sq_max)
 
     def _gram_eig(self, which: int) -> float:
         """An eigenvalue of A^T A (0: the smallest, -1: the largest) from the hosts' summed Gram matrices
@@ -331,5 +325,4 @@ class RemoteGLM(Problem):
 
     def gradient_dissimilarity_bound(self) -> float:
         """:meth:`GLMProblem.gradient_dissimilarity_bound` from the hosts' lambda_max(A_i^T A_i) and l_i."""
-        G = (self.n / self.N) * np.sqrt(self._top * self._l)
-        return float(np.mean((G + G.mean()) ** 2))
+        return dissimilarity_bound(self.n / self.N, self._top, self._l)
