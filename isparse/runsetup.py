@@ -232,16 +232,17 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     cls._check(ctx)                                # what the method needs, before the reference solve
     if reference is None:
         reference = problem.reference()            # closed form, where the problem has one
-    if reference is None and cache_dir is not None and "rows" in problem.capabilities:
-        from .cache import load_or_make, problem_key
+    key = problem.reference_key(spec.workers.split, spec.workers.split_seed) if cache_dir is not None else None
+    if reference is None and key is not None:
+        from .cache import load_or_make
 
         def solve():   # what the cache keeps of a reference: its arrays and numbers, and the problem's L_i
             return {**vars(reference_solve(problem)), "L_i": problem.L_i}
 
-        kept, _ = load_or_make(cache_dir, problem_key(problem, spec.workers.split, spec.workers.split_seed), solve,
-                               "the reference problem (x*, L_i)",
+        kept, _ = load_or_make(cache_dir, key, solve, "the reference problem (x*, L_i)",
                                names=("x_star", "F_star", "local_grads", "residual", "L_i"))
-        problem._L_i = kept["L_i"]
+        if "rows" in problem.capabilities:   # a GLMProblem's L_i, computed from its rows otherwise
+            problem._L_i = kept["L_i"]
         reference = Reference(x_star=kept["x_star"], F_star=float(kept["F_star"]), local_grads=kept["local_grads"],
                               residual=float(kept["residual"]))
     elif reference is None:

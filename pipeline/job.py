@@ -70,16 +70,21 @@ def run_job(cfg, made: dict | None = None) -> dict:
         data_file = job.data.fingerprint()   # what the run reads (its size and hash; a checkpoint records it)
         if checkpoint is not None:   # the same data as the interrupted run's, or no resume (the run left as it is)
             check_resumed_data(checkpoint, data_file, job.resume, output_dir() / "checkpoint.pkl")
-        setup = build(job, cache_dir=job.cache_dir)
-    with stage("tracking store"):   # the store is opened (made) only for a run that builds: bad input makes none
-        client_for(job.tracking.uri).prepare()
-    name = run_name(job, setup)
+        hosted = job.engine == "dask" and job.data.hosted   # read by the Dask workers: built once they are up
+        setup = None if hosted else build(job, cache_dir=job.cache_dir)
+    if not hosted:
+        with stage("tracking store"):   # the store is opened (made) only for a run that builds: bad input makes none
+            client_for(job.tracking.uri).prepare()
     end = {}   # the MLflow run's id and status: its last line, printed once the cluster is closed
-    with end_line(job, end, overrides, setup.method.traits.asynchronous), stop_on_signals() as stop, \
-            _pool(job, setup, stop) as pool:
+    with end_line(job, end, overrides, job.method_class().traits.asynchronous), stop_on_signals() as stop, \
+            _pool(job, setup, stop) as (setup, pool):
+        if hosted:
+            with stage("tracking store"):
+                client_for(job.tracking.uri).prepare()
         with stage("figure"):
             from . import plots  # noqa: F401 - matplotlib, imported while the helper may still be opening the store
-        return tracked(job, setup, pool, name, overrides, stop, end, made, output_dir(), checkpoint, data_file)
+        return tracked(job, setup, pool, run_name(job, setup), overrides, stop, end, made, output_dir(), checkpoint,
+                       data_file)
 
 
 def tracked(job, setup, pool, name, overrides, stop, end, made, outdir, checkpoint=None, data_file=None) -> dict:
@@ -175,10 +180,11 @@ def log_fit(spec, setup, uri: str, experiment: str, pool=None, **options):
 
 @contextlib.contextmanager
 def _pool(job, setup, stop):
-    """The engine's pool; on Dask the cluster and the hosts' actors, made with signals deferred (``stop``)."""
-    args = setup.pool_args()
+    """(setup, the engine's pool); on Dask the cluster and the hosts' actors, made with signals deferred (``stop``).
+    ``setup`` None: the data source is ``hosted``, its rows read by the Dask workers, and the run is built on them
+    here."""
     if job.engine == "inprocess":
-        yield InProcessPool(*args)
+        yield setup, InProcessPool(*setup.pool_args())
         return
     from isparse.engines.dask import DaskPool
 
@@ -190,17 +196,23 @@ def _pool(job, setup, stop):
             client = stack.enter_context(dask_client(job.cluster, run_dir=output_dir))
             if not job_env(PARENT_ENV):   # a sweep's job: its run's tag dask_dashboard has it (not a line per job)
                 print(f"Dask dashboard: {client.dashboard_link}", flush=True)
-            source = None
-            if job.data.load == "on_worker":   # each Dask worker reads its rows of the shared file
-                from isparse.data.on_worker import ShardSource
+        source = None
+        if setup is None:   # each Dask worker reads its files; the problem's numbers are reduced from them
+            with stage("data"):
+                source = job.data.read_hosted(client, job)
+                stack.callback(source.close)
+                setup = build(job, problem=source.problem, cache_dir=job.cache_dir)
+        elif job.data.load == "on_worker":   # each Dask worker reads its rows of the shared file
+            from isparse.data.on_worker import ShardSource
 
-                source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
-            pool = DaskPool(client, *args, snapshot_every=job.cluster.snapshot_every,
+            source = ShardSource.of(job.data.loader(), setup.rows, setup.shards)
+        with stop.deferred(), stage("cluster start"):
+            pool = DaskPool(client, *setup.pool_args(), snapshot_every=job.cluster.snapshot_every,
                             worker_timeout=job.cluster.worker_timeout, measure_every=job.cluster.measure_every,
                             source=source, aggregate=job.messages.aggregate == "host",
                             rounds=job.cluster.rounds)
             stack.callback(pool.close)
-        yield pool
+        yield setup, pool
 
 
 def _dataset_input(job, setup, data_file) -> tuple[str, str, str, dict]:

@@ -253,7 +253,33 @@ class DaskRows:
                 raise ValueError(f"Only binary classification is supported: the 'y' argument must hold exactly 2 "
                                  f"classes; got {classes.size}: {classes[:5].tolist()}"
                                  f"{' ...' if classes.size > 5 else ''}.")
-        N, d = int(sum(rows)), int(X.shape[1]) + (1 if fit_intercept else 0)
+        where_text = f"a Dask {kind} of {int(sum(rows))} rows in {len(rows)} partitions"
+        out = cls.hosted(client, [fx[k] for k in xkeys], [fy[k] for k in ykeys], holder, rows, int(X.shape[1]),
+                         classes, where_text, loss=loss, lam=lam, penalty=penalty, fit_intercept=fit_intercept,
+                         workers_per_host=workers_per_host)
+        out._keep = (X, y)   # the persisted collections: their partitions stay as long as this object
+        return out
+
+    @classmethod
+    def hosted(cls, client, xs, ys, holder, rows, columns: int, classes, where: str, *, loss: str = "logistic",
+               lam: float = 0.01, penalty: str = "l2", fit_intercept: bool = True, workers_per_host: int | None = None,
+               workers_per_partition: int = 1, fingerprint: dict | None = None) -> "DaskRows":
+        """The rows of partitions already on the cluster: ``xs[p]``, ``ys[p]`` the futures of partition p's rows and
+        labels (``rows[p]`` of them, ``columns`` features), held by the Dask worker ``holder[p]``; ``classes`` the two
+        labels (logistic loss; None: y as it is). ``where`` says where the rows are (the problem's source);
+        ``workers_per_partition`` splits each partition's rows into that many logical workers (with
+        ``workers_per_host`` None); ``fingerprint`` identifies the data for the reference's cache
+        (:attr:`RemoteGLM.fingerprint`). What :meth:`of` does once the collections are persisted.
+
+        Raises
+        ------
+        ValueError
+            ``workers_per_host`` or ``workers_per_partition`` more than the rows they split; NaN or inf in a
+            partition (raised on its worker).
+        """
+        from distributed import wait
+
+        N, d = int(sum(rows)), int(columns) + (1 if fit_intercept else 0)
         lo = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
         plan, parts, host_parts = {}, [], {}
         for p, a in enumerate(holder):
@@ -264,8 +290,16 @@ class DaskRows:
             if n_of[a] > host_rows.size:
                 raise ValueError(f"The 'workers_per_host' parameter must be at most the rows of every host: {a} "
                                  f"holds {host_rows.size}; got {workers_per_host}.")
-            split = np.array_split(host_rows, n_of[a]) if workers_per_host is not None else \
-                [np.arange(lo[p], lo[p + 1]) for p in host_parts[a]]
+            if workers_per_host is not None:
+                split = np.array_split(host_rows, n_of[a])
+            else:
+                k = int(workers_per_partition)
+                short = [p for p in host_parts[a] if lo[p + 1] - lo[p] < k]
+                if short:
+                    raise ValueError(f"The 'workers_per_partition' parameter must be at most the rows of every "
+                                     f"partition: partition {short[0]} holds {int(lo[short[0] + 1] - lo[short[0]])}; "
+                                     f"got {k}.")
+                split = [part for p in host_parts[a] for part in np.array_split(np.arange(lo[p], lo[p + 1]), k)]
             plan[a] = list(range(len(parts), len(parts) + len(split)))
             parts.extend(split)
         scale = len(parts) / N
@@ -276,7 +310,7 @@ class DaskRows:
                     "classes": classes, "loss": loss, "penalty": penalty, "lam": float(lam), "scale": scale,
                     "sizes": [parts[i].size for i in plan[a]]}
             # a loose restriction: the task runs on a (it holds the partitions) unless a is gone (a recovery)
-            futures[a] = client.submit(_host_shards, [fx[xkeys[p]] for p in ps], [fy[ykeys[p]] for p in ps], meta,
+            futures[a] = client.submit(_host_shards, [xs[p] for p in ps], [ys[p] for p in ps], meta,
                                        workers=[a], allow_other_workers=True, pure=False)
         wait(list(futures.values()))
         for a in sorted(host_parts, key=lambda a: host_parts[a][0]):   # a bad partition's error, hosts in order
@@ -287,13 +321,9 @@ class DaskRows:
         with client.as_current():   # an Actor binds to the current client when unpickled (DaskPool._bind)
             actors = {a: f.result() for a, f in actors.items()}
         hosts = ActorHosts(client, [futures[a] for a in sorted(plan)], [actors[a] for a in sorted(plan)])
-        where_text = f"a Dask {kind} of {N} rows in {len(rows)} partitions on " \
-                     f"{len(plan)} Dask workers"
         problem = RemoteGLM(hosts, parts, N, lam, loss=loss, penalty=penalty,
-                            source=where_text)
-        out = cls(client, plan, parts, futures, actors, problem, classes, N, d)
-        out._keep = (X, y)   # the persisted collections: their partitions stay as long as this object
-        return out
+                            source=f"{where} on {len(plan)} Dask workers", fingerprint=fingerprint)
+        return cls(client, plan, parts, futures, actors, problem, classes, N, d)
 
     def submit(self, client, address: str, ids) -> list:
         """A task on ``address`` that gives the shards of ``ids`` (``DaskPool``'s ``source``): from its own host's

@@ -110,8 +110,23 @@ def _first_malformed_line(path: Path, n_features: int | None = None):
 
 
 def load_libsvm(path, n_features: int | None = None, name: str | None = None, empty_rows: str = "keep") -> Dataset:
+    """Read a LIBSVM/svmlight file (:func:`read_libsvm`, whose checks apply); labels mapped to {-1, +1}.
+
+    Raises
+    ------
+    ConfigError, DataError
+        :func:`read_libsvm`'s, and labels that are not exactly two (naming the file).
+    """
+    path = Path(path)
+    A, y = read_libsvm(path, n_features, empty_rows)
+    return Dataset(A=A, b=to_pm1(y, str(path)), name=name or path.name, source=str(path.resolve()),
+                   labels=label_mapping(y))
+
+
+def read_libsvm(path, n_features: int | None = None, empty_rows: str = "keep") -> tuple:
     """Read a LIBSVM/svmlight file (``.gz`` and ``.bz2`` too, with the same checks) with
-    :func:`sklearn.datasets.load_svmlight_file`; labels mapped to {-1, +1}.
+    :func:`sklearn.datasets.load_svmlight_file`: (A, y), A CSR float64 of shape (rows, d), y the file's labels as
+    float64, of at most two values (a file of a data set split into several may hold one class).
 
     Indices are 1-based (LIBSVM's format: an index 0 is an error, never a silent switch to 0-based), increasing
     within a line; a label is one number.
@@ -133,8 +148,8 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
         One line naming the file and the physical line (comment and blank lines counted) and the problem: the
         file is missing, a line is not LIBSVM (a label that is not one number, a multilabel list, query ids, an
         index that is not an integer >= 1, unsorted or repeated indices, a value that is not a number), an index
-        past ``n_features``, a NaN/infinite value or one whose square overflows float64, labels that are not
-        binary, or rows without features with ``empty_rows="error"``.
+        past ``n_features``, a NaN/infinite value or one whose square overflows float64, a NaN/infinite label or
+        a third distinct label, or rows without features with ``empty_rows="error"``.
     """
     from sklearn.datasets import load_svmlight_file
 
@@ -171,8 +186,8 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
 
     A = sp.csr_matrix(A, dtype=np.float64)
     validate_arrays(A, str(path), line_of)
-    b = to_pm1(y, str(path), line_of)
-    labels = label_mapping(y)
+    if not np.all(np.isfinite(y)) or np.unique(y).size > 2:
+        to_pm1(y, str(path), line_of)   # raises, naming the line of the NaN or of the third label
     empty = np.flatnonzero(np.diff(A.indptr) == 0)
     if empty.size:
         text = f"{path}: {empty.size} rows have no features (the first at line {line_of(empty[0])})"
@@ -180,10 +195,10 @@ def load_libsvm(path, n_features: int | None = None, name: str | None = None, em
             raise DataError(text + "; set data.empty_rows=keep or drop to accept them.")
         if empty_rows == "drop":
             keep = np.setdiff1d(np.arange(A.shape[0]), empty)
-            A, b = A[keep], b[keep]
+            A, y = A[keep], y[keep]
         else:
-            warnings.warn(text + "; kept (data.empty_rows=drop or error to change that).", stacklevel=2)
-    return Dataset(A=A, b=b, name=name or path.name, source=str(path.resolve()), labels=labels)
+            warnings.warn(text + "; kept (data.empty_rows=drop or error to change that).", stacklevel=3)
+    return A, np.asarray(y, dtype=np.float64)
 
 
 def load_breast_cancer() -> Dataset:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Optional
 
+import numpy as np
+
 from .dataset import Dataset
 from .named import DATA_DIR_ENV, NAMED_FILES
 from .registry import SOURCES, register, source_class
@@ -61,6 +63,8 @@ class DataSource(Section):
     from_file: ClassVar[bool] = False
     #: the data.name values a class answers to (default: its own ``name``; the named LIBSVM sets share one class)
     names: ClassVar[tuple] = ()
+    #: with engine=dask the Dask workers read the rows themselves (:meth:`read_hosted`); the client reads none
+    hosted: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -217,6 +221,12 @@ class DataSource(Section):
         """This source as plain values with absolute paths: a Dask worker rebuilds it (``data.load=on_worker``)."""
         return self.to_dict()
 
+    def read_hosted(self, client, spec):
+        """The rows read by the Dask workers of ``client`` themselves (a source with :attr:`hosted`), as the shards of
+        ``spec``'s workers: an object with ``problem`` (the run is built on it), ``plan`` and ``submit`` (the
+        :class:`~isparse.engines.dask.DaskPool` ``source`` protocol) and ``close``."""
+        raise NotImplementedError
+
 
 @dataclass
 class Bundled(DataSource):
@@ -362,6 +372,94 @@ class LibsvmFile(_LibsvmSource):
 
     def loader(self) -> dict:
         return {**self.to_dict(), "path": str(self.file())}
+
+
+@dataclass
+class LibsvmFiles(_LibsvmSource):
+    """A data set in many LIBSVM files, ``data.glob`` (:mod:`isparse.data.files`): with ``engine=dask`` each Dask
+    worker reads the files given to it and the client none; in-process they are read one after the other. The rows
+    of each file are split into ``workers.n / files`` workers, file after file in sorted order."""
+
+    name: str = param("libsvm_files", OneOf("libsvm_files"), "the data set")
+    glob: Optional[str] = param(None, Nullable(Text()),
+                                "the files, a glob pattern ('**' recursive; relative: the command's directory), "
+                                "matched on the client; each must be readable at the same path by the Dask worker it "
+                                "is given to (engine=dask)")
+    #: the rows are read by the Dask workers themselves (``read_hosted``), not by the client, with ``engine=dask``
+    hosted: ClassVar[bool] = True
+
+    def check_run(self, spec, key="data"):
+        """Require ``data.glob``; the split is by file, so ``workers.split`` must say so (contiguous, seed 0); the
+        rows stay on their workers, so no regularizer R (the hosts' problem has none).
+
+        Raises
+        ------
+        ConfigError
+            (``<key>.glob``) no pattern; (``workers.split``, ``workers.split_seed``, ``problem.reg``) another value.
+        """
+        if self.glob is None:
+            raise required(f"{key}.glob", "a glob of LIBSVM files for data=libsvm_files")
+        w = spec.workers
+        if w.split != "contiguous":
+            raise ConfigError("workers.split", f"The 'workers.split' parameter must be contiguous for "
+                                               f"data=libsvm_files (each file's rows stay with the worker that reads "
+                                               f"it, split in file order); got {w.split!r}.")
+        if w.split_seed != 0:
+            raise ConfigError("workers.split_seed", f"The 'workers.split_seed' parameter must be 0 for "
+                                                    f"data=libsvm_files (no rows are shuffled: it would be ignored); "
+                                                    f"got {w.split_seed!r}.")
+        if spec.problem.reg != "none":
+            raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for data=libsvm_files (its "
+                                             f"rows stay on their workers, whose problem has no R); got "
+                                             f"{spec.problem.reg!r}.")
+
+    def files(self) -> list:
+        """The files ``data.glob`` matches, sorted (a ConfigError naming ``data.glob`` when none)."""
+        from .files import expand
+
+        return expand(self.glob)
+
+    def fingerprint(self):
+        """:func:`isparse.data.files.fingerprint`: the files' names, sizes and times (none is read)."""
+        from .files import fingerprint
+
+        return fingerprint(self.files(), self.glob)
+
+    def read(self):
+        """The files read here one after the other (:func:`isparse.data.files.read_files`)."""
+        from .dataset import label_mapping, to_pm1
+        from .files import read_files
+
+        files = self.files()
+        with keys(n_features="data.n_features", empty_rows="data.empty_rows"):
+            A, y, self._sizes = read_files(files, self.n_features, self.empty_rows)
+        return Dataset(A=A, b=to_pm1(y, self.glob), name=self.name, source=f"{len(files)} LIBSVM files {self.glob}",
+                       labels=label_mapping(y))
+
+    def problem(self, spec, dataset, parts):
+        """As the base's, the rows split file by file (:func:`isparse.data.files.file_parts`): ``parts`` (a
+        contiguous split of all rows) is replaced."""
+        from .files import file_parts, read_file
+
+        del parts
+        sizes = self.__dict__.get("_sizes") or [read_file(f, self.n_features, self.empty_rows)[0].shape[0]
+                                                 for f in self.files()]
+        k = file_parts(sizes, spec.workers.n)
+        lo = np.concatenate([[0], np.cumsum(sizes)])
+        split = [p for a, b in zip(lo[:-1], lo[1:]) for p in np.array_split(np.arange(a, b), k)]
+        return super().problem(spec, dataset, split)
+
+    def read_hosted(self, client, spec):
+        """The rows read by the Dask workers of ``client``, as the shards of ``spec``'s workers
+        (:func:`isparse.data.files.hosted_rows`): a :class:`~isparse.data.dask_collection.DaskRows` whose ``problem``
+        the run is built on."""
+        from .files import fingerprint, hosted_rows
+
+        files = self.files()
+        with keys(lam=lam_key(spec)):
+            return hosted_rows(client, files, n=spec.workers.n, n_features=self.n_features,
+                               empty_rows=self.empty_rows, loss=spec.problem.loss, lam=spec.lam,
+                               penalty=spec.problem.penalty, fingerprint=fingerprint(files, self.glob))
 
 
 @dataclass

@@ -104,6 +104,12 @@ class Problem:
         ``hess`` instead."""
         return None
 
+    def reference_key(self, split: str, split_seed: int) -> str | None:
+        """The key under which the reference solve of this problem is cached (``isparse.cache``), from what
+        identifies its data, the model and the rows' split (``workers.split``, ``workers.split_seed``); None (the
+        default): not cached."""
+        return None
+
     def strong_growth_constant(self) -> float | None:
         """The strong-growth constant rho_tilde >= 1 of (1/n) sum_i ||grad f_i(x)||^2 <= rho_tilde ||grad f(x)||^2
         for all x, from which IASGD's rho (Theorem 8, docs/algorithms.md §3) is computed (capability ``strong_growth``);

@@ -318,6 +318,12 @@ class GLMProblem(Problem):
         return float(np.sum(r ** 2 * self._row_sq() + 2 * r * (self._A @ p)) + self.N * (p @ p))
 
     # -- constants (docs/algorithms.md §4) -----------------------------------------
+    def reference_key(self, split, split_seed):
+        """:func:`isparse.cache.problem_key`: the data file's stamp and shape."""
+        from ..cache import problem_key
+
+        return problem_key(self, split, split_seed)
+
     @property
     def L_i(self) -> np.ndarray:
         """ndarray of shape (n,): smoothness of each f_i, (n/N) c lambda_max(A_i^T A_i) + smoothness of P

@@ -188,6 +188,9 @@ class RemoteGLM(Problem):
         As :class:`GLMProblem`'s.
     source : str
         Where the rows are (logged as the data set's source).
+    fingerprint : dict, optional
+        What identifies the rows (e.g. their files' names, sizes and times; :meth:`reference_key`); None: the
+        reference solve is not cached.
 
     Raises
     ------
@@ -200,7 +203,7 @@ class RemoteGLM(Problem):
     hess = None
 
     def __init__(self, hosts, parts, N: int, lam: float, loss: str = "logistic", penalty: str = "l2",
-                 source: str = "remote rows"):
+                 source: str = "remote rows", fingerprint: dict | None = None):
         from ..errors import check_range
         from .losses import LOSSES, PENALTIES
 
@@ -212,7 +215,7 @@ class RemoteGLM(Problem):
         self.loss, self.penalty = LOSSES[loss], PENALTIES[penalty](self.lam)
         self.name = self.loss.name + self.penalty.suffix
         self.convex = self.penalty.convex
-        self.source = source
+        self.source, self.fingerprint = source, fingerprint
         summaries = hosts.map("summary")
         self.d = int(summaries[0]["d"])
         cat = {k: np.concatenate([s[k] for s in summaries]) for k in ("l", "nnz", "top_eig", "row_sq_max",
@@ -227,6 +230,15 @@ class RemoteGLM(Problem):
 
     def describe(self) -> str:
         return f"{self.name} on {self.source}"
+
+    def reference_key(self, split, split_seed):
+        """From :attr:`fingerprint` (None without one), the model and each worker's rows."""
+        if self.fingerprint is None:
+            return None
+        from ..cache import digest
+
+        return digest({"fingerprint": self.fingerprint, "lam": self.lam, "name": self.name, "n": self.n,
+                       "rows": [[int(p[0]), int(p[-1]), int(p.size)] for p in self.parts]})
 
     def check_constants(self) -> None:
         """:meth:`GLMProblem.check_constants` from the hosts' per-worker sums: a DataError when the bound on L, L_example

@@ -131,9 +131,21 @@ class HeartbeatLossFilter(logging.Filter):
         return not str(record.msg).startswith("Failed to communicate with scheduler during heartbeat")
 
 
+class InputErrorFilter(logging.Filter):
+    """Drops distributed's ``Compute Failed`` record of a task that raised ``DataError`` or ``ConfigError`` (a data
+    file a worker cannot use, ``data=libsvm_files``): the client says it in one line, naming the file and the worker
+    (``pipeline.errors``); every other failure is logged as Dask logs it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Compute Failed") or not isinstance(record.args, tuple):
+            return True
+        return not any(isinstance(a, str) and a.startswith(("DataError(", "ConfigError(")) for a in record.args)
+
+
 def dask_setup(worker) -> None:
     """Dask preload of the LocalCluster's worker processes (:func:`local_cluster`): they ignore SIGINT, and their
-    ``distributed.worker`` logger drops the heartbeat failure of a closing cluster (:class:`HeartbeatLossFilter`).
+    ``distributed.worker`` logger drops the heartbeat failure of a closing cluster (:class:`HeartbeatLossFilter`)
+    and the tracebacks of bad input the client reports itself (:class:`InputErrorFilter`).
 
     Ctrl-C in a terminal sends SIGINT to every process of the foreground group, the worker processes too; killed
     mid-round they made their nannies restart them while the client was closing the cluster, with pages of
@@ -146,8 +158,9 @@ def dask_setup(worker) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     heartbeat = logging.getLogger("distributed.worker")
-    if not any(isinstance(f, HeartbeatLossFilter) for f in heartbeat.filters):
-        heartbeat.addFilter(HeartbeatLossFilter())
+    for kind in (HeartbeatLossFilter, InputErrorFilter):
+        if not any(isinstance(f, kind) for f in heartbeat.filters):
+            heartbeat.addFilter(kind())
 
 
 def local_cluster(*, malloc_trim_threshold=None, malloc_mmap_threshold=None, **kwargs):

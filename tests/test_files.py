@@ -1,0 +1,133 @@
+"""A data set in many LIBSVM files (``data=libsvm_files``), each file read by the Dask worker it is given to and by no
+other process (issue 47, point 3)."""
+
+import sys
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from conftest import DATA_DIR
+
+pytestmark = pytest.mark.needs_data
+
+CLI = str(Path(sys.executable).parent / "isparse-run")
+RUN = ["progress=false", "checkpoint.every=0", "algorithm=isega", "workers.split=contiguous", "max_iter=60",
+       "tracking.log_every=10", "problem.lam=0.01"]
+
+
+def split_file(source: Path, out: Path, parts: int) -> list[Path]:
+    """``source``'s data lines cut into ``parts`` files as numpy.array_split cuts them (and ``all.svm``, all of
+    them in one file)."""
+    lines = [line for line in source.read_text().splitlines() if line.strip()]
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for k, rows in enumerate(np.array_split(np.arange(len(lines)), parts)):
+        files.append(out / f"part-{k}.svm")
+        files[-1].write_text("\n".join(lines[i] for i in rows) + "\n")
+    (out / "all.svm").write_text("\n".join(lines) + "\n")
+    return files
+
+
+def cli(out: Path, *overrides, timeout=300):
+    return subprocess.run([CLI, f"paths.outputs={out}", f"tracking.uri=sqlite:///{out}/mlflow.db", *RUN, *overrides],
+                          capture_output=True, text=True, timeout=timeout, cwd=out.parent)
+
+
+def finished(out: Path) -> tuple[np.ndarray, list]:
+    """The one run's final x (its artifact) and its dist_sq history."""
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    (run,) = client.search_runs([client.get_experiment_by_name("isparse").experiment_id])
+    assert run.info.status == "FINISHED"
+    x = np.load(client.download_artifacts(run.info.run_id, "x_final.npy", str(out)))
+    return x, [m.value for m in client.get_metric_history(run.info.run_id, "dist_sq")]
+
+
+@pytest.mark.filterwarnings("ignore:.*rows have no features")
+def test_four_files_on_the_dask_workers_give_the_iterates_of_one_file(tmp_path):
+    split_file(DATA_DIR / "a1a", tmp_path / "data", 4)
+    glob = f"data.glob={tmp_path}/data/part-*.svm"
+    one = cli(tmp_path / "one", "engine=inprocess", "data=libsvm", f"data.path={tmp_path}/data/all.svm")
+    assert one.returncode == 0, one.stderr[-3000:]
+    hosted = cli(tmp_path / "hosted", "engine=dask", "data=libsvm_files", glob)
+    assert hosted.returncode == 0, hosted.stderr[-3000:]
+    here = cli(tmp_path / "here", "engine=inprocess", "data=libsvm_files", glob)
+    assert here.returncode == 0, here.stderr[-3000:]
+    x_one, d_one = finished(tmp_path / "one")
+    x_hosted, d_hosted = finished(tmp_path / "hosted")
+    x_here, d_here = finished(tmp_path / "here")
+    np.testing.assert_array_equal(x_hosted, x_one)    # the same stepsize and iterates, bit for bit
+    np.testing.assert_array_equal(x_here, x_one)
+    assert d_here == d_one
+    # x* solved on the hosts from reduced sums: the distances agree to the solve's precision
+    np.testing.assert_allclose(d_hosted, d_one, rtol=1e-8)
+    assert d_one[-1] < 0.9 * d_one[0]   # the run moved
+
+
+def test_each_worker_opens_only_its_files_and_the_client_none(dask_client, tmp_path):
+    from isparse.data.files import expand, hosted_rows
+
+    files = [str(f) for f in split_file(DATA_DIR / "a1a", tmp_path, 4)]
+    root = str(tmp_path)
+
+    def watch(root=root):   # on each Dask worker: an audit hook that records the files under root it opens
+        import sys
+
+        opened = []
+
+        def hook(event, args):
+            if event == "open" and isinstance(args[0], str) and args[0].startswith(root):
+                opened.append(args[0])
+
+        sys.addaudithook(hook)
+        sys.modules["__main__"].__dict__["isparse_opened_" + root] = opened
+
+    def seen(root=root):
+        import sys
+
+        return list(sys.modules["__main__"].__dict__["isparse_opened_" + root])
+
+    here = []
+    sys.addaudithook(lambda event, args: here.append(args[0]) if event == "open" and isinstance(args[0], str)
+                     and args[0].startswith(root) else None)
+    dask_client.run(watch)
+    rows = hosted_rows(dask_client, expand(f"{root}/part-*.svm"), n=4, lam=0.01)
+    try:
+        opened = dask_client.run(seen)
+        addresses = sorted(opened)
+        assert here == []   # the client expanded the glob and stat'ed the files; it opened none
+        for k, address in enumerate(addresses):
+            assert sorted(opened[address]) == files[k::len(addresses)]   # file k on the k-th worker, only there
+        assert rows.problem.N == 1605 and rows.n == 4
+    finally:
+        rows.close()
+
+
+def one_line(proc) -> str:
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("isparse-run: error: "), proc.stderr
+    return lines[0]
+
+
+def test_bad_files_are_refused_in_one_line_naming_the_file_and_the_worker(tmp_path):
+    files = split_file(DATA_DIR / "a1a", tmp_path / "data", 4)
+    dask = ["engine=dask", "data=libsvm_files"]
+    line = one_line(cli(tmp_path / "none", *dask, f"data.glob={tmp_path}/data/nothing-*.svm"))
+    assert "The 'data.glob' parameter must match at least one file" in line
+    # a file past the declared feature count (data.n_features): the file, its line and the worker that read it
+    line = one_line(cli(tmp_path / "features", *dask, f"data.glob={tmp_path}/data/part-*.svm", "data.n_features=100"))
+    assert "part-0.svm is not a valid LIBSVM file" in line and "past the declared dimension 100" in line
+    assert "read on the Dask worker tcp://127.0.0.1:" in line
+    line = one_line(cli(tmp_path / "n", *dask, f"data.glob={tmp_path}/data/part-*.svm", "workers.n=6"))
+    assert "The 'workers.n' parameter must be a multiple of the data files (4" in line
+    # a file the glob matches here but its worker cannot open (a link to a file missing there)
+    os.symlink(tmp_path / "elsewhere.svm", tmp_path / "data" / "part-9.svm")
+    line = one_line(cli(tmp_path / "missing", *dask, f"data.glob={tmp_path}/data/part-*.svm", "workers.n=5"))
+    assert f"data file not found: {tmp_path}/data/part-9.svm (read on the Dask worker tcp://127.0.0.1:" in line
+    for out in ("none", "features", "n", "missing"):
+        assert not (tmp_path / out / "mlflow.db").exists()   # no run was made
+    assert files
