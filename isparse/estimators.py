@@ -356,9 +356,9 @@ _DOC_PARAMS = """
         The bytes the workers sent and received in all.
     run_id_ : str
         The MLflow run of a tracked fit (only with ``tracking_uri``).
-    worker_rows_ : list of ndarray of int
-        For a Dask collection: the rows of X each logical worker held (an in-process fit with these parts gives the
-        same iterates).
+    worker_rows_ : list of range or ndarray of int
+        For a Dask collection: the rows of X each logical worker held, a ``range`` where they are contiguous (an
+        in-process fit with these parts gives the same iterates).
     n_features_in_ : int
         The columns of X.
     feature_names_in_ : ndarray of str

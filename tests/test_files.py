@@ -99,8 +99,8 @@ def test_each_worker_opens_only_its_files_and_the_client_none(dask_client, tmp_p
         opened = dask_client.run(seen)
         addresses = sorted(opened)
         assert here == []   # the client expanded the glob and stat'ed the files; it opened none
-        for k, address in enumerate(addresses):
-            assert sorted(opened[address]) == files[k::len(addresses)]   # file k on the k-th worker, only there
+        for k, address in enumerate(addresses):   # files 0-1 on the first worker, 2-3 on the second, only there
+            assert sorted(opened[address]) == files[2 * k:2 * k + 2]
         assert rows.problem.N == 1605 and rows.n == 4
     finally:
         rows.close()

@@ -97,8 +97,9 @@ def _host_shards(xs, ys, meta) -> list:
     A.sort_indices()
     loss, penalty = LOSSES[meta["loss"]], PENALTIES[meta["penalty"]](meta["lam"])
     ptr = np.concatenate([[0], np.cumsum(meta["sizes"])])
-    return [GLMShard(A=A[lo:hi], b=b[lo:hi], scale=meta["scale"], loss=loss, penalty=penalty)
-            for lo, hi in zip(ptr[:-1], ptr[1:])]
+    # one worker of all the rows: the partition's own arrays (no copy: the host holds its rows once)
+    return [GLMShard(A=A if (lo, hi) == (0, A.shape[0]) else A[lo:hi], b=b[lo:hi], scale=meta["scale"], loss=loss,
+                     penalty=penalty) for lo, hi in zip(ptr[:-1], ptr[1:])]
 
 
 def _labels(y) -> np.ndarray:
@@ -159,8 +160,8 @@ class DaskRows:
     ----------
     plan : dict
         Dask worker address -> its logical workers (ascending).
-    parts : list of ndarray of int
-        The rows of X of each logical worker.
+    parts : list of range or ndarray of int
+        The rows of X of each logical worker (a ``range`` when they are contiguous: one or part of one partition).
     classes : ndarray or None
         The two labels (logistic loss): -1 is ``classes[0]``, +1 ``classes[1]``.
     """
@@ -286,11 +287,11 @@ class DaskRows:
             host_parts.setdefault(a, []).append(p)
         n_of = {a: len(ps) if workers_per_host is None else int(workers_per_host) for a, ps in host_parts.items()}
         for a in sorted(host_parts):
-            host_rows = np.concatenate([np.arange(lo[p], lo[p + 1]) for p in host_parts[a]])
-            if n_of[a] > host_rows.size:
-                raise ValueError(f"The 'workers_per_host' parameter must be at most the rows of every host: {a} "
-                                 f"holds {host_rows.size}; got {workers_per_host}.")
             if workers_per_host is not None:
+                host_rows = np.concatenate([np.arange(lo[p], lo[p + 1]) for p in host_parts[a]])
+                if n_of[a] > host_rows.size:
+                    raise ValueError(f"The 'workers_per_host' parameter must be at most the rows of every host: {a} "
+                                     f"holds {host_rows.size}; got {workers_per_host}.")
                 split = np.array_split(host_rows, n_of[a])
             else:
                 k = int(workers_per_partition)
@@ -299,7 +300,7 @@ class DaskRows:
                     raise ValueError(f"The 'workers_per_partition' parameter must be at most the rows of every "
                                      f"partition: partition {short[0]} holds {int(lo[short[0] + 1] - lo[short[0]])}; "
                                      f"got {k}.")
-                split = [part for p in host_parts[a] for part in np.array_split(np.arange(lo[p], lo[p + 1]), k)]
+                split = [part for p in host_parts[a] for part in _ranges(int(lo[p]), int(lo[p + 1]), k)]
             plan[a] = list(range(len(parts), len(parts) + len(split)))
             parts.extend(split)
         scale = len(parts) / N
@@ -308,7 +309,7 @@ class DaskRows:
             ps = host_parts[a]
             meta = {"index": ps, "lo": [int(lo[p]) for p in ps], "fit_intercept": bool(fit_intercept),
                     "classes": classes, "loss": loss, "penalty": penalty, "lam": float(lam), "scale": scale,
-                    "sizes": [parts[i].size for i in plan[a]]}
+                    "sizes": [len(parts[i]) for i in plan[a]]}
             # a loose restriction: the task runs on a (it holds the partitions) unless a is gone (a recovery)
             futures[a] = client.submit(_host_shards, [xs[p] for p in ps], [ys[p] for p in ps], meta,
                                        workers=[a], allow_other_workers=True, pure=False)
@@ -340,6 +341,14 @@ class DaskRows:
     def close(self) -> None:
         """Release the shards and the actors (the persisted partitions stay with the caller's collections)."""
         self.actors, self._futures, self._keep = {}, {}, None
+
+
+def _ranges(lo: int, hi: int, k: int) -> list:
+    """lo..hi-1 cut into k contiguous ``range`` s as ``numpy.array_split`` cuts it (a range holds no row index: the
+    client keeps O(1) per worker)."""
+    q, r = divmod(hi - lo, k)
+    cuts = np.concatenate([[0], np.cumsum([q + 1] * r + [q] * (k - r))]) + lo
+    return [range(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def _short(chunks) -> str:

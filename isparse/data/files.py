@@ -1,7 +1,8 @@
 """A data set in many LIBSVM files, each read by the Dask worker it is given to: :func:`hosted_rows`.
 
-The client expands the glob (names and sizes only: it opens no file) and gives file k, in sorted order, to the k-th
-Dask worker by address (round robin when there are more files than workers). A task pinned there reads the file
+The client expands the glob (names and sizes only: it opens no file) and gives the files, in sorted order, to the
+Dask workers sorted by address, in contiguous groups as even as ``numpy.array_split`` makes them (file k to worker k
+when they are as many). A task pinned there reads the file
 (:func:`isparse.data.libsvm.read_libsvm`, every check of a one-file read, an error naming the file and the worker),
 and its rows become that worker's shards (:meth:`isparse.data.dask_collection.DaskRows.hosted`). Only small
 summaries reach the client: each file's rows, largest feature index and labels. The restriction is loose, so a file
@@ -164,7 +165,8 @@ def hosted_rows(client, files: list[str], *, n: int, n_features=None, empty_rows
     addresses = sorted(client.scheduler_info()["workers"])
     if not addresses:
         raise RuntimeError("the Dask cluster has no workers")
-    given = [addresses[k % len(addresses)] for k in range(len(files))]
+    given = [addresses[g] for g, part in enumerate(np.array_split(np.arange(len(files)), len(addresses)))
+             for _ in part]   # contiguous groups of files, in address order: the workers are numbered in file order
     parts = [client.submit(read_file, f, n_features, empty_rows, workers=[a], allow_other_workers=True, pure=False)
              for f, a in zip(files, given)]
     wait(parts)

@@ -32,6 +32,7 @@ from ..regularizers import Zero
 from .base import Problem
 from .glm import (GLMShard, dissimilarity_bound, example_smoothness, noise_bound, row_norms_sq,
                   shard_smoothness)
+from .glm_stack import stack_rows
 from .spectra import top_eigs
 
 #: the largest d for which the squared loss's strong convexity (lambda_min(A^T A)/N) and L_f are taken from the summed
@@ -54,8 +55,7 @@ class RowsHost:
         self.shards = list(shards)
         s0 = self.shards[0]
         self.scale, self.loss, self.penalty = s0.scale, s0.loss, s0.penalty
-        self.A = sp.vstack([s.A for s in self.shards], format="csr")
-        self.A.sort_indices()
+        self.A = stack_rows([s.A for s in self.shards])
         self.b = np.concatenate([s.b for s in self.shards])
         self.ptr = np.concatenate([[0], np.cumsum([s.A.shape[0] for s in self.shards])]).astype(np.int64)
         self.row_sq = row_norms_sq(self.A)
@@ -180,7 +180,7 @@ class RemoteGLM(Problem):
     ----------
     hosts
         ``map(name, *args) -> list``: calls :class:`RowsHost` ``name`` on every host, results in host order.
-    parts : list of ndarray of int
+    parts : list of range or ndarray of int
         The global row indices of each logical worker (for the record; the rows themselves stay on the hosts).
     N : int
         The rows in all.
@@ -209,7 +209,7 @@ class RemoteGLM(Problem):
 
         check_range("lam", lam, 0.0, None, low_open=True)
         self.hosts = hosts
-        self.parts = [np.asarray(p) for p in parts]
+        self.parts = list(parts)
         self.N, self.n, self.lam = int(N), len(self.parts), float(lam)
         self.reg = Zero()
         self.loss, self.penalty = LOSSES[loss], PENALTIES[penalty](self.lam)
@@ -238,7 +238,7 @@ class RemoteGLM(Problem):
         from ..cache import digest
 
         return digest({"fingerprint": self.fingerprint, "lam": self.lam, "name": self.name, "n": self.n,
-                       "rows": [[int(p[0]), int(p[-1]), int(p.size)] for p in self.parts]})
+                       "rows": [[int(p[0]), int(p[-1]), len(p)] for p in self.parts]})
 
     def check_constants(self) -> None:
         """:meth:`GLMProblem.check_constants` from the hosts' per-worker sums: a DataError when the bound on L, L_example
@@ -257,7 +257,7 @@ class RemoteGLM(Problem):
         i = int(np.argmax(~np.isfinite(up) | ~np.isfinite(ex))) if not np.all(np.isfinite(up) & np.isfinite(ex)) \
             else int(np.argmax(up))
         raise DataError(f"{self.source}: the smoothness constants of this problem overflow float64 on worker {i} "
-                        f"(rows {self.parts[i][:1].tolist()}...; its largest squared row norm is "
+                        f"(rows from {int(self.parts[i][0])}; its largest squared row norm is "
                         f"{self._row_sq_max[i]:.3g}). L, mu and kappa must be finite and > 0: rescale the data (or "
                         f"raise the penalty).")
 
