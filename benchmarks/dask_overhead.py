@@ -103,7 +103,7 @@ class TimedPool:
                 self.call_s[name] = self.call_s.get(name, 0.0) + time.perf_counter() - t0
         return timed
 
-    def exchange(self, x, monitor=None, **kw):
+    def exchange(self, x, monitor=False, **kw):
         t0 = time.perf_counter()
         out = self.pool.exchange(x, monitor, **kw)
         self.exchange_s += time.perf_counter() - t0

@@ -103,3 +103,68 @@ def test_serialized_bytes_match_analytic_plus_overhead_and_time_is_split(dask_cl
     last = res.records[-1]
     assert last["time_compute_s"] > 0 and last["time_comm_s"] > 0 and last["time_master_s"] > 0
     assert last["time_compute_s"] + last["time_comm_s"] + last["time_master_s"] <= last["wall_s"]
+
+
+@pytest.mark.parametrize("rounds", ["stream", pytest.param("actor", marks=pytest.mark.slow)])
+def test_x_star_reaches_each_host_once_not_with_the_logged_rounds(setup, rounds, monkeypatch):
+    """ISEGA logged every round: x* goes to the hosts once (``reference``, before the first round) and never in a
+    round, whose request is x and flags (on the stream path: the frames of x and the monitor flag; as actor calls: x,
+    the monitor and measure flags); the
+    lyapunov records equal an in-process run's to the bit, also after a host killed at round 100 (its replacement is
+    given x* again: without it, its next monitored round would raise). A host asked to monitor before any reference
+    raises, its workers not stepped."""
+    from distributed import Client, LocalCluster
+
+    from isparse.engines import stream
+
+    local = setup.run(InProcessPool(*setup.pool_args()), max_iter=200, tol=1e-300, keep_iterates=True, log_every=1)
+    assert all(r["lyapunov"] > 0 for r in local.records) and len(local.records) == 201
+    sizes, round_args, references, events = [], [], [], []
+    send = stream.Stream.send
+
+    def sized(comm, parts, size, deadline):   # the client's end of a round stream: each request's bytes
+        sizes.append(size)
+        return send(comm, parts, size, deadline)
+
+    monkeypatch.setattr(stream.Stream, "send", sized)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster, direct_to_workers=True) as client:
+        pool = DaskPool(client, *setup.pool_args(), snapshot_every=40, worker_timeout=20, on_recovery=events.append,
+                        rounds=rounds)
+        call = pool._call
+
+        def spy(name, args_of, hosts=None):
+            if name == "round":
+                round_args.extend(args_of(h) for h in (pool._hosts if hosts is None else hosts))
+            elif name == "reference":
+                references.append(name)
+            return call(name, args_of, hosts)
+
+        monkeypatch.setattr(pool, "_call", spy)
+        victim = sorted(set(pool.placement.values()))[-1]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+
+        def kill_at_100(rec):
+            if rec["step"] == 100:
+                os.kill(pid, signal.SIGKILL)
+
+        res = setup.run(pool, max_iter=200, tol=1e-300, keep_iterates=True, log_every=1, observer=kill_at_100)
+        pool.close()
+    assert pool.restarts == 1 and len(events) == 1 and events[0]["round"] == 100
+    if rounds == "stream":   # every request (the round made again over the new host's stream included): x and the flag
+        x_monitored = stream.frames((setup.x0, True))[1]
+        assert x_monitored - stream.frames((setup.x0,))[1] <= 8   # the flag: no x* (8 d = 240 B)
+        assert len(sizes) >= 2 * 200 and set(sizes) == {x_monitored}, sorted(set(sizes))
+    else:   # x, and the monitor and measure flags: no second array
+        assert len(round_args) >= 2 * 200
+        assert all(isinstance(a[0], np.ndarray) and all(not isinstance(b, np.ndarray) for b in a[1:])
+                   for a in round_args)
+        assert {a[1:] for a in round_args} >= {(True, True), (True, False)}
+    assert references == ["reference"]   # once, on both hosts; the recovery gives x* to its new host itself
+    np.testing.assert_array_equal(np.array(res.iterates), np.array(local.iterates))   # to the bit
+    assert [r["lyapunov"] for r in res.records] == [r["lyapunov"] for r in local.records]   # to the bit
+
+    lonely = InProcessPool(*setup.pool_args())
+    with pytest.raises(RuntimeError, match=r"needs x\*.*Engine.reference"):
+        lonely.exchange(setup.x0, True)
+    assert lonely.host.t.tolist() == [0, 0, 0, 0]

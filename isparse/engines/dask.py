@@ -23,8 +23,8 @@ bare 2-host round trip (an echo server per process, ~1 KB messages) on this proj
 Dask worker's event loop took 0.55 ms and one in a thread of its own 0.32 ms
 (:class:`~isparse.engines.stream.RoundServer`).
 ``rounds="actor"`` makes one Dask actor call per host per round instead (the earlier path, kept for
-comparison; docs/benchmarks.md item 2 measures both). The other calls (snapshot, restore, replay, memory, the
-asynchronous view) are actor calls either way.
+comparison; docs/benchmarks.md item 2 measures both). The other calls (x* for the Lyapunov memory term, sent once:
+``reference``; snapshot, restore, replay, memory, the asynchronous view) are actor calls either way.
 
 Notes
 -----
@@ -33,12 +33,11 @@ Lost Dask workers. Actors keep state across calls without a scheduler task per r
 step counters, taken every ``snapshot_every`` rounds, and the models x broadcast since.
 When an actor call or a round's stream raises a communication error (a closed stream: the Dask worker died) or
 does not answer within ``worker_timeout`` seconds, the logical workers of that Dask worker are recreated on the
-remaining Dask workers from their shards (still held by the client), restored from the snapshot and replayed through
-the rounds since it (their messages discarded), and the interrupted call is made again (a round over the new hosts'
-streams, opened after the recovery). Because
-every random draw is a function of (seed, i, t) and the replay uses the same models, the
-recovered workers send exactly the messages they would have sent: the iterates equal those of an
-uninterrupted run.
+remaining Dask workers from their shards (still held by the client), given x* again if the lost ones had it, restored
+from the snapshot and replayed through the rounds since it (their messages discarded), and the interrupted call is made
+again (a round over the new hosts' streams, opened after the recovery). Because every random draw is a function of
+(seed, i, t) and the replay uses the same models, the recovered workers send exactly the messages they would have sent:
+the iterates equal those of an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -188,6 +187,7 @@ class DaskPool:
         # the model the hosts last computed at (x^0 at the start), and the one the recovery snapshot goes with: a
         # compressed downlink's hosts keep it (w) and update it from each round's message
         self._model = self._snapshot_model = self.x0
+        self._x_star = None   # x*, given to every host once (reference) and to the hosts a recovery makes
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}
         self.measured = {"rounds": 0, "replies": 0, "workers": 0, "serialized": 0, "analytic": 0,
                          "down_messages": 0, "down_serialized": 0, "down_analytic": 0.0}
@@ -379,7 +379,10 @@ class DaskPool:
             fresh = [self._make_host(addr, part) for addr, part in place_workers(ids, alive).items()]
         self._bind(fresh)
         since = list(self._since)
-        for p in [h.actor.restore(self._snapshot, self._snapshot_model) for h in fresh]:
+        calls = [h.actor.restore(self._snapshot, self._snapshot_model) for h in fresh]
+        if self._x_star is not None:   # the lost hosts kept x* for the memory term: so do their replacements
+            calls += [h.actor.reference(self._x_star) for h in fresh]
+        for p in calls:
             p.result(timeout=self.worker_timeout)
         for p in [h.actor.replay(since) for h in fresh]:
             p.result(timeout=self.worker_timeout * max(1, len(since)))
@@ -396,7 +399,13 @@ class DaskPool:
         return fresh
 
     # -- the engine protocol -----------------------------------------------------------------------
-    def exchange(self, x, monitor=None, down=None):
+    def reference(self, x_star):
+        """``Engine.reference``: one actor call per host, concurrently (a lost host is recovered from); the pool keeps
+        x* for the hosts a recovery makes."""
+        self._x_star = np.array(x_star, dtype=float)
+        self._call("reference", lambda h: (self._x_star,))
+
+    def exchange(self, x, monitor=False, down=None):
         """``Engine.exchange``: one request and one reply per host, over its stream or as an actor call (``rounds``).
 
         Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client; every
@@ -411,10 +420,10 @@ class DaskPool:
         start = time.perf_counter()
         message = x if down is None else down
         if self.rounds_via == "stream":
-            out = self._stream_round((message,) if monitor is None else (message, monitor), measure)
+            out = self._stream_round((message, True) if monitor else (message,), measure)
         else:
             # only x when nothing else is asked: Dask serializes every argument on its own (about 0.1 ms each)
-            args = (message,) if monitor is None and not measure else (message, monitor, measure)
+            args = (message,) if not monitor and not measure else (message, bool(monitor), measure)
             out = {h: unpack_reply(r) for h, r in self._call("round", lambda h: args).items()}
         wall = time.perf_counter() - start
         compute = max(c for _, c, _, _ in out.values())
@@ -440,7 +449,7 @@ class DaskPool:
             self._since.append(np.array(x, copy=True))
         self._model = self._since[-1] if self.snapshot_every > 0 else x   # a copy: the loop may reuse x's memory
         self.rounds += 1
-        memory = None if monitor is None else float(sum(v for _, _, _, v in out.values()))
+        memory = float(sum(v for _, _, _, v in out.values())) if monitor else None
         return batch, memory
 
     @property
@@ -459,8 +468,11 @@ class DaskPool:
         return sum(1 for h in self._hosts if wanted.intersection(h.ids))
 
     def memory(self, x_star):
-        """``Engine.memory``: the sum of the hosts' terms (a monitoring call, not counted as uplink)."""
-        return float(sum(self._call("memory", lambda h: (x_star,)).values()))
+        """``Engine.memory``: the sum of the hosts' terms (a monitoring call, not counted as uplink); an ``x_star``
+        other than the one the hosts keep is first given to them (:meth:`reference`)."""
+        if self._x_star is None or not np.array_equal(x_star, self._x_star):
+            self.reference(x_star)
+        return float(sum(self._call("memory", lambda h: ()).values()))
 
     def traffic(self) -> dict:
         """The measured uplink and downlink against the analytic bytes and the overhead model

@@ -30,9 +30,10 @@ class DaskAsync(AsynchronousView):
         self.host_of = {i: h.actor for h in pool._hosts for i in h.ids}
         self.pending, self.idle = {}, sorted(self.host_of)
 
-    def exchange(self, x, monitor=None):
+    def exchange(self, x, monitor=False):
         """``Engine.exchange``: start a step of every idle worker and return the first message to finish (its worker
-        is the next idle one; no memory term); a RuntimeError if the finished call's Dask worker was lost."""
+        is the next idle one; no memory term, whatever ``monitor``); a RuntimeError if the finished call's Dask worker
+        was lost."""
         for i in self.idle:
             self.pending[i] = self.host_of[i].step_one(i, x)
         while True:

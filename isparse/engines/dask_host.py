@@ -99,7 +99,7 @@ class DaskHost(WorkerHost):
         return {"listening": server is not None and server.listening,
                 "connected": server is not None and server.connected}
 
-    async def round(self, x, monitor=None, measure=False):
+    async def round(self, x, monitor=False, measure=False):
         """:meth:`WorkerHost.round` as one pickled reply (read it with :func:`unpack_reply`); ``measure`` sizes the
         bytes Dask sends for the reply (the class docstring)."""
         batch, compute, _, memory = WorkerHost.round(self, x, monitor)

@@ -105,6 +105,7 @@ class WorkerHost:
         #: w, the model the workers compute at with a compressed downlink (EF21-P; w^{-1} = x^0); None without one
         self.w = np.array(x0, dtype=float) if self.downlink is not None else None
         self._shared = False        # the state is referenced by a snapshot: the next step must not write into it
+        self._x_star = None         # x*, kept for the memory term (reference)
         self._targets = None
         self._single = {}
 
@@ -132,14 +133,21 @@ class WorkerHost:
             return host_sums(self.method, batch, [batch.workers])
         return batch
 
-    def round(self, x, monitor: np.ndarray | None = None, measure: bool = False) -> tuple:
+    def reference(self, x_star: np.ndarray) -> None:
+        """Keep x* for the memory term (:meth:`memory`, ``round(..., monitor=True)``); the targets computed against
+        an earlier one are dropped."""
+        self._x_star = np.array(x_star, dtype=float)
+        self._targets = None
+
+    def round(self, x, monitor: bool = False, measure: bool = False) -> tuple:
         """One worker step of every hosted worker on the broadcast model (x^t, or a downlink message:
         :meth:`receive`).
 
         Parameters
         ----------
-        monitor : ndarray of shape (d,), optional
-            x*: also return the memory part of the Lyapunov function after the step.
+        monitor : bool, default False
+            Also return the memory part of the Lyapunov function after the step, against the kept x*
+            (:meth:`reference`).
         measure : bool
             Also return ``len(distributed.protocol.serialize_bytes(batch))``, the bytes Dask sends for the batch.
 
@@ -157,8 +165,11 @@ class WorkerHost:
         Raises
         ------
         RuntimeError
-            The hosted workers are not all at the same iteration.
+            The hosted workers are not all at the same iteration, or ``monitor`` without a :meth:`reference` (before
+            the step).
         """
+        if monitor and self._x_star is None:   # before the step: the workers stay where they were
+            raise self._no_reference()
         start = time.perf_counter()
         batch = self._reply(self._step(self.receive(x)))
         compute = time.perf_counter() - start
@@ -167,7 +178,7 @@ class WorkerHost:
             from distributed.protocol import serialize_bytes
 
             size = len(serialize_bytes(batch))
-        return batch, compute, size, (self.memory(monitor) if monitor is not None else None)
+        return batch, compute, size, (self.memory() if monitor else None)
 
     def step_one(self, i: int, x: np.ndarray):
         """Worker i's message: one step of the hosted logical worker i only, at the model it last received
@@ -205,15 +216,30 @@ class WorkerHost:
             self.w = np.array(xs[-1], dtype=float)
         return len(xs)
 
-    def memory(self, x_star: np.ndarray) -> float:
+    def memory(self, x_star: np.ndarray | None = None) -> float:
         """The memory part of the Lyapunov function summed over the hosted workers (``method._worker_memory``; NaN
-        without one). The targets (grad f_i(x*), or per-example gradients) are computed here once, where the data
-        live."""
+        without one), against ``x_star`` (kept, as by :meth:`reference`, when it differs from the kept x*) or, when
+        None, the kept x*. The targets (grad f_i(x*), or per-example gradients) are computed here once per x*, where
+        the data live.
+
+        Raises
+        ------
+        RuntimeError
+            ``x_star`` is None and no :meth:`reference` was given.
+        """
+        if x_star is not None and (self._x_star is None or not np.array_equal(x_star, self._x_star)):
+            self.reference(x_star)
+        if self._x_star is None:
+            raise self._no_reference()
         if self.method._worker_memory is None:
             return float("nan")
         if self._targets is None:
-            self._targets = self.method._worker_targets(self.data, x_star)
+            self._targets = self.method._worker_targets(self.data, self._x_star)
         return float(self.method._worker_memory(self.data, self.state, self._targets))
+
+    def _no_reference(self) -> RuntimeError:
+        return RuntimeError(f"{self.method.name}: the Lyapunov memory term needs x*, which this host was not given "
+                            f"(Engine.reference(x_star) once before the rounds with monitor=True)")
 
     def ping(self) -> list[int]:
         """The hosted worker ids (a cheap call to check the host is alive)."""

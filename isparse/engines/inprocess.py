@@ -52,7 +52,11 @@ class InProcessPool:
         self.placement = {i: "inprocess" for i in ids}
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}   # cumulative seconds; nothing is communicated
 
-    def exchange(self, x, monitor=None, down=None):
+    def reference(self, x_star):
+        """``Engine.reference`` (``WorkerHost.reference``: nothing travels)."""
+        self.host.reference(x_star)
+
+    def exchange(self, x, monitor=False, down=None):
         """``Engine.exchange``: one round of every worker (the batch is the emulated hosts' sums with ``hosts``)."""
         start = time.perf_counter()
         batch, _, _, memory = self.host.round(x if down is None else down, monitor)
@@ -122,9 +126,9 @@ class SimulatedAsync(AsynchronousView):
         self.means = 1.0 + spread * np.arange(n) / max(n, 1)
         self.models, self.events, self.now, self.idle = {}, [], 0.0, list(range(n))
 
-    def exchange(self, x, monitor=None):
+    def exchange(self, x, monitor=False):
         """``Engine.exchange``: the next message to finish, in simulated time (its worker is the next idle one; no
-        memory term)."""
+        memory term, whatever ``monitor``)."""
         for i in self.idle:                      # the idle workers get x and start their next step
             self.models[i] = x.copy()
             heapq.heappush(self.events, (self.now + self.rng.exponential(self.means[i]), i))

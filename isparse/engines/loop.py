@@ -5,7 +5,8 @@ Per iteration t: hand x^t to the idle workers and receive the next batch of mess
 asynchronous view the next single message to arrive), apply ``method.master_step``, count the
 bytes, and check ||x^{t+1} - x*||^2 <= tol * r_0. Every ``log_every`` iterations (and at t = 0 and
 the last one) a record is made: the monitors (objective, Lyapunov value) run only then; the
-workers' memory part of the Lyapunov value comes back with the round that ends on a logged step.
+workers' memory part of the Lyapunov value comes back with the round that ends on a logged step, computed by the
+hosts against the x* they were given once before the first round (``engine.reference``).
 """
 
 from __future__ import annotations
@@ -322,7 +323,7 @@ class MasterLoop:
         log_next = self.logged(self.t + 1)
         self.received[self.idle] = self.version
         self.models_sent += self.engine.downlink_copies(self.idle)
-        monitor = self.ref.x_star if log_next and self.wants_memory() else None
+        monitor = log_next and self.wants_memory()   # against the x* the hosts were given once (run)
         if self.downlink is None:
             batch, memory = self.engine.exchange(self.x, monitor)
         else:   # EF21-P: send C(x^t - w^{t-1}); master and hosts both make w^t, where the workers compute
@@ -367,6 +368,8 @@ class MasterLoop:
         (``checkpoint_every`` > 0), a checkpoint of the iteration it stopped at is handed to ``on_checkpoint`` first,
         so every interrupted run can be resumed."""
         opt = self.opt
+        if self.wants_memory():   # x* to the hosts once, outside the timed rounds (they keep it across a restore)
+            self.engine.reference(self.ref.x_star)
         bar = None
         if opt.progress:
             from tqdm.auto import tqdm

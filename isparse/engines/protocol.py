@@ -30,7 +30,14 @@ class Engine(Protocol):
     method: object
     placement: dict
 
-    def exchange(self, x: np.ndarray, monitor: np.ndarray | None = None, down=None) -> tuple[Messages, float | None]:
+    def reference(self, x_star: np.ndarray) -> None:
+        """Send x* to every host once; the hosts keep it for the memory term (``exchange(..., monitor=True)``).
+
+        The master loop calls it before the first round when its records need the memory term, so that x* does not
+        travel in the timed rounds.
+        """
+
+    def exchange(self, x: np.ndarray, monitor: bool = False, down=None) -> tuple[Messages, float | None]:
         """Hand x to the idle workers and return the next batch of messages, ordered by worker.
 
         A synchronous engine runs one round of every worker; an asynchronous view returns the next
@@ -40,8 +47,8 @@ class Engine(Protocol):
         ----------
         x : ndarray of shape (d,)
             The model the workers compute at: x^t, or w^t with a compressed downlink.
-        monitor : ndarray of shape (d,), optional
-            x*: also return the workers' Lyapunov memory term after the step.
+        monitor : bool, default False
+            Also return the workers' Lyapunov memory term after the step, against the x* given to :meth:`reference`.
         down : DownlinkMessage, optional
             A compressed downlink's message (synchronous engines only): what is sent instead of x; each host makes
             w^t from it (``isparse.compression.downlink``), equal to ``x`` bit for bit.
@@ -51,7 +58,12 @@ class Engine(Protocol):
         batch : Messages
             The workers' messages (their tau m blocks, Algorithms 1-8), ordered by worker index.
         memory : float or None
-            The memory term, or None when ``monitor`` is None.
+            The memory term, or None without ``monitor``.
+
+        Raises
+        ------
+        RuntimeError
+            ``monitor`` before any :meth:`reference` (a synchronous engine whose method has a worker memory).
         """
 
     def downlink_copies(self, workers: np.ndarray) -> int:
@@ -101,6 +113,10 @@ class AsynchronousView:
     """
 
     name = "asynchronous"
+
+    def reference(self, x_star):
+        """Nothing to keep: no Lyapunov memory term in an asynchronous run."""
+        pass
 
     def memory(self, x_star):
         """NaN: no Lyapunov memory term in an asynchronous run."""

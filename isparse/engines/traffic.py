@@ -45,9 +45,10 @@ STREAM_HEADER_BYTES = 1 << 16
 
 
 def request_limit(d: int) -> int:
-    """The largest round request a host reads, in bytes: x (or a downlink message) and x*, each at most d float64
-    values and d int64 ids, and :data:`STREAM_HEADER_BYTES`."""
-    return 32 * int(d) + STREAM_HEADER_BYTES
+    """The largest round request a host reads, in bytes: x or a downlink message, with room for d float64 values and
+    d int64 ids (x is d values; a message at most d values and d int32 ids), and :data:`STREAM_HEADER_BYTES` (x* is
+    not in a round: the hosts keep it, ``Engine.reference``)."""
+    return 16 * int(d) + STREAM_HEADER_BYTES
 
 
 def reply_limit(d: int, k: int) -> int:
