@@ -27,7 +27,7 @@ Our methods run on ``isparse.engines.dask.DaskPool`` (the shards are placed befo
 snapshots, ``snapshot_every=0``, since the peer has none either); their time to ε is ``time_to_eps_s`` of the run's
 records (``isparse.engines.to_eps``: the rounds' wall time from the first iteration to the first logged iterate at
 ε, the objective's evaluation excluded; run without the theorem's bound, so that no record fetches the workers'
-Lyapunov memory, which would send x* to every host), their up and down bytes those of the records (the values that cross the
+Lyapunov memory, which asks every host for its memory term), their up and down bytes those of the records (the values that cross the
 links). They run with ``messages.aggregate=host`` (where the library has that key: the page says which ran):
 a host sends one float64 sum of its two workers' messages, on the union of their coordinates (GD: one d-vector;
 ISEGA and DIANA in float64: the union of two masks), except with natural7 (a sum of coded values is not a coded

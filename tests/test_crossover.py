@@ -121,7 +121,7 @@ def test_quick_map(tmp_path):
         assert runs[label]["link_up"] >= runs[label]["up_total"] > 0   # IP bytes carry at least the values
         if res["aggregate"] == "host":   # x once per host: the records count what crosses the links
             assert runs[label]["link_down"] >= runs[label]["down_total"] > 0
-            # and nothing else of size crosses them (a monitor sending x* to the hosts would: 1/log_every x more)
+            # and nothing else of size crosses them
             assert runs[label]["link_down"] <= 1.1 * runs[label]["down_total"] + 100_000, (label, runs[label])
             if "natural7" not in label:   # float64 values: the IP and Dask overhead is a few per cent
                 assert runs[label]["link_up"] <= 1.1 * runs[label]["up_total"] + 100_000, (label, runs[label])

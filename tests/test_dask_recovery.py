@@ -31,6 +31,8 @@ def setup():
     # every round to all hosts at once, one thread per host (as rounds of large messages go)
     (signal.SIGKILL, 20, False, "stream-parallel", "float64"),
     pytest.param(signal.SIGSTOP, 3, False, "stream-parallel", "float64", marks=pytest.mark.slow),
+    # large d: the client keeps at most REPLAY_BYTES of models to replay, so it snapshots every 7 rounds, not 40
+    (signal.SIGKILL, 20, False, "stream-replay7", "float64"),
 ])
 def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, timeout, removed, rounds, downlink,
                                                                   monkeypatch):
@@ -40,6 +42,11 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
     from distributed import Client, LocalCluster
 
     from isparse.engines import dask as dask_engine
+
+    interval = 40
+    if rounds == "stream-replay7":
+        monkeypatch.setattr(dask_engine, "REPLAY_BYTES", 8 * setup.problem.d * 7 + 5)
+        rounds, interval = "stream", 7
 
     if rounds == "stream-parallel":
         monkeypatch.setattr(dask_engine, "_PARALLEL_BYTES", 0)
@@ -58,7 +65,11 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
         victim = sorted(set(pool.placement.values()))[-1]
         pid = client.run(os.getpid, workers=[victim])[victim]
 
+        assert pool.snapshot_interval == interval
+        longest = []
+
         def kill_at_150(rec):
+            longest.append(len(pool._since))
             if rec["step"] == 150:
                 os.kill(pid, sig)
                 deadline = time.time() + 30
@@ -73,7 +84,9 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
                 os.kill(pid, signal.SIGCONT)
     assert pool.restarts == 1 and res.records[-1]["worker_restarts"] == 1
     assert len(events) == 1 and events[0]["lost"] == [victim] and events[0]["workers"] == [2, 3]
-    assert events[0]["round"] == 150 and events[0]["replayed_rounds"] == 150 - 120   # snapshots at 0, 40, 80, 120
+    # snapshots at 0, 40, 80, 120 (or every 7 rounds: 147); never more models kept than the interval
+    assert events[0]["round"] == 150 and events[0]["replayed_rounds"] == 150 % interval
+    assert max(longest) <= interval
     assert victim not in pool.placement.values()
     if rounds == "stream":   # the round was made again over the new host's stream, opened after the recovery
         moved = set(events[0]["moved_to"])

@@ -30,7 +30,8 @@ Notes
 -----
 Lost Dask workers. Actors keep state across calls without a scheduler task per round, but die with their worker
 (docs/algorithms.md §8). The pool therefore keeps, on the client, a snapshot of every host's worker state and
-step counters, taken every ``snapshot_every`` rounds, and the models x broadcast since.
+step counters, taken every ``snapshot_every`` rounds (more often for large d: :data:`REPLAY_BYTES`), and the models x
+broadcast since.
 When an actor call or a round's stream raises a communication error (a closed stream: the Dask worker died) or
 does not answer within ``worker_timeout`` seconds, the logical workers of that Dask worker are recreated on the
 remaining Dask workers from their shards (still held by the client), given x* again if the lost ones had it, restored
@@ -57,6 +58,10 @@ from .traffic import (CODED_MESSAGE_OVERHEAD_BYTES, CODED_REPLY_EXTRA_BYTES, DEN
                       STREAM_DENSE_MESSAGE_OVERHEAD_BYTES, STREAM_REPLY_OVERHEAD_BYTES,
                       STREAM_SUPPORT_MESSAGE_EXTRA_BYTES, SUPPORT_MESSAGE_EXTRA_BYTES, WORKER_OVERHEAD_BYTES,
                       expected_traffic, reply_limit, request_limit)
+
+#: the most bytes of models (x, d float64 each) the client keeps to replay a recovered host's rounds: the recovery
+#: snapshot is taken often enough to stay below it (``DaskPool.snapshot_interval``), so the client holds O(d)
+REPLAY_BYTES = 64 << 20
 
 #: the values of ``DaskPool(rounds=...)`` (``cluster.rounds``)
 ROUNDS = ("stream", "actor")
@@ -110,10 +115,11 @@ class DaskPool:
         As :class:`~isparse.engines.inprocess.InProcessPool`'s; the shards are kept (a reference, no copy) to
         recreate lost workers.
     snapshot_every : int, default 50
-        Rounds between the client-side snapshots of the workers' states used for recovery; 0 turns
-        recovery off (a lost Dask worker then fails the run). Cost: one state fetch per
-        ``snapshot_every`` rounds (ISEGA n x d floats, ISAGA the SAGA tables; shared with a checkpoint
-        of the same round), and keeping up to ``snapshot_every`` models (d floats each) to replay.
+        Rounds between the client-side snapshots of the workers' states used for recovery, at most
+        :data:`REPLAY_BYTES` / (8 d) (so that the models kept to replay never exceed it: 8 rounds at d = 2^20); 0
+        turns recovery off (a lost Dask worker then fails the run). Cost: one state fetch per interval (ISEGA n x d
+        floats, ISAGA the SAGA tables; shared with a checkpoint of the same round), and keeping up to an interval of
+        models (d floats each) to replay.
     worker_timeout : float, default 60
         Seconds an actor call (or a round over the streams) may take before its Dask worker is declared lost.
     measure_every : int, default 50
@@ -178,6 +184,8 @@ class DaskPool:
         self.client, self.method, self.shards, self.x0 = client, method, shards, np.asarray(x0)
         self.source, self.aggregate = source, bool(aggregate)
         self.snapshot_every, self.worker_timeout, self.on_recovery = int(snapshot_every), float(worker_timeout), on_recovery
+        #: rounds between recovery snapshots: snapshot_every, fewer when the models to replay would pass REPLAY_BYTES
+        self.snapshot_interval = min(self.snapshot_every, max(1, REPLAY_BYTES // (8 * max(1, np.asarray(x0).size))))
         self.measure_every = max(1, int(measure_every))
         plan = source.plan if source is not None and source.plan is not None else place_workers(len(shards), addresses)
         self._hosts = [self._make_host(addr, ids) for addr, ids in plan.items()]
@@ -408,13 +416,13 @@ class DaskPool:
     def exchange(self, x, monitor=False, down=None):
         """``Engine.exchange``: one request and one reply per host, over its stream or as an actor call (``rounds``).
 
-        Every ``snapshot_every`` rounds (from round 0) the workers' states are first copied to the client; every
+        Every ``snapshot_interval`` rounds (from round 0) the workers' states are first copied to the client; every
         ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized); x is kept to
         replay a recovered host's rounds. A lost Dask worker is recovered from (the module's Notes) and the round made
         again on its replacement; a RuntimeError when recovery is off (``snapshot_every=0``) or every Dask worker was
         lost.
         """
-        if self.snapshot_every > 0 and self.rounds % self.snapshot_every == 0 and self._snapshot_round != self.rounds:
+        if self.snapshot_every > 0 and self.rounds % self.snapshot_interval == 0 and self._snapshot_round != self.rounds:
             self.snapshot()
         measure = self.rounds % self.measure_every == 0
         start = time.perf_counter()
@@ -553,5 +561,5 @@ class DaskPool:
 __all__ = ["ACTOR_LOST", "CODED_MESSAGE_OVERHEAD_BYTES", "CODED_REPLY_EXTRA_BYTES", "DENSE_MESSAGE_OVERHEAD_BYTES",
            "LOST", "REPLY_OVERHEAD_BYTES", "ROUNDS", "STREAM_CODED_MESSAGE_OVERHEAD_BYTES", "STREAM_CODED_REPLY_EXTRA_BYTES",
            "STREAM_DENSE_MESSAGE_OVERHEAD_BYTES", "STREAM_LOG", "STREAM_REPLY_OVERHEAD_BYTES",
-           "STREAM_SUPPORT_MESSAGE_EXTRA_BYTES", "SUPPORT_MESSAGE_EXTRA_BYTES", "WORKER_OVERHEAD_BYTES", "DaskAsync",
+           "STREAM_SUPPORT_MESSAGE_EXTRA_BYTES", "SUPPORT_MESSAGE_EXTRA_BYTES", "WORKER_OVERHEAD_BYTES", "REPLAY_BYTES", "DaskAsync",
            "DaskHost", "DaskPool", "place_workers", "reply_limit", "request_limit", "unpack_reply"]

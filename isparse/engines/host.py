@@ -134,10 +134,12 @@ class WorkerHost:
         return batch
 
     def reference(self, x_star: np.ndarray) -> None:
-        """Keep x* for the memory term (:meth:`memory`, ``round(..., monitor=True)``); the targets computed against
-        an earlier one are dropped."""
+        """Keep x* for the memory term (:meth:`memory`, ``round(..., monitor=True)``) and compute its targets here,
+        before the timed rounds (those of an earlier x* are dropped)."""
         self._x_star = np.array(x_star, dtype=float)
         self._targets = None
+        if self.method._worker_memory is not None:   # grad f_i(x*) now, before the timed rounds (also of a resume)
+            self._targets = self.method._worker_targets(self.data, self._x_star)
 
     def round(self, x, monitor: bool = False, measure: bool = False) -> tuple:
         """One worker step of every hosted worker on the broadcast model (x^t, or a downlink message:
