@@ -45,6 +45,22 @@ def test_dask_and_inprocess_iterates_agree(dask_client, algorithm, rounds, monke
     assert np.abs(local[-1] - local[0]).max() > 0.01   # the run moved
 
 
+@pytest.mark.parametrize("algorithm", ["gd", "isega", "ibgd"])
+def test_hosts_of_one_worker_agree_with_one_host_of_all(dask_client, algorithm):
+    """n = 2 on 2 Dask workers: each host holds one worker, whose rows it keeps as they are and whose gradients it
+    sums as A^T r (StackedGLM's one-worker paths); the in-process host of both workers sums them its own way: the same
+    iterates, to the bit."""
+    s = make(algorithm=algorithm, data=load_dataset("breast_cancer"), lam=0.1, n=2, block_size=2, seed=3)
+    run = dict(max_iter=40, tol=1e-300, keep_iterates=True, log_every=20)
+    local = np.array(s.run(InProcessPool(*s.pool_args()), **run).iterates)
+    pool = DaskPool(dask_client, *s.pool_args())
+    assert sorted(len(ids) for ids in pool.plan.values()) == [1, 1]
+    remote = np.array(s.run(pool, **run).iterates)
+    pool.close()
+    np.testing.assert_array_equal(remote, local)
+    assert np.abs(local[-1] - local[0]).max() > 0.01
+
+
 def test_the_streams_are_closed_with_the_pool(dask_client):
     """Each host listens until the client's stream is made, then not; after close() its stream is closed and nothing
     listens at its address (a connection is refused)."""

@@ -70,7 +70,8 @@ class StackedGLM:
         """How :meth:`grads_at` finds worker p's entries of column c (all found in ascending row order):
 
         - ``("table", C, seg)``: a CSC copy and seg of shape (d, k + 1), worker p's entries of column c being
-          C.data[seg[c, p]:seg[c, p + 1]] (when the table is at most 4 x nnz entries);
+          C.data[seg[c, p]:seg[c, p + 1]] (when the table is at most 4 x nnz entries; for one worker, the CSC's
+          column pointers);
         - ``("scan", ...)``: for large d, every hosted entry is tested against the sampled pairs through a
           (k, d) map, O(nnz + pairs) per call (when k x d fits :data:`MAP_ENTRIES`);
         - ``("keys", C, keys)``: otherwise, a binary search of col * R + row per pair.
@@ -78,6 +79,9 @@ class StackedGLM:
         if self._csc is None:
             C = self.A.tocsc()
             C.sort_indices()
+            if self.k == 1 and self.index in (None, "table"):   # worker 0's entries of column c: all of them
+                self._csc = ("table", C, np.stack([C.indptr[:-1], C.indptr[1:]], axis=1).astype(np.int64))
+                return self._csc
             cols = np.repeat(np.arange(self.d, dtype=np.int64), np.diff(C.indptr))
             keys = cols * self.R + C.indices
             kind = self.index or ("table" if self.d * (self.k + 1) <= 4 * max(C.nnz, self.d) else
