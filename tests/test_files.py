@@ -131,3 +131,42 @@ def test_bad_files_are_refused_in_one_line_naming_the_file_and_the_worker(tmp_pa
     for out in ("none", "features", "n", "missing"):
         assert not (tmp_path / out / "mlflow.db").exists()   # no run was made
     assert files
+
+
+@pytest.mark.filterwarnings("ignore:.*rows have no features")
+def test_a_killed_host_rereads_its_files_elsewhere_with_the_same_iterates(tmp_path):
+    """kill -9 of a Dask worker holding files at round 60: another worker reads them again (the read tasks' loose
+    restriction), the lost workers' state comes from the snapshot and their RowsHost from the same shards; the
+    iterates and the records equal those of the run without the kill, to the bit."""
+    import signal
+
+    from distributed import Client, LocalCluster
+
+    from isparse.data.files import expand, hosted_rows
+    from isparse.engines.dask import DaskPool
+    from isparse.runsetup import build
+    from isparse.spec import RunSpec
+
+    split_file(DATA_DIR / "a1a", tmp_path, 4)
+    spec = RunSpec.from_dict({"algorithm": "isega", "workers.n": 4, "workers.split": "contiguous",
+                              "problem.lam": 0.01, "max_iter": 120, "tol": 0})
+    runs = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        for kill in (False, True):
+            rows = hosted_rows(client, expand(f"{tmp_path}/part-*.svm"), n=4, lam=0.01)
+            setup = build(spec, problem=rows.problem)
+            pool = DaskPool(client, *setup.pool_args(), source=rows, snapshot_every=20, worker_timeout=30)
+            victim = sorted(rows.plan)[-1]
+            pid = client.run(os.getpid, workers=[victim])[victim]
+
+            def kill_at_60(rec, kill=kill):
+                if kill and rec["step"] == 60:
+                    os.kill(pid, signal.SIGKILL)
+
+            runs.append(setup.run(pool, max_iter=120, tol=0, keep_iterates=True, log_every=20, observer=kill_at_60))
+            assert pool.restarts == (1 if kill else 0) and rows.problem.hosts.remade == (1 if kill else 0)
+            pool.close()
+            rows.close()
+    np.testing.assert_array_equal(np.array(runs[1].iterates), np.array(runs[0].iterates))
+    assert [r["subopt"] for r in runs[1].records] == [r["subopt"] for r in runs[0].records]
