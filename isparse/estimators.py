@@ -41,7 +41,8 @@ from .errors import ConfigError
 PARAMS = {"algorithm": "algorithm", "workers.n": "n_workers", "tau": "tau", "blocks.size": "block_size",
           "messages.codec": "codec", "messages.downlink": "downlink", "problem.lam": "lam", "lam": "lam",
           "step.rule": "step_rule", "step.multiplier": "step_multiplier", "max_iter": "max_iter", "tol": "tol",
-          "seed": "random_state", "tracking.uri": "tracking_uri", "tracking.experiment": "experiment"}
+          "seed": "random_state", "tracking.uri": "tracking_uri", "tracking.experiment": "experiment",
+          "x_star": "x_star"}
 
 #: n when ``n_workers`` is None and the rows are in memory
 DEFAULT_WORKERS = 4
@@ -76,7 +77,7 @@ class _IsparseLinear(BaseEstimator):
 
     def __init__(self, lam=0.01, *, algorithm="isega", n_workers=None, workers_per_host=None, tau="auto", block_size=1,
                  codec="float64", downlink="float64", step_rule="theory", step_multiplier=1.0, max_iter=20000,
-                 tol=1e-8, fit_intercept=True, random_state=None, client=None, tracking_uri=None,
+                 tol=1e-8, x_star="solve", fit_intercept=True, random_state=None, client=None, tracking_uri=None,
                  experiment="isparse"):
         self.lam = lam
         self.algorithm = algorithm
@@ -90,6 +91,7 @@ class _IsparseLinear(BaseEstimator):
         self.step_multiplier = step_multiplier
         self.max_iter = max_iter
         self.tol = tol
+        self.x_star = x_star
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.client = client
@@ -142,6 +144,7 @@ class _IsparseLinear(BaseEstimator):
                 "blocks.size": self.block_size, "messages.codec": self.codec, "messages.downlink": self.downlink,
                 "problem.loss": self._loss, "problem.lam": self.lam, "step.rule": self.step_rule,
                 "step.multiplier": self.step_multiplier, "max_iter": self.max_iter, "tol": self.tol,
+                "x_star": self.x_star,
                 "seed": self._seed()}
         with renamed_errors():
             spec = RunSpec.from_dict(keys)
@@ -325,6 +328,10 @@ _DOC_PARAMS = """
         Iterations at most (``max_iter``); a ConvergenceWarning when reached before ``tol``.
     tol : float, default 1e-8
         Stop when ||x - x*||^2 <= tol r_0, x* solved to machine precision by the run's set-up (``tol``).
+    x_star : {{"solve", "none"}}, default "solve"
+        "none": solve no x* first (a large Dask collection: the set-up's Newton-CG passes over the data are saved);
+        ``history_`` then has ``objective`` and ``grad_norm_sq`` instead of ``dist_sq`` and ``subopt``, there is no
+        bound, and ``tol`` must be 0 (``x_star``).
     fit_intercept : bool, default True
         Append a column of ones to X: the intercept is its coefficient, penalized like the others (unlike
         scikit-learn's default; compare with ``fit_intercept=False`` on both sides).

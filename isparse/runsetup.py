@@ -233,6 +233,8 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
     if reference is None:
         reference = problem.reference()            # closed form, where the problem has one
     key = problem.reference_key(spec.workers.split, spec.workers.split_seed) if cache_dir is not None else None
+    if reference is None and spec.x_star == "none":   # nothing to measure against: NaNs, and no bound below
+        reference = Reference.unknown(problem.n, problem.d)
     if reference is None and key is not None:
         from .cache import load_or_make
 
@@ -260,6 +262,11 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
         from .theory.ef21p import downlink_bound
 
         bound = downlink_bound(method, problem, reference, ctx.x0, bound)
+    if not reference.solved:
+        from .theory.bound import NoBound
+
+        bound = NoBound(theorem="no bound on the distance is shown: no x* was solved (x_star=none)",
+                        gamma_theory=bound.gamma_theory, gamma=method.gamma)
     if not (np.isfinite(method.gamma) and method.gamma > 0):   # a last guard: never run with a NaN/inf/0 step
         raise ConfigError("step.multiplier", f"The stepsize of algorithm={cls.name} must be a finite number > 0; got "
                                              f"gamma = {method.gamma!r} (L = {problem.L!r}, mu = {problem.mu!r}, "

@@ -105,6 +105,13 @@ def _method_fits_run(spec: "RunSpec", key: str) -> None:
     check_spec(spec.algorithm.method_class(), spec)
 
 
+def _tol_needs_x_star(spec: "RunSpec", key: str) -> None:
+    """``tol`` stops on ||x - x*||^2: without x* (``x_star=none``) it must be 0."""
+    if spec.x_star == "none" and spec.tol > 0:
+        raise ConfigError("tol", f"The 'tol' parameter must be 0 with x_star=none (it stops on ||x - x*||^2, and no "
+                                 f"x* is solved: the run goes to max_iter); got {spec.tol!r}.")
+
+
 @dataclass
 class RunSpec(Section):
     """One run: method, data, problem, workers, blocks, tau, stepsize, seed and the stopping rule.
@@ -145,7 +152,13 @@ class RunSpec(Section):
     eps_on: str = param("subopt", OneOf("subopt", "dist_sq"),
                         "the measure of eps: subopt (F - F* <= eps (F(x0) - F*)) or dist_sq (||x - x*||^2 <= eps r0)")
 
-    rules = (_data_fits_run, _method_fits_run)
+    x_star: str = param("solve", OneOf("solve", "none"),
+                        "solve: x* is solved (closed form, cache, or Newton-CG on the hosts to machine precision) for "
+                        "the bound, dist_sq, subopt, tol and eps; none: no x* (a data set too large to solve first): "
+                        "the run logs F (objective) and ||grad f||^2 (grad_norm_sq), no bound on the distance, and "
+                        "tol must be 0")
+
+    rules = (_data_fits_run, _method_fits_run, _tol_needs_x_star)
 
     @classmethod
     def from_dict(cls, values: Mapping | None, key: str = ""):

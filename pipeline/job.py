@@ -325,9 +325,10 @@ def _finish(job, setup, pool, logger, name, checkpoint, result, observer, predic
         logger.set_tags({"stopped": note})
         if job.tol > 0:   # tol = 0 asks for all of max_iter
             log.warning("%s: %s; dist_sq/r0 = %.3e", name, note, last["dist_sq"] / max(derived["r0"], 1e-300))
-    log.info("%s: %d iterations, dist_sq %.3e (%s), converged=%s, uplink %d B, %.2f s",
-             name, result.iterations, last["dist_sq"], bound_text(bound, last["bound"]), result.converged,
-             last["uplink_bytes"], summary["wall_s_total"])
+    measured = f"dist_sq {last['dist_sq']:.3e}" if setup.reference.solved else \
+        f"F {last['objective']:.6e}, ||grad f||^2 {last['grad_norm_sq']:.3e}"
+    log.info("%s: %d iterations, %s (%s), converged=%s, uplink %d B, %.2f s", name, result.iterations, measured,
+             bound_text(bound, last["bound"]), result.converged, last["uplink_bytes"], summary["wall_s_total"])
     if job.compare.objective is not None:   # a sweeper that minimizes (Optuna) gets one number
         start = {"dist_sq": derived["r0"], "subopt": setup.problem.F(setup.x0) - derived["f_star"]}
         return objective(job.compare.objective, result, start)

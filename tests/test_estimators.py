@@ -141,6 +141,8 @@ def test_dask_fit_equals_in_process(dask_client):
     ({"block_size": 99}, ValueError, "'block_size'"),
     ({"random_state": -1}, ValueError, "'random_state'"),
     ({"codec": "nope"}, ValueError, "'codec'"),
+    ({"x_star": "none", "tol": 1e-6}, ValueError, "The 'tol' parameter must be 0 with x_star=none"),
+    ({"x_star": "maybe"}, ValueError, "'x_star'"),
 ])
 def test_bad_input_names_the_argument(change, error, names):
     rng = np.random.default_rng(0)
@@ -178,3 +180,24 @@ def test_tracked_fit_is_an_mlflow_run(tmp_path):
     assert run.data.metrics["summary/iterations"] == est.n_iter_
     with pytest.raises(ValueError, match="'tracking_uri'"):
         LogisticRegression(tracking_uri="mysql://nowhere").fit(X, y)
+
+
+def test_without_x_star_the_same_iterates_and_the_objective_its_gradient_instead():
+    """x_star="none" solves no x*: the iterates are those of the run that solves it (x* only measures), the records
+    carry F and ||grad f||^2 (checked against a direct computation), and no bound is given."""
+    X, y = _breast_cancer()
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    keys = dict(lam=0.1, algorithm="isega", tol=0, max_iter=150, random_state=0, fit_intercept=False)
+    solved = LogisticRegression(**keys).fit(X, y)
+    free = LogisticRegression(x_star="none", **keys).fit(X, y)
+    np.testing.assert_array_equal(free.coef_, solved.coef_)
+    last = free.history_.iloc[-1]
+    b = np.where(y == 1, 1.0, -1.0)
+    x = free.coef_.ravel()
+    F = np.mean(np.logaddexp(0.0, -b * (X @ x))) + 0.05 * x @ x
+    grad = -(X.T @ (b / (1.0 + np.exp(b * (X @ x))))) / len(y) + 0.1 * x
+    assert last["objective"] == pytest.approx(F, rel=1e-12)
+    assert last["grad_norm_sq"] == pytest.approx(grad @ grad, rel=1e-9)
+    assert np.isnan(last["dist_sq"]) and np.isnan(free.bound_) and "x_star=none" in free.bound_theorem_
+    assert free.history_["objective"].iloc[0] > last["objective"]   # it descended
+    assert "objective" not in solved.history_

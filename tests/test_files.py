@@ -170,3 +170,20 @@ def test_a_killed_host_rereads_its_files_elsewhere_with_the_same_iterates(tmp_pa
             rows.close()
     np.testing.assert_array_equal(np.array(runs[1].iterates), np.array(runs[0].iterates))
     assert [r["subopt"] for r in runs[1].records] == [r["subopt"] for r in runs[0].records]
+
+
+def test_without_x_star_the_hosts_solve_nothing_and_the_run_logs_the_objective(tmp_path):
+    """x_star=none on hosted files: no reference solve (no cache entry is made), the run logs F and ||grad f||^2 and
+    says that no bound is shown."""
+    split_file(DATA_DIR / "a1a", tmp_path / "data", 4)
+    out = tmp_path / "run"
+    proc = cli(out, "engine=dask", "data=libsvm_files", f"data.glob={tmp_path}/data/part-*.svm", "x_star=none",
+               "tol=0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "making the reference problem" not in proc.stderr and not list((out / "cache").glob("*.npz"))
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    (run,) = client.search_runs([client.get_experiment_by_name("isparse").experiment_id])
+    objective = [m.value for m in client.get_metric_history(run.info.run_id, "objective")]
+    assert len(objective) == 7 and objective[-1] < objective[0] < np.log(2) + 1e-12   # F(0) = log 2
+    assert [m.value for m in client.get_metric_history(run.info.run_id, "grad_norm_sq")][-1] > 0
+    assert "dist_sq" not in run.data.metrics and "no x* was solved (x_star=none)" in run.data.tags["bound_theorem"]

@@ -62,7 +62,8 @@ class RunResult:
         dist_sq <= tol * r_0 was reached (never with tol = 0).
     records : list of dict
         The logged metrics, one dict per logged iteration. Keys: ``step``; ``dist_sq`` (||x^t - x*||^2);
-        ``subopt`` (F(x^t) - F*); ``bound`` (the theorem's bound on its quantity, NaN when none applies);
+        ``subopt`` (F(x^t) - F*); without x* (``x_star=none``: both NaN) ``objective`` (F(x^t)) and
+        ``grad_norm_sq`` (||grad f(x^t)||^2); ``bound`` (the theorem's bound on its quantity, NaN when none applies);
         ``uplink_bytes`` and ``downlink_bytes`` (cumulative, bytes); ``wall_s`` (seconds since the loop started,
         i.e. after the cluster start, the data and the reference solve; read as the record begins, so it holds
         none of this record's monitors), ``time_monitor_s`` (seconds spent in the monitors of the earlier records:
@@ -276,11 +277,15 @@ class MasterLoop:
 
     def _record(self, dist_sq: float, memory: float | None, counters: dict) -> None:
         t, z = self.t, self.current()
-        rec = {"step": t, "dist_sq": dist_sq, "subopt": self.problem.F(z) - self.ref.F_star,
+        F = self.problem.F(z)
+        rec = {"step": t, "dist_sq": dist_sq, "subopt": F - self.ref.F_star,
                "bound": self.bound(t) if self.bound is not None else math.nan,
                "uplink_bytes": _bytes(self.uplink.sum()), "downlink_bytes": _bytes(self.models_sent * self.down_bytes),
                **counters}
-        if self.null_basis is not None:
+        if not self.ref.solved:   # no x* (x_star=none): what can be measured without it
+            rec["objective"] = F
+            rec["grad_norm_sq"] = float(np.sum(self.problem.grad(z) ** 2))
+        if self.null_basis is not None and self.ref.solved:
             rec["dist_sq_null"] = float(np.sum((self.null_basis.T @ (z - self.ref.x_star)) ** 2))
         if self.grad_sq[1]:
             rec["grad_norm_sq_avg"] = self.grad_sq[0] / self.grad_sq[1]
@@ -345,8 +350,14 @@ class MasterLoop:
             np.add.at(self.uplink, batch.workers, sent)
         else:                                     # a synchronous batch holds each worker once
             self.uplink[batch.workers] += sent
-        dist_sq = float(np.sum((self.current() - self.ref.x_star) ** 2))
-        check_divergence(self.t, dist_sq, self.r0, self.method.gamma, x_prev, self.method.codec)
+        if self.ref.solved:
+            dist_sq = float(np.sum((self.current() - self.ref.x_star) ** 2))
+            check_divergence(self.t, dist_sq, self.r0, self.method.gamma, x_prev, self.method.codec)
+        else:   # no x*: the iterate itself must stay finite
+            dist_sq = math.nan
+            if not np.all(np.isfinite(self.x)):
+                said = self.method.codec.overflow_hint()
+                raise DivergenceError(self.t, self.method.gamma, x_prev, f", or {said}" if said else "")
         if self.opt.keep_iterates:
             self.result.iterates.append(self.current().copy())
         self.track_gradient()
@@ -391,7 +402,7 @@ class MasterLoop:
         try:
             if hook is not None and hook(self) is False:
                 return self.result
-            while self.t < opt.max_iter and dist_sq > self.target:
+            while self.t < opt.max_iter and not dist_sq <= self.target:   # (NaN without x*: to max_iter)
                 if opt.should_stop is not None and opt.should_stop():
                     if checkpoints and saved != self.t:   # every interrupted run can be resumed, where it stopped
                         self.checkpoint()

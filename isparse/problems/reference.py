@@ -64,6 +64,17 @@ class Reference:
     local_grads: np.ndarray
     residual: float
 
+    @classmethod
+    def unknown(cls, n: int, d: int) -> "Reference":
+        """The reference of a run that solves no x* (``x_star=none``): every value NaN (:attr:`solved` False)."""
+        return cls(x_star=np.full(d, np.nan), F_star=float("nan"), local_grads=np.full((n, d), np.nan),
+                   residual=float("nan"))
+
+    @property
+    def solved(self) -> bool:
+        """bool: x* is known (False for :meth:`unknown`)."""
+        return bool(np.isfinite(self.F_star))
+
     @property
     def sum_sq_local_grads(self) -> float:
         """float: sum_i ||grad f_i(x*)||^2 (0 under Assumption 2; the D of Theorem 1's neighbourhood is built on it)."""
