@@ -68,7 +68,7 @@ def test_four_files_on_the_dask_workers_give_the_iterates_of_one_file(tmp_path):
 
 
 def test_each_worker_opens_only_its_files_and_the_client_none(dask_client, tmp_path):
-    from isparse.data.files import expand, hosted_rows
+    from isparse.data.files import expand, hosted_rows, read_libsvm_file
 
     files = [str(f) for f in split_file(DATA_DIR / "a1a", tmp_path, 4)]
     root = str(tmp_path)
@@ -94,7 +94,7 @@ def test_each_worker_opens_only_its_files_and_the_client_none(dask_client, tmp_p
     sys.addaudithook(lambda event, args: here.append(args[0]) if event == "open" and isinstance(args[0], str)
                      and args[0].startswith(root) else None)
     dask_client.run(watch)
-    rows = hosted_rows(dask_client, expand(f"{root}/part-*.svm"), n=4, lam=0.01)
+    rows = hosted_rows(dask_client, expand(f"{root}/part-*.svm"), read_libsvm_file, n=4, lam=0.01)
     try:
         opened = dask_client.run(seen)
         addresses = sorted(opened)
@@ -142,7 +142,7 @@ def test_a_killed_host_rereads_its_files_elsewhere_with_the_same_iterates(tmp_pa
 
     from distributed import Client, LocalCluster
 
-    from isparse.data.files import expand, hosted_rows
+    from isparse.data.files import expand, hosted_rows, read_libsvm_file
     from isparse.engines.dask import DaskPool
     from isparse.runsetup import build
     from isparse.spec import RunSpec
@@ -154,7 +154,7 @@ def test_a_killed_host_rereads_its_files_elsewhere_with_the_same_iterates(tmp_pa
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:
         for kill in (False, True):
-            rows = hosted_rows(client, expand(f"{tmp_path}/part-*.svm"), n=4, lam=0.01)
+            rows = hosted_rows(client, expand(f"{tmp_path}/part-*.svm"), read_libsvm_file, n=4, lam=0.01)
             setup = build(spec, problem=rows.problem)
             pool = DaskPool(client, *setup.pool_args(), source=rows, snapshot_every=20, worker_timeout=30)
             victim = sorted(rows.plan)[-1]
@@ -187,3 +187,61 @@ def test_without_x_star_the_hosts_solve_nothing_and_the_run_logs_the_objective(t
     assert len(objective) == 7 and objective[-1] < objective[0] < np.log(2) + 1e-12   # F(0) = log 2
     assert [m.value for m in client.get_metric_history(run.info.run_id, "grad_norm_sq")][-1] > 0
     assert "dist_sq" not in run.data.metrics and "no x* was solved (x_star=none)" in run.data.tags["bound_theorem"]
+
+
+def parquet_split(source: Path, out: Path, parts: int, d: int = 123) -> list[Path]:
+    """``source``'s rows as ``parts`` Parquet files (columns f1..f<d> dense, and y), cut as numpy.array_split cuts
+    them (pandas writes them, as dask.dataframe.to_parquet writes one file per partition)."""
+    import pandas as pd
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(source), n_features=d)
+    frame = pd.DataFrame(X.toarray(), columns=[f"f{j + 1}" for j in range(d)]).assign(y=y)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for k, rows in enumerate(np.array_split(np.arange(len(frame)), parts)):
+        files.append(out / f"part-{k}.parquet")
+        frame.iloc[rows].to_parquet(files[-1], index=False)
+    return files
+
+
+@pytest.mark.filterwarnings("ignore:.*rows have no features")
+def test_parquet_files_give_the_iterates_of_the_same_rows_in_libsvm_files(dask_client, tmp_path):
+    from isparse.data.files import expand, hosted_rows
+    from isparse.data.sources import source
+    from isparse.engines.dask import DaskPool
+    from isparse.runsetup import build
+    from isparse.spec import RunSpec
+
+    split_file(DATA_DIR / "a1a", tmp_path / "svm", 4)
+    parquet_split(DATA_DIR / "a1a", tmp_path / "pq", 4)
+    spec = RunSpec.from_dict({"algorithm": "isega", "workers.n": 4, "workers.split": "contiguous",
+                              "problem.lam": 0.01, "max_iter": 40, "tol": 0})
+    iterates = []
+    for kind, glob, keys in (("libsvm_files", f"{tmp_path}/svm/part-*.svm", {"n_features": 123}),
+                             ("parquet_files", f"{tmp_path}/pq/part-*.parquet", {})):
+        src = source(kind, glob=glob, **keys)
+        rows = hosted_rows(dask_client, expand(glob), src.reader(), n=4, lam=0.01, n_features=keys.get("n_features"))
+        try:
+            setup = build(spec, problem=rows.problem)
+            pool = DaskPool(dask_client, *setup.pool_args(), source=rows)
+            iterates.append(np.array(setup.run(pool, max_iter=40, tol=0, keep_iterates=True, log_every=20).iterates))
+            pool.close()
+        finally:
+            rows.close()
+        assert rows.problem.d == 123
+    np.testing.assert_array_equal(iterates[1], iterates[0])
+    assert np.abs(iterates[0][-1] - iterates[0][0]).max() > 1e-3
+
+
+def test_parquet_files_with_other_columns_are_refused_naming_the_file_and_the_worker(tmp_path):
+    files = parquet_split(DATA_DIR / "a1a", tmp_path / "pq", 4)
+    import pandas as pd
+
+    frame = pd.read_parquet(files[2])
+    frame.drop(columns=["f7"]).to_parquet(files[2], index=False)
+    line = one_line(cli(tmp_path / "run", "engine=dask", "data=parquet_files", f"data.glob={tmp_path}/pq/*.parquet"))
+    assert (f"data.glob: {files[2]} has 122 feature columns ('f1', 'f2', 'f3', 'f4', 'f5', 'f6', ... (122 in all)), "
+            f"{files[0]} has 123") in line and "every file must have the same features (read on the Dask worker tcp://" \
+        in line
+    assert not (tmp_path / "run" / "mlflow.db").exists()

@@ -208,7 +208,7 @@ def test_every_algorithm_and_data_set_has_a_config(compose):
     store = ConfigStore.instance()
     assert {n.removesuffix(".yaml") for n in store.list("algorithm")} == set(METHODS)
     assert {n.removesuffix(".yaml") for n in store.list("data")} == set(NAMED_FILES) | {
-        "breast_cancer", "libsvm", "libsvm_files", "quadratic"} == set(SOURCES)
+        "breast_cancer", "libsvm", "libsvm_files", "parquet_files", "quadratic"} == set(SOURCES)
     for name, cls in METHODS.items():
         assert OmegaConf.to_container(compose([f"algorithm={name}"]).algorithm) == cls.options(name=name).to_dict()
     for name, source in SOURCES.items():

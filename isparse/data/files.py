@@ -1,12 +1,13 @@
-"""A data set in many LIBSVM files, each read by the Dask worker it is given to: :func:`hosted_rows`.
+"""A data set in many files (LIBSVM, or Parquet), each read by the Dask worker it is given to: :func:`hosted_rows`.
 
 The client expands the glob (names and sizes only: it opens no file) and gives the files, in sorted order, to the
 Dask workers sorted by address, in contiguous groups as even as ``numpy.array_split`` makes them (file k to worker k
-when they are as many). A task pinned there reads the file
-(:func:`isparse.data.libsvm.read_libsvm`, every check of a one-file read, an error naming the file and the worker),
-and its rows become that worker's shards (:meth:`isparse.data.dask_collection.DaskRows.hosted`). Only small
-summaries reach the client: each file's rows, largest feature index and labels. The restriction is loose, so a file
-whose worker is lost is read again by another (Dask recomputes the lost shards from this graph).
+when they are as many). A task pinned there reads each (:func:`read_file` with a reader: :func:`read_libsvm_file`,
+every check of a one-file read, or :func:`read_parquet_file`, a label column and numeric feature columns; an error
+names the file and the worker), and their rows become that worker's shards
+(:meth:`isparse.data.dask_collection.DaskRows.hosted`). Only small summaries reach the client: each file's rows,
+columns and labels. The restriction is loose, so a file whose worker is lost is read again by another (Dask
+recomputes the lost shards from this graph).
 
 The logical workers are the files' rows in order, each file split into ``workers.n / files`` contiguous parts
 (:func:`file_parts`): the rows of one file in the order of the sorted names, split as ``workers.split=contiguous``
@@ -25,7 +26,8 @@ import scipy.sparse as sp
 
 from ..errors import ConfigError, DataError
 
-__all__ = ["expand", "file_parts", "fingerprint", "hosted_rows", "read_files"]
+__all__ = ["expand", "file_parts", "fingerprint", "hosted_rows", "read_file", "read_files", "read_libsvm_file",
+           "read_parquet_file"]
 
 
 def expand(pattern: str, key: str = "data.glob") -> list[str]:
@@ -79,31 +81,94 @@ def _here() -> str:
         return "the client"
 
 
-def read_file(path: str, n_features, empty_rows: str):
-    """Read one file where this task runs: (A, y, empty rows), A CSR of shape (rows, largest index or
-    ``n_features``), y the raw labels. A DataError names the file and the Dask worker."""
+def read_libsvm_file(path: str, n_features=None, empty_rows: str = "keep") -> tuple:
+    """A LIBSVM file as a part: (A CSR of shape (rows, largest index or ``n_features``), y its raw labels, the rows
+    without features, None: no column names), with every check of :func:`isparse.data.libsvm.read_libsvm`."""
     import warnings
 
     from .libsvm import read_libsvm
 
+    with warnings.catch_warnings(record=True):   # empty rows: counted, said once by the client
+        warnings.simplefilter("always")
+        A, y = read_libsvm(path, n_features, empty_rows)
+    return A, y, int(np.count_nonzero(np.diff(A.indptr) == 0)), None
+
+
+def read_parquet_file(path: str, label: str = "y", features=None) -> tuple:
+    """A Parquet file as a part: (A CSR of its feature columns, float64, zeros dropped; y its ``label`` column; 0;
+    the feature columns' names). ``features``: the columns to take, in order (None: every column but ``label``, in
+    the file's order).
+
+    Raises
+    ------
+    DataError
+        No ``label`` column, a feature column that is missing or not numeric, a NaN or infinite value (naming the
+        row and the column).
+    """
+    import pyarrow
+    import pyarrow.parquet as pq
+
     try:
-        with warnings.catch_warnings(record=True):   # empty rows: counted, said once by the client
-            warnings.simplefilter("always")
-            A, y = read_libsvm(path, n_features, empty_rows)
+        names = pq.read_schema(path).names
+    except pyarrow.ArrowException as exc:
+        raise DataError(f"{path} is not a Parquet file ({type(exc).__name__}: {exc}).") from None
+    if label not in names:
+        raise DataError(f"{path} has no label column {label!r} (data.label); its columns: {_few(names)}.")
+    wanted = [c for c in names if c != label] if features is None else list(features)
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise DataError(f"{path} has no feature column {missing[0]!r} (data.features); its columns: {_few(names)}.")
+    table = pq.read_table(path, columns=[*wanted, label])
+    try:
+        X = np.column_stack([table.column(c).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+                             for c in wanted]) if wanted else np.zeros((table.num_rows, 0))
+        y = table.column(label).to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{path}: a feature or label column is not numeric ({exc}).") from None
+    bad = ~np.isfinite(X)
+    if bad.any():
+        row, col = map(int, np.argwhere(bad)[0])
+        raise DataError(f"{path}: row {row + 1}, column {wanted[col]!r} is {X[row, col]}; the features must be finite.")
+    if not np.all(np.isfinite(y)) or np.unique(y).size > 2:
+        from .dataset import to_pm1
+
+        to_pm1(y, str(path))   # raises, naming the row of the NaN or of the third label
+    return sp.csr_matrix(X), y, 0, wanted
+
+
+def _few(names) -> str:
+    names = list(names)
+    return ", ".join(map(repr, names[:6])) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+
+
+def read_file(path: str, reader) -> tuple:
+    """``reader(path)`` where this task runs (:func:`read_libsvm_file`, :func:`read_parquet_file`, bound to their
+    options); a DataError names the file and the Dask worker (or the client)."""
+    try:
+        part = reader(path)
     except DataError as exc:
         raise DataError(f"data.glob: {exc} (read on {_here()})") from None
     except OSError as exc:
         raise DataError(f"data.glob: {path} cannot be read on {_here()}: {type(exc).__name__}: {exc}") from None
-    if A.shape[0] == 0:
+    if part[0].shape[0] == 0:
         raise DataError(f"data.glob: {path} holds no rows (read on {_here()}).")
-    return A, y, int(np.count_nonzero(np.diff(A.indptr) == 0))
+    return part
 
 
 def _summary(part) -> tuple:
-    """(rows, largest feature index (columns), the labels, empty rows) of a read file."""
-    A, y, empty = part
-    top = int(A.indices.max()) + 1 if A.nnz else 0
-    return A.shape[0], top, np.unique(y), empty
+    """(rows, columns (the largest feature index for LIBSVM), the labels, empty rows, the column names) of a part."""
+    A, y, empty, names = part
+    top = A.shape[1] if names is not None else (int(A.indices.max()) + 1 if A.nnz else 0)
+    return A.shape[0], top, np.unique(y), empty, names
+
+
+def _same_columns(names, files, where) -> None:
+    """A DataError naming the first file (and its worker) whose feature columns differ from the first file's."""
+    for f, w, cols in zip(files, where, names):
+        if cols is not None and cols != names[0]:
+            raise DataError(f"data.glob: {f} has {len(cols)} feature columns ({_few(cols)}), {files[0]} has "
+                            f"{len(names[0])} ({_few(names[0])}): every file must have the same features (read on "
+                            f"{w}).")
 
 
 def _rows_of(part, d: int):
@@ -143,16 +208,20 @@ def _classes(labels, files, where) -> np.ndarray:
     return classes
 
 
-def hosted_rows(client, files: list[str], *, n: int, n_features=None, empty_rows: str = "keep",
-                loss: str = "logistic", lam: float = 0.001, penalty: str = "l2", fingerprint: dict | None = None):
-    """The rows of ``files`` on the Dask workers of ``client``, each file read by one worker (the module docstring),
-    as the shards of ``n`` logical workers: a :class:`~isparse.data.dask_collection.DaskRows`.
+def hosted_rows(client, files: list[str], reader, *, n: int, n_features=None, loss: str = "logistic",
+                lam: float = 0.001, penalty: str = "l2", fingerprint: dict | None = None, empty_rows: str = "keep"):
+    """The rows of ``files`` on the Dask workers of ``client``, each file read by one worker with ``reader`` (a
+    picklable ``reader(path)``: :func:`read_libsvm_file` or :func:`read_parquet_file` with their options bound; the
+    module docstring), as the shards of ``n`` logical workers: a :class:`~isparse.data.dask_collection.DaskRows`.
+    ``n_features``: d (LIBSVM; None: the largest index of all files); ``empty_rows``: what the reader did with rows
+    without features (``keep``: one warning here counts them).
 
     Raises
     ------
     DataError
-        A file that cannot be read on its worker (missing there, not readable, not LIBSVM, an index past
-        ``n_features``, NaN or inf), naming the file and the worker; not two labels in all.
+        A file that cannot be read on its worker (missing there, not readable, not LIBSVM or Parquet, an index
+        past ``n_features``, NaN or inf), naming the file and the worker; feature columns that differ from the first
+        file's (naming the file and its worker); not two labels in all.
     ConfigError
         (``workers.n``) n not a multiple of the files or more than they can split.
     """
@@ -167,7 +236,7 @@ def hosted_rows(client, files: list[str], *, n: int, n_features=None, empty_rows
         raise RuntimeError("the Dask cluster has no workers")
     given = [addresses[g] for g, part in enumerate(np.array_split(np.arange(len(files)), len(addresses)))
              for _ in part]   # contiguous groups of files, in address order: the workers are numbered in file order
-    parts = [client.submit(read_file, f, n_features, empty_rows, workers=[a], allow_other_workers=True, pure=False)
+    parts = [client.submit(read_file, f, reader, workers=[a], allow_other_workers=True, pure=False)
              for f, a in zip(files, given)]
     wait(parts)
     for f in parts:   # the first file that failed, in order
@@ -177,6 +246,7 @@ def hosted_rows(client, files: list[str], *, n: int, n_features=None, empty_rows
     holder = [sorted(where[f.key])[0] for f in parts]
     summaries = client.gather([client.submit(_summary, p, workers=[a], pure=False) for p, a in zip(parts, holder)])
     rows = [s[0] for s in summaries]
+    _same_columns([s[4] for s in summaries], files, [f"the Dask worker {a}" for a in holder])
     d = _dimension([s[1] for s in summaries], files, n_features)
     classes = _classes([s[2] for s in summaries], files, holder) if loss == "logistic" else None
     empty = sum(s[3] for s in summaries)
@@ -188,22 +258,24 @@ def hosted_rows(client, files: list[str], *, n: int, n_features=None, empty_rows
           for p, a in zip(parts, holder)]
     ys = [client.submit(_labels_of, p, workers=[a], allow_other_workers=True, pure=False)
           for p, a in zip(parts, holder)]
-    return DaskRows.hosted(client, xs, ys, holder, rows, d, classes, f"{len(files)} LIBSVM files read where they are",
+    return DaskRows.hosted(client, xs, ys, holder, rows, d, classes, f"{len(files)} files read where they are",
                            loss=loss, lam=lam, penalty=penalty, fit_intercept=False, workers_per_partition=k,
                            fingerprint=fingerprint)
 
 
-def read_files(files: list[str], n_features=None, empty_rows: str = "keep"):
+def read_files(files: list[str], reader, n_features=None):
     """The files read here one after the other, as one data set (what :func:`hosted_rows` splits over the
     workers): (A CSR of shape (N, d), y the raw labels, the rows of each file), d ``n_features`` or the largest
-    index of all.
+    index of all (the feature columns of Parquet files).
 
     Raises
     ------
     DataError
-        As :func:`read_file`.
+        As :func:`read_file`, and files whose feature columns differ.
     """
-    read = [read_file(f, n_features, empty_rows) for f in files]
-    d = _dimension([_summary(p)[1] for p in read], files, n_features)
+    read = [read_file(f, reader) for f in files]
+    summaries = [_summary(p) for p in read]
+    _same_columns([s[4] for s in summaries], files, ["the client"] * len(files))
+    d = _dimension([s[1] for s in summaries], files, n_features)
     A = sp.vstack([_rows_of(p, d) for p in read], format="csr")
     return A, np.concatenate([p[1] for p in read]), [p[0].shape[0] for p in read]

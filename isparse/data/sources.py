@@ -31,7 +31,8 @@ from .dataset import Dataset
 from .named import DATA_DIR_ENV, NAMED_FILES
 from .registry import SOURCES, register, source_class
 from ..errors import ConfigError, DeclarationError, keys
-from ..params import Interval, Nullable, OneOf, Section, Text, check_options_declaration, param, required
+from ..params import (Interval, ListOf, Nullable, OneOf, Section, Text, check_options_declaration, param,
+                      required)
 from ..paths import PathValue
 
 EMPTY_ROWS = ("keep", "drop", "error")
@@ -374,19 +375,17 @@ class LibsvmFile(_LibsvmSource):
         return {**self.to_dict(), "path": str(self.file())}
 
 
-@dataclass
-class LibsvmFiles(_LibsvmSource):
-    """A data set in many LIBSVM files, ``data.glob`` (:mod:`isparse.data.files`): with ``engine=dask`` each Dask
-    worker reads the files given to it and the client none; in-process they are read one after the other. The rows
-    of each file are split into ``workers.n / files`` workers, file after file in sorted order."""
+class _Files:
+    """What the sources of a data set in many files share (:mod:`isparse.data.files`): ``data.glob``, the split by
+    file, the client's fingerprint of the names, and the rows read by the Dask workers (``hosted``). A subclass
+    (also a :class:`DataSource`) says how a file is read (:meth:`reader`)."""
 
-    name: str = param("libsvm_files", OneOf("libsvm_files"), "the data set")
-    glob: Optional[str] = param(None, Nullable(Text()),
-                                "the files, a glob pattern ('**' recursive; relative: the command's directory), "
-                                "matched on the client; each must be readable at the same path by the Dask worker it "
-                                "is given to (engine=dask)")
     #: the rows are read by the Dask workers themselves (``read_hosted``), not by the client, with ``engine=dask``
     hosted: ClassVar[bool] = True
+
+    def reader(self):
+        """``reader(path)`` -> a part (:func:`isparse.data.files.read_file`'s), picklable."""
+        raise NotImplementedError
 
     def check_run(self, spec, key="data"):
         """Require ``data.glob``; the split is by file, so ``workers.split`` must say so (contiguous, seed 0); the
@@ -398,18 +397,18 @@ class LibsvmFiles(_LibsvmSource):
             (``<key>.glob``) no pattern; (``workers.split``, ``workers.split_seed``, ``problem.reg``) another value.
         """
         if self.glob is None:
-            raise required(f"{key}.glob", "a glob of LIBSVM files for data=libsvm_files")
+            raise required(f"{key}.glob", f"a glob of files for data={self.name}")
         w = spec.workers
         if w.split != "contiguous":
             raise ConfigError("workers.split", f"The 'workers.split' parameter must be contiguous for "
-                                               f"data=libsvm_files (each file's rows stay with the worker that reads "
+                                               f"data={self.name} (each file's rows stay with the worker that reads "
                                                f"it, split in file order); got {w.split!r}.")
         if w.split_seed != 0:
             raise ConfigError("workers.split_seed", f"The 'workers.split_seed' parameter must be 0 for "
-                                                    f"data=libsvm_files (no rows are shuffled: it would be ignored); "
+                                                    f"data={self.name} (no rows are shuffled: it would be ignored); "
                                                     f"got {w.split_seed!r}.")
         if spec.problem.reg != "none":
-            raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for data=libsvm_files (its "
+            raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for data={self.name} (its "
                                              f"rows stay on their workers, whose problem has no R); got "
                                              f"{spec.problem.reg!r}.")
 
@@ -431,9 +430,8 @@ class LibsvmFiles(_LibsvmSource):
         from .files import read_files
 
         files = self.files()
-        with keys(n_features="data.n_features", empty_rows="data.empty_rows"):
-            A, y, self._sizes = read_files(files, self.n_features, self.empty_rows)
-        return Dataset(A=A, b=to_pm1(y, self.glob), name=self.name, source=f"{len(files)} LIBSVM files {self.glob}",
+        A, y, self._sizes = read_files(files, self.reader(), getattr(self, "n_features", None))
+        return Dataset(A=A, b=to_pm1(y, self.glob), name=self.name, source=f"{len(files)} files {self.glob}",
                        labels=label_mapping(y))
 
     def problem(self, spec, dataset, parts):
@@ -442,12 +440,11 @@ class LibsvmFiles(_LibsvmSource):
         from .files import file_parts, read_file
 
         del parts
-        sizes = self.__dict__.get("_sizes") or [read_file(f, self.n_features, self.empty_rows)[0].shape[0]
-                                                 for f in self.files()]
+        sizes = self.__dict__.get("_sizes") or [read_file(f, self.reader())[0].shape[0] for f in self.files()]
         k = file_parts(sizes, spec.workers.n)
         lo = np.concatenate([[0], np.cumsum(sizes)])
         split = [p for a, b in zip(lo[:-1], lo[1:]) for p in np.array_split(np.arange(a, b), k)]
-        return super().problem(spec, dataset, split)
+        return DataSource.problem(self, spec, dataset, split)
 
     def read_hosted(self, client, spec):
         """The rows read by the Dask workers of ``client``, as the shards of ``spec``'s workers
@@ -457,9 +454,55 @@ class LibsvmFiles(_LibsvmSource):
 
         files = self.files()
         with keys(lam=lam_key(spec)):
-            return hosted_rows(client, files, n=spec.workers.n, n_features=self.n_features,
-                               empty_rows=self.empty_rows, loss=spec.problem.loss, lam=spec.lam,
+            return hosted_rows(client, files, self.reader(), n=spec.workers.n,
+                               n_features=getattr(self, "n_features", None),
+                               empty_rows=getattr(self, "empty_rows", "keep"), loss=spec.problem.loss, lam=spec.lam,
                                penalty=spec.problem.penalty, fingerprint=fingerprint(files, self.glob))
+
+
+_GLOB_DOC = ("the files, a glob pattern ('**' recursive; relative: the command's directory), matched on the client; "
+             "each must be readable at the same path by the Dask worker it is given to (engine=dask)")
+
+
+@dataclass
+class LibsvmFiles(_Files, _LibsvmSource):
+    """A data set in many LIBSVM files, ``data.glob`` (:mod:`isparse.data.files`): with ``engine=dask`` each Dask
+    worker reads the files given to it and the client none; in-process they are read one after the other. The rows
+    of each file are split into ``workers.n / files`` workers, file after file in sorted order."""
+
+    name: str = param("libsvm_files", OneOf("libsvm_files"), "the data set")
+    glob: Optional[str] = param(None, Nullable(Text()), _GLOB_DOC)
+
+    def reader(self):
+        """:func:`isparse.data.files.read_libsvm_file` with ``data.n_features`` and ``data.empty_rows``."""
+        import functools
+
+        from .files import read_libsvm_file
+
+        return functools.partial(read_libsvm_file, n_features=self.n_features, empty_rows=self.empty_rows)
+
+
+@dataclass
+class ParquetFiles(_Files, DataSource):
+    """A data set in many Parquet files, ``data.glob``, as Dask users keep tables (``dask.dataframe.to_parquet``
+    writes one file per partition): numeric feature columns and a binary label column. Read as
+    ``data=libsvm_files`` reads (:mod:`isparse.data.files`); every file must have the same feature columns."""
+
+    name: str = param("parquet_files", OneOf("parquet_files"), "the data set")
+    glob: Optional[str] = param(None, Nullable(Text()), _GLOB_DOC)
+    label: str = param("y", Text(), "the label column (two values, mapped to -1, +1: the smaller to -1)")
+    features: Optional[list] = param(None, Nullable(ListOf(Text())), "the feature columns, in order (null: every column "
+                                                              "but the label, in the first file's order)")
+    lam: float = param(0.001, Interval(float, 0.0, None), DataSource.__dataclass_fields__["lam"].metadata["doc"])
+
+    def reader(self):
+        """:func:`isparse.data.files.read_parquet_file` with ``data.label`` and ``data.features``."""
+        import functools
+
+        from .files import read_parquet_file
+
+        return functools.partial(read_parquet_file, label=self.label,
+                                 features=None if self.features is None else list(self.features))
 
 
 @dataclass
