@@ -113,6 +113,7 @@ def one_line(proc) -> str:
     return lines[0]
 
 
+@pytest.mark.slow   # the default run keeps the iterates' equalities; CI's slow command runs this
 def test_bad_files_are_refused_in_one_line_naming_the_file_and_the_worker(tmp_path):
     files = split_file(DATA_DIR / "a1a", tmp_path / "data", 4)
     dask = ["engine=dask", "data=libsvm_files"]
@@ -133,6 +134,7 @@ def test_bad_files_are_refused_in_one_line_naming_the_file_and_the_worker(tmp_pa
     assert files
 
 
+@pytest.mark.slow   # the default run keeps the iterates' equalities; CI's slow command runs this
 @pytest.mark.filterwarnings("ignore:.*rows have no features")
 def test_a_killed_host_rereads_its_files_elsewhere_with_the_same_iterates(tmp_path):
     """kill -9 of a Dask worker holding files at round 60: another worker reads them again (the read tasks' loose
@@ -172,6 +174,7 @@ def test_a_killed_host_rereads_its_files_elsewhere_with_the_same_iterates(tmp_pa
     assert [r["subopt"] for r in runs[1].records] == [r["subopt"] for r in runs[0].records]
 
 
+@pytest.mark.slow   # the default run keeps the iterates' equalities; CI's slow command runs this
 def test_without_x_star_the_hosts_solve_nothing_and_the_run_logs_the_objective(tmp_path):
     """x_star=none on hosted files: no reference solve (no cache entry is made), the run logs F and ||grad f||^2 and
     says that no bound is shown."""
@@ -234,6 +237,7 @@ def test_parquet_files_give_the_iterates_of_the_same_rows_in_libsvm_files(dask_c
     assert np.abs(iterates[0][-1] - iterates[0][0]).max() > 1e-3
 
 
+@pytest.mark.slow   # the default run keeps the iterates' equalities; CI's slow command runs this
 def test_parquet_files_with_other_columns_are_refused_naming_the_file_and_the_worker(tmp_path):
     files = parquet_split(DATA_DIR / "a1a", tmp_path / "pq", 4)
     import pandas as pd
