@@ -265,41 +265,21 @@ def test_a_killed_host_is_recovered_with_the_same_iterates():
     """kill -9 of a Dask worker holding partitions at round 150: its logical workers come back on the other worker
     from their partitions (recomputed by Dask from X's graph), their state from the snapshot, its RowsHost from the
     same shards; the iterates and the records' objective equal those of the run without the kill, to the bit."""
-    import os
-    import signal
-
-    from distributed import Client, LocalCluster
-
     from isparse.data.dask_collection import DaskRows
-    from isparse.engines.dask import DaskPool
-    from isparse.runsetup import build
+    from killing import same_iterates_with_a_host_killed
 
     X, y = load_svmlight_file(str(DATA_DIR / "a1a"), n_features=123)
     est = LogisticRegression(lam=1e-3, algorithm="isega", random_state=2)
-    runs = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        Xd, yd = _dask(X.tocsr(), y, 4, client)   # from_array: in the graph, so Dask can recompute a lost chunk
-        plans = []
-        for kill in (False, True):
-            rows = DaskRows.of(Xd, yd, client=client, lam=est.lam)
-            plans.append(rows.plan)
-            setup = build(est.run_spec(rows.n), problem=rows.problem)
-            pool = DaskPool(client, *setup.pool_args(), source=rows, snapshot_every=40, worker_timeout=30)
-            victim = sorted(rows.plan)[-1]
-            pid = client.run(os.getpid, workers=[victim])[victim]
 
-            def kill_at_150(rec, kill=kill):
-                if kill and rec["step"] == 150:
-                    os.kill(pid, signal.SIGKILL)
+    made = {}
 
-            runs.append(setup.run(pool, max_iter=300, tol=0, keep_iterates=True, log_every=50, observer=kill_at_150))
-            assert pool.restarts == (1 if kill else 0) and rows.problem.hosts.remade == (1 if kill else 0)
-            pool.close()
-            rows.close()
+    def rows_of(client):   # from_array: in the graph, so Dask can recompute a lost chunk; made once, fitted twice
+        made.setdefault("Xy", _dask(X.tocsr(), y, 4, client))
+        return DaskRows.of(*made["Xy"], client=client, lam=est.lam)
+
+    plans = same_iterates_with_a_host_killed(rows_of, lambda rows: est.run_spec(rows.n), at=150, max_iter=300,
+                                             log_every=50, snapshot_every=40)
     assert plans[0] == plans[1] and len(plans[0]) == 2
-    np.testing.assert_array_equal(np.array(runs[1].iterates), np.array(runs[0].iterates))
-    assert [r["subopt"] for r in runs[1].records] == [r["subopt"] for r in runs[0].records]
 
 
 @pytest.mark.slow

@@ -140,38 +140,16 @@ def test_a_killed_host_rereads_its_files_elsewhere_with_the_same_iterates(tmp_pa
     """kill -9 of a Dask worker holding files at round 60: another worker reads them again (the read tasks' loose
     restriction), the lost workers' state comes from the snapshot and their RowsHost from the same shards; the
     iterates and the records equal those of the run without the kill, to the bit."""
-    import signal
-
-    from distributed import Client, LocalCluster
-
     from isparse.data.files import expand, hosted_rows, read_libsvm_file
-    from isparse.engines.dask import DaskPool
-    from isparse.runsetup import build
     from isparse.spec import RunSpec
+    from killing import same_iterates_with_a_host_killed
 
     split_file(DATA_DIR / "a1a", tmp_path, 4)
     spec = RunSpec.from_dict({"algorithm": "isega", "workers.n": 4, "workers.split": "contiguous",
                               "problem.lam": 0.01, "max_iter": 120, "tol": 0})
-    runs = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        for kill in (False, True):
-            rows = hosted_rows(client, expand(f"{tmp_path}/part-*.svm"), read_libsvm_file, n=4, lam=0.01)
-            setup = build(spec, problem=rows.problem)
-            pool = DaskPool(client, *setup.pool_args(), source=rows, snapshot_every=20, worker_timeout=30)
-            victim = sorted(rows.plan)[-1]
-            pid = client.run(os.getpid, workers=[victim])[victim]
-
-            def kill_at_60(rec, kill=kill):
-                if kill and rec["step"] == 60:
-                    os.kill(pid, signal.SIGKILL)
-
-            runs.append(setup.run(pool, max_iter=120, tol=0, keep_iterates=True, log_every=20, observer=kill_at_60))
-            assert pool.restarts == (1 if kill else 0) and rows.problem.hosts.remade == (1 if kill else 0)
-            pool.close()
-            rows.close()
-    np.testing.assert_array_equal(np.array(runs[1].iterates), np.array(runs[0].iterates))
-    assert [r["subopt"] for r in runs[1].records] == [r["subopt"] for r in runs[0].records]
+    same_iterates_with_a_host_killed(
+        lambda client: hosted_rows(client, expand(f"{tmp_path}/part-*.svm"), read_libsvm_file, n=4, lam=0.01),
+        lambda rows: spec, at=60, max_iter=120, log_every=20, snapshot_every=20)
 
 
 @pytest.mark.slow   # the default run keeps the iterates' equalities; CI's slow command runs this
