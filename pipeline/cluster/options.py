@@ -115,9 +115,10 @@ class ClusterOptions(Section):
     direct_to_workers: bool = param(True, Boolean(), "actor calls go straight to the workers, not through the "
                                                      "scheduler (the client must reach them)")
     snapshot_every: int = param(50, Interval(int, 0, None),
-                                "rounds between copies of the workers' states to the client (0: no recovery, a lost "
-                                "worker fails the run); a lost Dask worker's logical workers are recreated elsewhere, "
-                                "restored and replayed")
+                                "rounds between copies of the workers' states to the client (fewer for large d: the "
+                                "models kept to replay stay under 64 MiB; 0: no recovery, a lost worker fails the "
+                                "run); a lost Dask worker's logical workers are recreated elsewhere, restored and "
+                                "replayed")
     worker_timeout: float = param(60.0, Interval(float, 0.0, None, low_open=True),
                                   "an actor call or a round that fails or takes longer than this many seconds marks "
                                   "its Dask worker lost")
