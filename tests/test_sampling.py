@@ -65,6 +65,21 @@ def test_draws_depend_only_on_seed_worker_and_iteration():
     assert not np.array_equal(s.subsets(EXAMPLES, [7], 17, 50, 5)[0], all_[7])         # another stream
 
 
+@pytest.mark.parametrize("ordered", [False, True])
+def test_keys_path_draws_a_few_workers_at_a_time_with_the_same_sets(monkeypatch, ordered):
+    """The keys path (size > m/16) draws at most ``_KEYS_PER_CALL`` keys at once (whole workers): the master's
+    transient is O(m), not O(k m), and every worker's set is the one it gets drawn alone or with all the others."""
+    from isparse.compression import sampling
+
+    s = Sampler(5)
+    together = s.subsets(BLOCKS, np.arange(7), 3, 64, 20, ordered=ordered)
+    alone = np.concatenate([s.subsets(BLOCKS, [i], 3, 64, 20, ordered=ordered) for i in range(7)])
+    for per_call in (1, 64, 3 * 64, 1 << 20):   # one worker a call (at least one), one, three, all
+        monkeypatch.setattr(sampling, "_KEYS_PER_CALL", per_call)
+        got = Sampler(5).subsets(BLOCKS, np.arange(7), 3, 64, 20, ordered=ordered)
+        assert np.array_equal(got, together) and np.array_equal(got, alone)
+
+
 @pytest.mark.parametrize("m, size", [(6, 2), (40, 2)])   # the keys path and the rejection path
 def test_marginals_are_tau_m_nice(m, size):
     """Every size-subset is equally likely (chi-square over all C(m, size) sets), and each block has

@@ -29,6 +29,8 @@ DOWNLINK_STREAMS = 8
 #: below this fraction size/m a subset is drawn by rejecting repeats of 2*size uniform indices, above it by
 #: the size smallest of m uniform keys: both cost O(size) per worker and iteration
 _KEYS_ABOVE = 1.0 / 16.0
+#: the most uniform keys one call of ``Sampler.subsets``' keys path draws at once (whole workers' sets: at least one)
+_KEYS_PER_CALL = 1 << 20
 _SCALE53 = 2.0 ** -53
 
 
@@ -93,7 +95,12 @@ class Sampler:
             breaks = np.flatnonzero(np.diff(ids) != 1) + 1
             for lo, hi in zip([0, *breaks.tolist()], [*breaks.tolist(), ids.size]):
                 out[lo:hi] = self._raw(stream, int(ids[lo]) * q, t, attempt, (hi - lo) * 4 * q).reshape(hi - lo, 4 * q)
-        return (out[:, :count] >> np.uint64(11)).astype(np.float64) * _SCALE53
+        bits = out[:, :count] >> np.uint64(11)
+        del out                                      # the raw words, freed before the doubles are made
+        u = bits.astype(np.float64)
+        del bits
+        u *= _SCALE53
+        return u
 
     def _contiguous(self, ids: np.ndarray) -> bool:
         """Whether ids are i0, i0 + 1, ...; the answer for the last ids seen is remembered (a host passes the same
@@ -135,11 +142,19 @@ class Sampler:
         if scalar and size == int(m) and not ordered:
             return np.broadcast_to(np.arange(size), (ids.size, size)).copy()
         if scalar and size > _KEYS_ABOVE * int(m):
-            keys = self.uniforms(stream, ids, t, int(m))
-            part = np.argpartition(keys, size - 1, axis=1)[:, :size]
-            if ordered:                              # in the order of the keys: a uniform ordered sample
-                return np.take_along_axis(part, np.argsort(np.take_along_axis(keys, part, 1), axis=1), 1)
-            return np.sort(part, axis=1)
+            # the keys of a few workers at a time (at most _KEYS_PER_CALL of them): the transient is O(m), not O(k m)
+            # (the master draws every worker's set: 96 MiB at k = 4, m = 2^20 in one call); each worker's keys are
+            # its own counter region, so the sets are the same however the workers are grouped
+            out = np.empty((ids.size, size), np.int64)
+            step = max(1, _KEYS_PER_CALL // int(m))
+            for lo in range(0, ids.size, step):
+                keys = self.uniforms(stream, ids[lo:lo + step], t, int(m))
+                part = np.argpartition(keys, size - 1, axis=1)[:, :size]
+                if ordered:                          # in the order of the keys: a uniform ordered sample
+                    out[lo:lo + step] = np.take_along_axis(part, np.argsort(np.take_along_axis(keys, part, 1), axis=1), 1)
+                else:
+                    out[lo:lo + step] = np.sort(part, axis=1)
+            return out
         if size == 1:                                # one value: the first draw (the rejection path's result)
             u = self.uniforms(stream, ids, t, 2)[:, :1]
             return np.floor(u * mm[:, None]).astype(np.int64)
