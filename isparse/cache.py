@@ -90,6 +90,11 @@ def file_digest(file) -> dict:
     return dict(_DIGESTS[stamp])
 
 
+#: the layout of a cached reference, part of every reference key: 2 keeps sum_i ||grad f_i(x*)||^2 (a number), not
+#: the n gradients (1), so an entry of the old layout is a miss, not a damaged file
+REFERENCE_LAYOUT = 2
+
+
 def problem_key(problem, split: str, split_seed: int) -> str:
     """The key of a GLM problem's reference solution: its data (file stamp and shape), lambda, loss, regularizer,
     the row split and n (the attributes ``data.source``, ``data.A``, ``lam``, ``name``, ``reg``, ``n`` it has)."""
@@ -98,7 +103,7 @@ def problem_key(problem, split: str, split_seed: int) -> str:
     return digest({"source": src, "size": stat.st_size if stat else None, "mtime": stat.st_mtime_ns if stat else None,
                    "shape": list(problem.data.A.shape), "lam": problem.lam, "name": problem.name,
                    "reg": [problem.reg.name, problem.reg.l1, problem.reg.l2, problem.reg.lower, problem.reg.upper],
-                   "split": split, "split_seed": split_seed, "n": problem.n})
+                   "split": split, "split_seed": split_seed, "n": problem.n, "layout": REFERENCE_LAYOUT})
 
 
 def load_or_make(cache_dir, key: str, make: Callable[[], Arrays], what: str,

@@ -242,10 +242,11 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
             return {**vars(reference_solve(problem)), "L_i": problem.L_i}
 
         kept, _ = load_or_make(cache_dir, key, solve, "the reference problem (x*, L_i)",
-                               names=("x_star", "F_star", "local_grads", "residual", "L_i"))
+                               names=("x_star", "F_star", "sum_sq_local_grads", "residual", "L_i"))
         if "rows" in problem.capabilities:   # a GLMProblem's L_i, computed from its rows otherwise
             problem._L_i = kept["L_i"]
-        reference = Reference(x_star=kept["x_star"], F_star=float(kept["F_star"]), local_grads=kept["local_grads"],
+        reference = Reference(x_star=kept["x_star"], F_star=float(kept["F_star"]),
+                              sum_sq_local_grads=float(kept["sum_sq_local_grads"]),
                               residual=float(kept["residual"]))
     elif reference is None:
         reference = reference_solve(problem)

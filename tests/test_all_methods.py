@@ -287,7 +287,7 @@ def test_theorem6_logs_the_noise_term_its_proof_gives(hetero):
     a, c = 1.0 / s.method.gamma, p.mu * tau / 4.0   # gamma_0 = 1/a
     r0 = float(np.sum((s.x0 - s.reference.x_star) ** 2))
     sigma_sq = float(np.mean([sh.gradient_noise_bound(s.method.batch) for sh in p.shards]))
-    D = sigma_sq + (1.0 - tau) * (2.0 / n) * float(np.sum(np.asarray(s.reference.local_grads) ** 2))
+    D = sigma_sq + (1.0 - tau) * (2.0 / n) * float(np.sum(p.local_grads(s.reference.x_star) ** 2))
     for t in (1, 2, 10, 600):
         first = a * a * (1.0 - tau * p.mu / a) * r0 / (tau * (t + 1) * a + 0.5 * c * tau * t * (t + 1))
         assert s.bound(t) == pytest.approx(first + D / (n * (a + c * t / 2.0)), rel=1e-12)

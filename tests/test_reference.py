@@ -26,7 +26,9 @@ def test_x_star_matches_scikit_learn(name):
     grad = -(A.T @ (b / (1 + np.exp(z)))) / ds.N + lam * ref.x_star
     assert np.linalg.norm(grad) <= 1e-10
     # the weighted local gradients average to the global one, and are not all zero (no Assumption 2)
-    np.testing.assert_allclose(ref.local_grads.mean(0), grad, atol=1e-12)
+    local = problem.local_grads(ref.x_star)
+    np.testing.assert_allclose(local.mean(0), grad, atol=1e-12)
+    assert ref.sum_sq_local_grads == pytest.approx(float(np.sum(local ** 2)), rel=1e-12)
     assert ref.sum_sq_local_grads > 1e-8
 
 

@@ -78,3 +78,20 @@ def test_block_scan_equals_the_pairs_bit_for_bit(problem, size):
     pc, pw = bp.coords_batch(U)
     assert out["scan"].size == pc.size
     np.testing.assert_array_equal(out["scan"], out["table"])
+
+
+@pytest.mark.parametrize("fraction", [2, 4, 5])   # tau = 1/2 and 1/4: A^T r whole; 1/5: the CSC table
+def test_one_worker_host_takes_the_whole_product_from_tau_one_quarter_with_the_same_bits(problem, fraction):
+    """A host of one worker sampling tau >= 1/4 of the coordinates computes A^T r whole over its CSR arrays and
+    builds no CSC copy (its rows held once); the values are the CSC table's, bit for bit, and the dense ones."""
+    data = StackedGLM([problem.shards[2]], [2])
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=data.d) * 0.1
+    pc = np.sort(rng.choice(data.d, -(-data.d // fraction), replace=False))
+    pw = np.zeros(pc.size, dtype=np.int64)
+    got = data.grads_at(x, pw, pc)
+    assert (data._csc is None) == (fraction <= 4)
+    table = StackedGLM([problem.shards[2]], [2])
+    table._column_index()                                    # the gather from the CSC copy
+    np.testing.assert_array_equal(got, table.grads_at(x, pw, pc))
+    np.testing.assert_allclose(got, _dense_grad(problem, 2, x)[pc], rtol=1e-12, atol=1e-14)

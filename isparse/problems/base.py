@@ -104,6 +104,11 @@ class Problem:
         ``hess`` instead."""
         return None
 
+    def sum_sq_local_grads(self, x: np.ndarray) -> float:
+        """sum_i ||grad f_i(x)||^2 over the n workers (at x*: the D of Theorem 1, Phi^0 of Theorem 3); the default
+        squares :meth:`local_grads`, a problem whose rows live elsewhere reduces it where they are."""
+        return float((np.asarray(self.local_grads(x)) ** 2).sum())
+
     def reference_key(self, split: str, split_seed: int) -> str | None:
         """The key under which the reference solve of this problem is cached (``isparse.cache``), from what
         identifies its data, the model and the rows' split (``workers.split``, ``workers.split_seed``); None (the

@@ -165,6 +165,20 @@ def dissimilarity_bound(scale: float, top_eigs: np.ndarray, l: np.ndarray) -> fl
     return float(np.mean((G + G.mean()) ** 2))
 
 
+def sum_sq_rows(S, p) -> float:
+    """sum_i ||S_i + p||^2 over the rows of the sparse matrix ``S`` (shape (k, d)), ``p`` a d-vector or a scalar
+    (grad P(x)): each row made dense in turn, so the memory is one d-vector whatever k."""
+    S = sp.csr_matrix(S)
+    g = np.empty(S.shape[1])
+    total = 0.0
+    for i in range(S.shape[0]):
+        lo, hi = S.indptr[i], S.indptr[i + 1]
+        g[:] = p
+        g[S.indices[lo:hi]] += S.data[lo:hi]
+        total += float(g @ g)
+    return total
+
+
 class GLMProblem(Problem):
     """F(x) = f(x) + R(x), f a linear-model loss of a data set plus a penalty, split over n workers.
 
@@ -301,6 +315,12 @@ class GLMProblem(Problem):
         r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
         M = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size))   # row i: worker i's residuals
         return (M @ self._A).toarray() + self.penalty.grad(x)
+
+    def sum_sq_local_grads(self, x: np.ndarray) -> float:
+        """From the sparse product, one dense row at a time (:func:`sum_sq_rows`): O(nnz + d) memory, not n x d."""
+        r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
+        S = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size)) @ self._A
+        return sum_sq_rows(S, self.penalty.grad(x))
 
     def local_grads_max_abs(self, x: np.ndarray) -> float:
         """max_i ||grad f_i(x)||_inf, from the sparse product (never the dense (n, d) matrix of :meth:`local_grads`)."""

@@ -211,4 +211,4 @@ class QuadraticProblem(Problem):
 
     def reference(self) -> Reference:
         """x* = 0, F* = 0, grad f_i(x*) = 0 (Assumption 2 holds), residual 0: known in closed form."""
-        return Reference(x_star=np.zeros(self.d), F_star=0.0, local_grads=np.zeros((self.n, self.d)), residual=0.0)
+        return Reference(x_star=np.zeros(self.d), F_star=0.0, sum_sq_local_grads=0.0, residual=0.0)

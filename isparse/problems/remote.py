@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from ..regularizers import Zero
 from .base import Problem
-from .glm import (GLMShard, dissimilarity_bound, example_smoothness, noise_bound, row_norms_sq,
+from .glm import (GLMShard, dissimilarity_bound, example_smoothness, noise_bound, row_norms_sq, sum_sq_rows,
                   shard_smoothness)
 from .glm_stack import stack_rows
 from .spectra import top_eigs
@@ -85,6 +85,10 @@ class RowsHost:
     def local_grads(self, x) -> np.ndarray:
         """(n/N) A_i^T phi'(A_i x) of every hosted worker, dense, shape (k, d) (without grad P)."""
         return self._local(x).toarray()
+
+    def sum_sq_local_grads(self, x, p) -> float:
+        """sum over hosted workers of ||(n/N) A_i^T phi'(A_i x) + p||^2, ``p`` = grad P(x) (one d-vector at a time)."""
+        return sum_sq_rows(self._local(x), p)
 
     def local_grads_max_abs(self, x, p) -> float:
         """max over hosted workers of ||(n/N) A_i^T phi'(A_i x) + p||_inf, ``p`` = grad P(x) (as
@@ -235,9 +239,10 @@ class RemoteGLM(Problem):
         """From :attr:`fingerprint` (None without one), the model and each worker's rows."""
         if self.fingerprint is None:
             return None
-        from ..cache import digest
+        from ..cache import REFERENCE_LAYOUT, digest
 
         return digest({"fingerprint": self.fingerprint, "lam": self.lam, "name": self.name, "n": self.n,
+                       "layout": REFERENCE_LAYOUT,
                        "rows": [[int(p[0]), int(p[-1]), len(p)] for p in self.parts]})
 
     def check_constants(self) -> None:
@@ -277,6 +282,10 @@ class RemoteGLM(Problem):
     def local_grads(self, x) -> np.ndarray:
         """grad f_i(x) of the n workers, shape (n, d): n d-vectors from the hosts."""
         return np.concatenate(self.hosts.map("local_grads", x)) + self.penalty.grad(x)
+
+    def sum_sq_local_grads(self, x) -> float:
+        """One number per host (the hosts' workers' gradients never reach the client)."""
+        return float(sum(self.hosts.map("sum_sq_local_grads", x, self.penalty.grad(x))))
 
     def local_grads_max_abs(self, x) -> float:
         """max_i ||grad f_i(x)||_inf (:meth:`GLMProblem.local_grads_max_abs`), one number per host."""
