@@ -136,8 +136,10 @@ def placed(client, data):
 class Window:
     """The workers' peak RSS and transfer logs over a fit: :meth:`start` resets them, :meth:`stop` reads them."""
 
-    def __init__(self, client, x_name: str):
+    def __init__(self, client, x_name):
         self.client, self.x_name = client, x_name
+        #: the key names counted as X's bytes (one name, or several: item 15's X and the blocks it is made of)
+        self.x_names = {x_name} if isinstance(x_name, str) else set(x_name)
 
     def start(self):
         self.client.run(_transfers, clear=True)
@@ -147,20 +149,23 @@ class Window:
         peaks = self.client.run(_peak)
         logs = self.client.run(_transfers)
         workers = set(logs)
-        x_bytes = moved = 0
+        x_bytes = moved = x_client = 0
         kinds: dict = {}
         for outgoing in logs.values():
             for who, keys in outgoing:
                 if who not in workers:      # to the client
+                    x_client += sum(b for k, b in keys.items()
+                                    if (k[0] if isinstance(k, tuple) else str(k)) in self.x_names)
                     continue
                 for k, b in keys.items():
                     name = k[0] if isinstance(k, tuple) else str(k)
                     moved += b
-                    x_bytes += b if name == self.x_name else 0
+                    x_bytes += b if name in self.x_names else 0
                     kind = re.sub(r"-[0-9a-f]{8,}.*$", "", name)
                     kinds[kind] = kinds.get(kind, 0) + b
         return {"peak_rss": max(peaks.values()), "peak_increase": max(peaks[w] - self.rss0[w] for w in peaks),
-                "rss_start": max(self.rss0.values()), "x_moved": x_bytes, "moved": moved,
+                "rss_start": max(self.rss0.values()), "x_moved": x_bytes, "moved": moved, "x_to_client": x_client,
+                "peaks": peaks, "rss0": self.rss0,
                 "moved_kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:4])}
 
 
@@ -369,20 +374,21 @@ def report(res: dict, commit: str = "") -> tuple[str, list[str]]:
     return goal, lines
 
 
-def write_doc(path: str, goal: str, section: list[str]) -> None:
-    """Put ``goal`` and ``section`` into the doc at ``path``: in place of an earlier item 14's, else after item 13's
-    (where ``python -m benchmarks`` keeps the standalone items when it rewrites the doc)."""
+def write_doc(path: str, goal: str, section: list[str], title: str = TITLE, after: str = "13") -> None:
+    """Put ``goal`` and ``section`` into the doc at ``path``: in place of an earlier item's of ``title``'s number,
+    else after item ``after``'s goal line and section (where ``python -m benchmarks`` keeps the standalone items when
+    it rewrites the doc)."""
     text = Path(path).read_text().splitlines()
-    prefix_goal, prefix_head = f"- **{TITLE.split()[0]} ", f"## {TITLE.split()[0]} "
+    prefix_goal, prefix_head = f"- **{title.split()[0]} ", f"## {title.split()[0]} "
     text = [line for line in text if not line.startswith(prefix_goal)]
     if any(line.startswith(prefix_head) for line in text):   # drop the old section, up to the next one
         start = next(i for i, line in enumerate(text) if line.startswith(prefix_head))
         end = next((i for i in range(start + 1, len(text)) if text[i].startswith("## ")), len(text))
         text = text[:start] + text[end:]
-    g13 = max(i for i, line in enumerate(text) if line.startswith("- **13. "))
-    text.insert(g13 + 1, goal)
-    h13 = next(i for i, line in enumerate(text) if line.startswith("## 13. "))
-    end = next((i for i in range(h13 + 1, len(text)) if text[i].startswith("## ")), len(text))
+    g = max(i for i, line in enumerate(text) if line.startswith(f"- **{after}. "))
+    text.insert(g + 1, goal)
+    h = next(i for i, line in enumerate(text) if line.startswith(f"## {after}. "))
+    end = next((i for i in range(h + 1, len(text)) if text[i].startswith("## ")), len(text))
     text[end:end] = section + [""]
     Path(path).write_text("\n".join(text) + "\n")
 

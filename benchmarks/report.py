@@ -18,8 +18,9 @@ def _goal_line(name, text):
 
 #: the items with their own command (10: ``python -m benchmarks.codecs``; 11: the benchopt run and
 #: ``python -m benchmarks.benchopt_summary``; 13: ``python -m benchmarks.downlink``; 14: ``python -m
-#: benchmarks.estimator_dask``): :func:`render` keeps their goal lines and sections from the doc it rewrites
-STANDALONE = ("10", "11", "13", "14")
+#: benchmarks.estimator_dask``; 15: ``python -m benchmarks.beyond_memory``): :func:`render` keeps their goal lines and
+#: sections from the doc it rewrites
+STANDALONE = ("10", "11", "13", "14", "15")
 
 
 def standalone_parts(previous: str) -> tuple[list[str], list[str]]:

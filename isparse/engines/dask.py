@@ -61,7 +61,7 @@ from .traffic import (CODED_MESSAGE_OVERHEAD_BYTES, CODED_REPLY_EXTRA_BYTES, DEN
 
 #: the most bytes of models (x, d float64 each) the client keeps to replay a recovered host's rounds: the recovery
 #: snapshot is taken often enough to stay below it (``DaskPool.snapshot_interval``), so the client holds O(d)
-REPLAY_BYTES = 64 << 20
+REPLAY_BYTES = 32 << 20
 
 #: the values of ``DaskPool(rounds=...)`` (``cluster.rounds``)
 ROUNDS = ("stream", "actor")
@@ -116,7 +116,7 @@ class DaskPool:
         recreate lost workers.
     snapshot_every : int, default 50
         Rounds between the client-side snapshots of the workers' states used for recovery, at most
-        :data:`REPLAY_BYTES` / (8 d) (so that the models kept to replay never exceed it: 8 rounds at d = 2^20); 0
+        :data:`REPLAY_BYTES` / (8 d) (so that the models kept to replay never exceed it: 4 rounds at d = 2^20); 0
         turns recovery off (a lost Dask worker then fails the run). Cost: one state fetch per interval (ISEGA n x d
         floats, ISAGA the SAGA tables; shared with a checkpoint of the same round), and keeping up to an interval of
         models (d floats each) to replay.
@@ -410,7 +410,7 @@ class DaskPool:
     def reference(self, x_star):
         """``Engine.reference``: one actor call per host, concurrently (a lost host is recovered from); the pool keeps
         x* for the hosts a recovery makes."""
-        self._x_star = np.array(x_star, dtype=float)
+        self._x_star = np.asarray(x_star, dtype=float)
         self._call("reference", lambda h: (self._x_star,))
 
     def exchange(self, x, monitor=False, down=None):

@@ -159,6 +159,15 @@ class RemoteShard:
                            "(isparse.engines.dask.DaskPool with the rows' source), not in-process")
 
 
+def _host_sum(parts: list) -> np.ndarray:
+    """The hosts' d-vectors summed in host order, in place into the first (the bits of np.sum(axis=0), without its
+    (hosts, d) stack: a d-vector less per host on the client)."""
+    out = parts[0] if parts[0].flags.writeable else parts[0].copy()
+    for part in parts[1:]:
+        out += part
+    return out
+
+
 class _HostCurvature:
     """The Hessian of f over the hosts, matrix-free (the ``curvature`` of :func:`reference_solve`'s Newton-CG):
     ``at(x)`` gives (v -> H v, diag H)."""
@@ -169,10 +178,10 @@ class _HostCurvature:
     def at(self, x):
         p = self.problem
         pd = p.penalty.hess_diag(x)
-        diag = np.sum(p.hosts.map("curvature_at", x), axis=0) / p.N + pd
+        diag = _host_sum(p.hosts.map("curvature_at", x)) / p.N + pd
 
         def hv(v):
-            return np.sum(p.hosts.map("hess_product", v), axis=0) / p.N + pd * v
+            return _host_sum(p.hosts.map("hess_product", v)) / p.N + pd * v
 
         return hv, diag
 
@@ -277,7 +286,7 @@ class RemoteGLM(Problem):
 
     def grad(self, x) -> np.ndarray:
         """grad f(x), shape (d,)."""
-        return np.sum(self.hosts.map("loss_grad", x), axis=0) / self.N + self.penalty.grad(x)
+        return _host_sum(self.hosts.map("loss_grad", x)) / self.N + self.penalty.grad(x)
 
     def local_grads(self, x) -> np.ndarray:
         """grad f_i(x) of the n workers, shape (n, d): n d-vectors from the hosts."""

@@ -116,7 +116,7 @@ class ClusterOptions(Section):
                                                      "scheduler (the client must reach them)")
     snapshot_every: int = param(50, Interval(int, 0, None),
                                 "rounds between copies of the workers' states to the client (fewer for large d: the "
-                                "models kept to replay stay under 64 MiB; 0: no recovery, a lost worker fails the "
+                                "models kept to replay stay under 32 MiB; 0: no recovery, a lost worker fails the "
                                 "run); a lost Dask worker's logical workers are recreated elsewhere, restored and "
                                 "replayed")
     worker_timeout: float = param(60.0, Interval(float, 0.0, None, low_open=True),
