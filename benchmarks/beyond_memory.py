@@ -19,17 +19,17 @@ hosts are not capped. In that process, in order:
    300 MB + 16·d·8 B; each host's peak RSS during the fit (item 14's :class:`~benchmarks.estimator_dask.Window`)
    against 2 × the bytes of its partitions + 300 MB; the bytes of X's keys sent between hosts or to the client
    (the Dask workers' transfer logs).
-2. X's CSR partitions are released; the same rows are made again on the same hosts as pydata ``sparse.COO`` chunks
+2. isparse fits the same partitions again while a timer kills one host's Dask worker with
+   ``kill -9`` (``client.run(os.getpid)``) half-way through the first fit's rounds: the fit's DaskPool recreates the
+   lost host's logical worker on a remaining host from the shard Dask recomputes from the graph; the coef_ is
+   compared, bit for bit, with the first fit's.
+3. X's CSR partitions are released; the same rows are made again on the same hosts as pydata ``sparse.COO`` chunks
    (dask-ml cannot take scipy.sparse chunks: dask's tensordot asserts 2-D), and dask-ml's
    ``LogisticRegression(solver="lbfgs" | "admm", C=1/(λN), fit_intercept=False)`` fits them (the same objective ×N,
    item 12's :func:`benchmarks.crossover.run_lbfgs`), each with a time cap (:data:`PEER_CAP`): L-BFGS's time to ε
    from its own loss values (each evaluation); ADMM's from F of its consensus iterate z, evaluated on the hosts after
    every ADMM iteration outside the clock. Each fit's compute calls go through ``client.compute`` with a deadline, so
    a cap interrupts an evaluation in flight.
-3. The CSR partitions are made again and isparse fits them again while a timer kills one host's Dask worker with
-   ``kill -9`` (``client.run(os.getpid)``) half-way through the first fit's rounds: the fit's DaskPool recreates the
-   lost host's logical worker on a remaining host from the shard Dask recomputes from the graph; the coef_ is
-   compared, bit for bit, with the first fit's.
 
 A guard in the benchmark's own process watches the machine's memory: if more than :data:`MACHINE_LIMIT` is in use
 it kills the host with the largest resident set (``kill -9``) and says so in the report (the peer's failure).
@@ -507,6 +507,8 @@ def measure(quick: bool = False, lam: float = LAM, tol: float = TOL, solvers=("l
                 res["earlier"] = {k: earlier.get(k) for k in ("date", "elapsed_s", "load_before", "load_after",
                                                               "make_s", "client_setup_peak", "part_bytes", "commit")}
                 res["isparse"] = earlier["isparse"]
+                if not kill and earlier.get("kill"):   # --no-kill: the earlier run's kill run too
+                    res["kill"], res["kill_from_earlier"] = earlier["kill"], True
                 for k in ("make_s", "client_setup_peak", "part_bytes", "N", "d"):
                     res.setdefault(k, earlier[k])
             res["guard"] = guard.events
@@ -675,10 +677,12 @@ def report(res: dict, commit: str = "") -> tuple[str, list[str]]:
         f"{res['load_after']} after; the machine was shared with other work during the run)"
         + (f", with `--merge` of an earlier run's isparse fit (the run of {res['earlier']['date']} at "
            f"{res['earlier'].get('commit', '?')}, {res['earlier']['elapsed_s'] / 60:.1f} min, load average "
-           f"{res['earlier']['load_before']} before; its host was killed by the memory guard while making dask-ml's "
-           "COO chunks, all at once: they are now made one host at a time): isparse's fit without the kill is "
-           "that run's, dask-ml's fits this run's, on the same rows (the same seed and partitions, made on the "
-           "hosts again)." if res.get("earlier") else "."),
+           f"{res['earlier']['load_before']} before): isparse's fit "
+           + ("and the fit with a host killed are that run's (the emulated hosts' Dask workers run without a nanny: "
+              "the killed host stays dead, so dask-ml's fits were made in a run of their own on a fresh cluster of "
+              f"{res['H']})" if res.get("kill_from_earlier") else "without the kill is that run's")
+           + ", dask-ml's fits this run's, on the same rows (the same seed and partitions, made on the hosts "
+           "again)." if res.get("earlier") else "."),
         "",
         f"Click data of {N:,} rows (`isparse.data.clicks.click_data(rows, partitions={res['H']}, d=2**20, nnz={NNZ}, "
         f"alpha={ALPHA}, positives={POSITIVES}, seed={SEED})`) made on {res['H']} `cluster=emulated` hosts (Dask worker "

@@ -69,7 +69,7 @@ def test_lost_worker_is_recovered_with_the_uninterrupted_iterates(setup, sig, ti
         longest = []
 
         def kill_at_150(rec):
-            longest.append(len(pool._since))
+            longest.append(pool._recovery.replay)
             if rec["step"] == 150:
                 os.kill(pid, sig)
                 deadline = time.time() + 30

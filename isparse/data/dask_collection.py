@@ -286,21 +286,23 @@ class DaskRows:
         for p, a in enumerate(holder):
             host_parts.setdefault(a, []).append(p)
         n_of = {a: len(ps) if workers_per_host is None else int(workers_per_host) for a, ps in host_parts.items()}
-        for a in sorted(host_parts):
-            if workers_per_host is not None:
-                host_rows = np.concatenate([np.arange(lo[p], lo[p + 1]) for p in host_parts[a]])
-                if n_of[a] > host_rows.size:
-                    raise ValueError(f"The 'workers_per_host' parameter must be at most the rows of every host: {a} "
-                                     f"holds {host_rows.size}; got {workers_per_host}.")
-                split = np.array_split(host_rows, n_of[a])
-            else:
-                k = int(workers_per_partition)
-                short = [p for p in host_parts[a] if lo[p + 1] - lo[p] < k]
-                if short:
-                    raise ValueError(f"The 'workers_per_partition' parameter must be at most the rows of every "
-                                     f"partition: partition {short[0]} holds {int(lo[short[0] + 1] - lo[short[0]])}; "
-                                     f"got {k}.")
-                split = [part for p in host_parts[a] for part in _ranges(int(lo[p]), int(lo[p + 1]), k)]
+        if workers_per_host is None:
+            # the workers numbered in partition order, wherever Dask placed the partitions (the same iterates for
+            # any placement): partition p's rows are logical workers p k .. p k + k - 1
+            k = int(workers_per_partition)
+            short = [p for p in range(len(holder)) if lo[p + 1] - lo[p] < k]
+            if short:
+                raise ValueError(f"The 'workers_per_partition' parameter must be at most the rows of every "
+                                 f"partition: partition {short[0]} holds {int(lo[short[0] + 1] - lo[short[0]])}; "
+                                 f"got {k}.")
+            parts = [part for p in range(len(holder)) for part in _ranges(int(lo[p]), int(lo[p + 1]), k)]
+            plan = {a: [p * k + j for p in host_parts[a] for j in range(k)] for a in sorted(host_parts)}
+        for a in sorted(host_parts) if workers_per_host is not None else ():
+            host_rows = np.concatenate([np.arange(lo[p], lo[p + 1]) for p in host_parts[a]])
+            if n_of[a] > host_rows.size:
+                raise ValueError(f"The 'workers_per_host' parameter must be at most the rows of every host: {a} "
+                                 f"holds {host_rows.size}; got {workers_per_host}.")
+            split = np.array_split(host_rows, n_of[a])
             plan[a] = list(range(len(parts), len(parts) + len(split)))
             parts.extend(split)
         scale = len(parts) / N
@@ -323,7 +325,8 @@ class DaskRows:
             actors = {a: f.result() for a, f in actors.items()}
         hosts = ActorHosts(client, [futures[a] for a in sorted(plan)], [actors[a] for a in sorted(plan)])
         problem = RemoteGLM(hosts, parts, N, lam, loss=loss, penalty=penalty,
-                            source=f"{where} on {len(plan)} Dask workers", fingerprint=fingerprint)
+                            source=f"{where} on {len(plan)} Dask workers", fingerprint=fingerprint,
+                            ids=[plan[a] for a in sorted(plan)])
         return cls(client, plan, parts, futures, actors, problem, classes, N, d)
 
     def submit(self, client, address: str, ids) -> list:

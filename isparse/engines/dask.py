@@ -29,9 +29,9 @@ comparison; docs/benchmarks.md item 2 measures both). The other calls (x* for th
 Notes
 -----
 Lost Dask workers. Actors keep state across calls without a scheduler task per round, but die with their worker
-(docs/algorithms.md §8). The pool therefore keeps, on the client, a snapshot of every host's worker state and
-step counters, taken every ``snapshot_every`` rounds (more often for large d: :data:`REPLAY_BYTES`), and the models x
-broadcast since.
+(docs/algorithms.md §8). The pool therefore keeps, in a file of the client (:class:`Recovery`: not in its memory), a
+snapshot of every host's worker state and step counters, taken every ``snapshot_every`` rounds (more often for large
+d: :data:`REPLAY_BYTES`), and the models x broadcast since.
 When an actor call or a round's stream raises a communication error (a closed stream: the Dask worker died) or
 does not answer within ``worker_timeout`` seconds, the logical workers of that Dask worker are recreated on the
 remaining Dask workers from their shards (still held by the client), given x* again if the lost ones had it, restored
@@ -59,9 +59,56 @@ from .traffic import (CODED_MESSAGE_OVERHEAD_BYTES, CODED_REPLY_EXTRA_BYTES, DEN
                       STREAM_SUPPORT_MESSAGE_EXTRA_BYTES, SUPPORT_MESSAGE_EXTRA_BYTES, WORKER_OVERHEAD_BYTES,
                       expected_traffic, reply_limit, request_limit)
 
-#: the most bytes of models (x, d float64 each) the client keeps to replay a recovered host's rounds: the recovery
-#: snapshot is taken often enough to stay below it (``DaskPool.snapshot_interval``), so the client holds O(d)
+#: the most bytes of models (x, d float64 each) kept to replay a recovered host's rounds, which a recovery reads back
+#: at once: the recovery snapshot is taken often enough to stay below it (``DaskPool.snapshot_interval``)
 REPLAY_BYTES = 32 << 20
+
+class Recovery:
+    """The recovery snapshot of a :class:`DaskPool` and the models broadcast since, kept in a file, not in the
+    client's memory (as Dask spills to disk): the client holds neither the hosts' states (ISEGA: n d-vectors) nor
+    up to :data:`REPLAY_BYTES` of models between recoveries, only while a recovery reads them back.
+
+    The file is a temporary one (``tempfile``'s directory, ``TMPDIR``), removed when the pool is. ``round`` is the
+    round of the snapshot (-1: none yet); ``model`` the model it goes with (a d-vector, in memory)."""
+
+    def __init__(self):
+        import tempfile
+
+        self._file = tempfile.TemporaryFile(prefix="isparse-recovery-")
+        self.round, self.model, self.replay, self._snapshot_bytes = -1, None, 0, 0
+
+    def keep(self, snapshots, round_: int, model) -> None:
+        """A new snapshot (a list, one per host), taken at ``round_`` with ``model``; the models kept are dropped."""
+        import pickle
+
+        f = self._file
+        f.seek(0)
+        f.truncate()
+        pickle.dump(list(snapshots), f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._snapshot_bytes, self.round, self.model, self.replay = f.tell(), int(round_), model, 0
+
+    def add(self, x) -> None:
+        """One more model (float64, d) to replay after the snapshot."""
+        self._file.seek(0, 2)
+        self._file.write(np.ascontiguousarray(x, dtype=np.float64).tobytes())
+        self.replay += 1
+
+    def snapshot(self) -> list:
+        """The kept snapshot, read back."""
+        import pickle
+
+        self._file.seek(0)
+        return pickle.load(self._file)
+
+    def models(self, d: int) -> list:
+        """The models since the snapshot, read back, oldest first."""
+        self._file.seek(self._snapshot_bytes)
+        raw = np.fromfile(self._file, dtype=np.float64, count=self.replay * d)
+        return list(raw.reshape(self.replay, d))
+
+    def close(self) -> None:
+        self._file.close()
+
 
 #: the values of ``DaskPool(rounds=...)`` (``cluster.rounds``)
 ROUNDS = ("stream", "actor")
@@ -115,11 +162,11 @@ class DaskPool:
         As :class:`~isparse.engines.inprocess.InProcessPool`'s; the shards are kept (a reference, no copy) to
         recreate lost workers.
     snapshot_every : int, default 50
-        Rounds between the client-side snapshots of the workers' states used for recovery, at most
+        Rounds between the snapshots of the workers' states used for recovery (:class:`Recovery`), at most
         :data:`REPLAY_BYTES` / (8 d) (so that the models kept to replay never exceed it: 4 rounds at d = 2^20); 0
         turns recovery off (a lost Dask worker then fails the run). Cost: one state fetch per interval (ISEGA n x d
-        floats, ISAGA the SAGA tables; shared with a checkpoint of the same round), and keeping up to an interval of
-        models (d floats each) to replay.
+        floats, ISAGA the SAGA tables; shared with a checkpoint of the same round), written to the client's file with
+        up to an interval of models (d floats each) to replay; read back by a recovery.
     worker_timeout : float, default 60
         Seconds an actor call (or a round over the streams) may take before its Dask worker is declared lost.
     measure_every : int, default 50
@@ -191,10 +238,13 @@ class DaskPool:
         self._hosts = [self._make_host(addr, ids) for addr, ids in plan.items()]
         self._bind(self._hosts)
         self.rounds, self.restarts, self.events, self._dead = 0, 0, [], set()
-        self._snapshot, self._snapshot_round, self._since = None, -1, []
-        # the model the hosts last computed at (x^0 at the start), and the one the recovery snapshot goes with: a
-        # compressed downlink's hosts keep it (w) and update it from each round's message
-        self._model = self._snapshot_model = self.x0
+        self._recovery = None   # the recovery snapshot and the models since (snapshot_every > 0)
+        if self.snapshot_every > 0:
+            self._recovery = Recovery()
+            weakref.finalize(self, Recovery.close, self._recovery)
+        # the model the hosts last computed at (x^0 at the start); a compressed downlink's hosts keep it (w) and
+        # update it from each round's message, and the recovery snapshot goes with the one of its round
+        self._model = self.x0
         self._x_star = None   # x*, given to every host once (reference) and to the hosts a recovery makes
         self.timing = {"compute_s": 0.0, "comm_s": 0.0}
         self.measured = {"rounds": 0, "replies": 0, "workers": 0, "serialized": 0, "analytic": 0,
@@ -366,7 +416,7 @@ class DaskPool:
         start = time.perf_counter()
         lost_hosts = [h for h, _ in lost]
         reason = "; ".join(f"{h.address}: {type(e).__name__}: {e}" for h, e in lost)
-        if self.snapshot_every <= 0 or self._snapshot is None:
+        if self._recovery is None or self._recovery.round < 0:
             raise RuntimeError(f"Dask worker(s) lost ({reason}) and recovery is off (cluster.snapshot_every=0)")
         self._dead.update(h.address for h in lost_hosts)
         self._drop_streams(lost_hosts)
@@ -386,8 +436,8 @@ class DaskPool:
         else:
             fresh = [self._make_host(addr, part) for addr, part in place_workers(ids, alive).items()]
         self._bind(fresh)
-        since = list(self._since)
-        calls = [h.actor.restore(self._snapshot, self._snapshot_model) for h in fresh]
+        since = self._recovery.models(self.x0.size)
+        calls = [h.actor.restore(self._recovery.snapshot(), self._recovery.model) for h in fresh]
         if self._x_star is not None:   # the lost hosts kept x* for the memory term: so do their replacements
             calls += [h.actor.reference(self._x_star) for h in fresh]
         for p in calls:
@@ -416,13 +466,14 @@ class DaskPool:
     def exchange(self, x, monitor=False, down=None):
         """``Engine.exchange``: one request and one reply per host, over its stream or as an actor call (``rounds``).
 
-        Every ``snapshot_interval`` rounds (from round 0) the workers' states are first copied to the client; every
+        Every ``snapshot_interval`` rounds (from round 0) the workers' states are first fetched (:class:`Recovery`); every
         ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized); x is kept to
         replay a recovered host's rounds. A lost Dask worker is recovered from (the module's Notes) and the round made
         again on its replacement; a RuntimeError when recovery is off (``snapshot_every=0``) or every Dask worker was
         lost.
         """
-        if self.snapshot_every > 0 and self.rounds % self.snapshot_interval == 0 and self._snapshot_round != self.rounds:
+        if self._recovery is not None and self.rounds % self.snapshot_interval == 0 and \
+                self._recovery.round != self.rounds:
             self.snapshot()
         measure = self.rounds % self.measure_every == 0
         start = time.perf_counter()
@@ -453,9 +504,11 @@ class DaskPool:
             m["down_serialized"] += _frames((message,))[1] if self.rounds_via == "stream" else \
                 len(serialize_bytes(message))
             m["down_analytic"] += self.downlink_bytes_per_copy
-        if self.snapshot_every > 0:
-            self._since.append(np.array(x, copy=True))
-        self._model = self._since[-1] if self.snapshot_every > 0 else x   # a copy: the loop may reuse x's memory
+        if self._recovery is not None:
+            self._recovery.add(x)
+            self._model = np.array(x, copy=True)   # a copy: the loop may reuse x's memory
+        else:
+            self._model = x
         self.rounds += 1
         memory = float(sum(v for _, _, _, v in out.values())) if monitor else None
         return batch, memory
@@ -503,20 +556,22 @@ class DaskPool:
     def snapshot(self) -> list:
         """``Engine.snapshot``, one per host, fetched from the actors; it also becomes the recovery snapshot (a
         checkpoint and the recovery snapshot of the same round share the fetch)."""
-        if self._snapshot_round != self.rounds or self._snapshot is None:
-            snaps = list(self._call("snapshot", lambda h: ()).values())
-            self._snapshot, self._snapshot_round, self._since = snaps, self.rounds, []
-            self._snapshot_model = self._model
-        return self._snapshot
+        if self._recovery is not None and self._recovery.round == self.rounds:
+            return self._recovery.snapshot()
+        snaps = list(self._call("snapshot", lambda h: ()).values())
+        if self._recovery is not None:
+            self._recovery.keep(snaps, self.rounds, self._model)
+        return snaps
 
     def restore(self, snapshots, model=None) -> None:
         """``Engine.restore`` (e.g. an in-process run's snapshots, or one with another number of Dask workers); they
         also become the recovery snapshot."""
-        self._snapshot, self._snapshot_round, self._since = list(snapshots), self.rounds, []
+        snapshots = list(snapshots)
         if model is not None:
             self._model = np.asarray(model, dtype=float)
-        self._snapshot_model = self._model
-        self._call("restore", lambda h: (self._snapshot, model))
+        if self._recovery is not None:
+            self._recovery.keep(snapshots, self.rounds, self._model)
+        self._call("restore", lambda h: (snapshots, model))
 
     def stop(self):
         """End of a run: nothing to wait for (every synchronous round has been collected)."""

@@ -87,11 +87,17 @@ class ISEGA(Method):
         r""":math:`g = \bar h + \frac{1}{n\tau}\sum_i \Delta_i`,
         :math:`x^{t+1} = \operatorname{prox}_{\gamma R}(x^t - \gamma g)`,
         :math:`\bar h \leftarrow \bar h + \frac1n \sum_i \Delta_i` (times ``memory_rate`` with a lossy codec)."""
-        S = self.aggregate(batch)                                 # sum_i Delta_i
-        g = state.h_bar + S / (self.n * self.tau)                 # (1/n) sum_i g_i, unbiased
-        x_new = self.reg.prox(x - self.gamma * g, self.gamma)
-        return x_new, IsegaMasterState(h_bar=state.h_bar + (S / self.n if self.memory_rate == 1.0
-                                                                   else (self.memory_rate / self.n) * S))
+        S = self.aggregate(batch)                                 # sum_i Delta_i (a fresh array)
+        g = S / (self.n * self.tau)
+        g += state.h_bar                                          # (1/n) sum_i g_i, unbiased
+        g *= self.gamma
+        x_new = self.reg.prox(np.subtract(x, g, out=g), self.gamma)   # in place: two d-vectors, not five
+        if self.memory_rate == 1.0:
+            S /= self.n
+        else:
+            S *= self.memory_rate / self.n
+        S += state.h_bar
+        return x_new, IsegaMasterState(h_bar=S)
 
     # Theorem 3's Lyapunov function: the memory part sum_i ||h_i - grad f_i(x*)||^2
     @staticmethod

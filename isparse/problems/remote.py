@@ -204,6 +204,9 @@ class RemoteGLM(Problem):
     fingerprint : dict, optional
         What identifies the rows (e.g. their files' names, sizes and times; :meth:`reference_key`); None: the
         reference solve is not cached.
+    ids : list of lists of int, optional
+        The logical workers of each host, in host order (each ascending); default: contiguous, host after host. A
+        host's per-worker results are given in this order and put back in the order of the workers.
 
     Raises
     ------
@@ -216,7 +219,7 @@ class RemoteGLM(Problem):
     hess = None
 
     def __init__(self, hosts, parts, N: int, lam: float, loss: str = "logistic", penalty: str = "l2",
-                 source: str = "remote rows", fingerprint: dict | None = None):
+                 source: str = "remote rows", fingerprint: dict | None = None, ids=None):
         from ..errors import check_range
         from .losses import LOSSES, PENALTIES
 
@@ -231,8 +234,10 @@ class RemoteGLM(Problem):
         self.source, self.fingerprint = source, fingerprint
         summaries = hosts.map("summary")
         self.d = int(summaries[0]["d"])
-        cat = {k: np.concatenate([s[k] for s in summaries]) for k in ("l", "nnz", "top_eig", "row_sq_max",
-                                                                       "row_sq_sum")}
+        #: the logical worker of each position of the hosts' concatenated per-worker results
+        self._order = None if ids is None else np.concatenate([np.asarray(i, dtype=np.int64) for i in ids])
+        cat = {k: self._by_worker(np.concatenate([s[k] for s in summaries]))
+               for k in ("l", "nnz", "top_eig", "row_sq_max", "row_sq_sum")}
         self._l, self._top, self._row_sq_max, self._row_sq_sum = cat["l"], cat["top_eig"], cat["row_sq_max"], \
             cat["row_sq_sum"]
         self.nnz = int(cat["nnz"].sum())
@@ -288,9 +293,17 @@ class RemoteGLM(Problem):
         """grad f(x), shape (d,)."""
         return _host_sum(self.hosts.map("loss_grad", x)) / self.N + self.penalty.grad(x)
 
+    def _by_worker(self, per_position: np.ndarray) -> np.ndarray:
+        """The hosts' concatenated per-worker results (first axis) in the order of the logical workers."""
+        if self._order is None:
+            return per_position
+        out = np.empty_like(per_position)
+        out[self._order] = per_position
+        return out
+
     def local_grads(self, x) -> np.ndarray:
         """grad f_i(x) of the n workers, shape (n, d): n d-vectors from the hosts."""
-        return np.concatenate(self.hosts.map("local_grads", x)) + self.penalty.grad(x)
+        return self._by_worker(np.concatenate(self.hosts.map("local_grads", x))) + self.penalty.grad(x)
 
     def sum_sq_local_grads(self, x) -> float:
         """One number per host (the hosts' workers' gradients never reach the client)."""

@@ -50,7 +50,7 @@ def null_space_basis(A: sp.csr_matrix, dense_max_d: int = NULL_DENSE_MAX_D, rel_
         w, V = np.linalg.eigh(G)
         keep = w <= rel_tol * max(float(w[-1]), 0.0)
         return V[:, keep].copy(), "eigh of A^T A (d x d)"
-    empty = np.flatnonzero(np.diff(sp.csc_matrix(A).indptr) == 0)
+    empty = np.flatnonzero(np.bincount(sp.csr_matrix(A).indices, minlength=d) == 0)   # no CSC copy of A
     # sparse: at d = 10^6 a dense d x k basis of the empty columns would not fit in memory
     Z = sp.csc_matrix((np.ones(empty.size), (empty, np.arange(empty.size))), shape=(d, empty.size))
     return Z, f"empty columns only (d > {dense_max_d})"
@@ -82,12 +82,15 @@ def top_eigs(A: sp.csr_matrix, ptr: np.ndarray) -> np.ndarray:
 
 def top_eig(A: sp.csr_matrix) -> float:
     """lambda_max(A^T A) (0 when A has no rows): dense eigvalsh for d <= 2000, else the top singular value from svds,
-    squared."""
+    squared, over products with A and its transposed view (svds of the matrix itself would make A^H, a copy of A)."""
     if A.shape[0] == 0:
         return 0.0
     if A.shape[1] <= 2000:
         G = (A.T @ A).toarray()
         return float(np.linalg.eigvalsh(G)[-1])
-    from scipy.sparse.linalg import svds
+    from scipy.sparse.linalg import LinearOperator, svds
 
-    return float(svds(A, k=1, return_singular_vectors=False)[0] ** 2)
+    AT = A.T                                            # a view of a CSR matrix's arrays (A is real)
+    op = LinearOperator(A.shape, matvec=lambda v: A @ v, rmatvec=lambda v: AT @ v, matmat=lambda V: A @ V,
+                        rmatmat=lambda V: AT @ V, dtype=A.dtype)
+    return float(svds(op, k=1, return_singular_vectors=False)[0] ** 2)
