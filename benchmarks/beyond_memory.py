@@ -19,17 +19,17 @@ hosts are not capped. In that process, in order:
    300 MB + 16·d·8 B; each host's peak RSS during the fit (item 14's :class:`~benchmarks.estimator_dask.Window`)
    against 2 × the bytes of its partitions + 300 MB; the bytes of X's keys sent between hosts or to the client
    (the Dask workers' transfer logs).
-2. isparse fits the same partitions again while a timer kills one host's Dask worker with
-   ``kill -9`` (``client.run(os.getpid)``) half-way through the first fit's rounds: the fit's DaskPool recreates the
-   lost host's logical worker on a remaining host from the shard Dask recomputes from the graph; the coef_ is
-   compared, bit for bit, with the first fit's.
-3. X's CSR partitions are released; the same rows are made again on the same hosts as pydata ``sparse.COO`` chunks
+2. X's CSR partitions are released; the same rows are made again on the same hosts as pydata ``sparse.COO`` chunks
    (dask-ml cannot take scipy.sparse chunks: dask's tensordot asserts 2-D), and dask-ml's
    ``LogisticRegression(solver="lbfgs" | "admm", C=1/(λN), fit_intercept=False)`` fits them (the same objective ×N,
    item 12's :func:`benchmarks.crossover.run_lbfgs`), each with a time cap (:data:`PEER_CAP`): L-BFGS's time to ε
    from its own loss values (each evaluation); ADMM's from F of its consensus iterate z, evaluated on the hosts after
    every ADMM iteration outside the clock. Each fit's compute calls go through ``client.compute`` with a deadline, so
    a cap interrupts an evaluation in flight.
+3. The CSR partitions are made again and isparse fits them again while a timer kills one host's Dask worker with
+   ``kill -9`` (``client.run(os.getpid)``) half-way through the first fit's rounds: the fit's DaskPool recreates the
+   lost host's logical worker on a remaining host from the shard Dask recomputes from the graph; the coef_ is
+   compared, bit for bit, with the first fit's.
 
 A guard in the benchmark's own process watches the machine's memory: if more than :data:`MACHINE_LIMIT` is in use
 it kills the host with the largest resident set (``kill -9``) and says so in the report (the peer's failure).
@@ -342,8 +342,9 @@ def fit_isparse(client, X, y, lam: float, tol: float, window, kill_at: float | N
 def child(params: dict) -> int:
     """The client process: joins the memory group, runs the fits, writes the results (JSON, after each step).
 
-    With ``params["earlier"]`` (the isparse fit of an earlier run on the same data: ``--merge``) the plain fit is not
-    made again: the kill run comes first and is compared with it."""
+    In order: the plain fit, dask-ml's fits on the same hosts, the kill run (last: the killed host stays dead). With
+    ``params["earlier"]`` (the isparse fit of an earlier run on the same data: ``--merge``) the plain fit is not made
+    again and the kill run is compared with it."""
     (Path(params["cgroup"]) / "cgroup.procs").write_text(str(os.getpid()))
     from distributed import Client
 
@@ -366,7 +367,7 @@ def child(params: dict) -> int:
         client.run(_import_isparse)
         client.run(_warm_coo)
         X = y = None
-        if earlier is None or params["kill"]:
+        if earlier is None:
             step("making the CSR partitions")
             t = time.perf_counter()
             X, y, names, sizes = hosted(client, rows, workers)
@@ -379,7 +380,23 @@ def child(params: dict) -> int:
             res["isparse"] = r
             step(f"isparse: {_short(r)}")
         first = earlier or res["isparse"]
+        F_star = first["F_star"]
+        if params["solvers"]:   # dask-ml first, on the same 4 hosts (the kill run leaves 3: no nanny)
+            X = y = None
+            client.run(lambda: __import__("gc").collect())
+            workers = sorted(client.scheduler_info()["workers"])
+            step(f"making the COO partitions for dask-ml on {len(workers)} hosts, one host at a time")
+            Xc, yc, cnames, _ = hosted(client, rows, workers, coo=True)
+            for solver in params["solvers"]:
+                r = run_peer(client, solver, Xc, yc, rows, lam, F_star, cap, Window(client, cnames))
+                res[f"dask-ml {solver}"] = r
+                step(f"dask-ml {solver}: {_short(r)}")
+            del Xc, yc
+            client.run(lambda: __import__("gc").collect())
         if params["kill"]:
+            if X is None:
+                step("making the CSR partitions again for the kill run")
+                X, y, names, _ = hosted(client, rows, workers)
             kill_at = (first["wall_s"] - first["rounds_s"]) + first["rounds_s"] / 2
             step(f"the kill run: a host killed {kill_at:.0f} s into the fit")
             r, coef2 = fit_isparse(client, X, y, lam, params["tol"], Window(client, names), kill_at=kill_at)
@@ -393,17 +410,6 @@ def child(params: dict) -> int:
             np.save(out_path.with_suffix(".coef.npy"), coef2)
             step(f"kill run: {_short(r)}; killed {r['killed']}; restarts {r['restarts']}; same coef_ "
                  f"{r.get('same_coef')} {r.get('same_as_earlier')}")
-        F_star = res["kill"]["F_star"] if "kill" in res else first["F_star"]
-        del X, y
-        client.run(lambda: __import__("gc").collect())
-        if params["solvers"]:
-            workers = sorted(client.scheduler_info()["workers"])
-            step(f"making the COO partitions for dask-ml on {len(workers)} hosts, one host at a time")
-            X, y, names, _ = hosted(client, rows, workers, coo=True)
-            for solver in params["solvers"]:
-                r = run_peer(client, solver, X, y, rows, lam, F_star, cap, Window(client, names))
-                res[f"dask-ml {solver}"] = r
-                step(f"dask-ml {solver}: {_short(r)}")
     except BaseException as exc:
         res["error"] = f"{type(exc).__name__}: {exc}"
         raise
