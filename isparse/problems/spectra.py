@@ -93,4 +93,7 @@ def top_eig(A: sp.csr_matrix) -> float:
     AT = A.T                                            # a view of a CSR matrix's arrays (A is real)
     op = LinearOperator(A.shape, matvec=lambda v: A @ v, rmatvec=lambda v: AT @ v, matmat=lambda V: A @ V,
                         rmatmat=lambda V: AT @ V, dtype=A.dtype)
-    return float(svds(op, k=1, return_singular_vectors=False)[0] ** 2)
+    # a fixed start: svds draws one from fresh entropy otherwise, and the last bits of lambda_max (so of L and the
+    # stepsize) would differ from one call to the next
+    v0 = np.random.default_rng(0).standard_normal(min(A.shape))
+    return float(svds(op, k=1, v0=v0, return_singular_vectors=False)[0] ** 2)
