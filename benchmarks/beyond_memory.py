@@ -51,7 +51,7 @@ import numpy as np
 
 from .common import load_average, machine
 from .estimator_dask import Window, _peak, _reset_peak, _status
-from .estimator_dask import write_doc as _write_doc
+from .estimator_dask import publish
 
 TITLE = "15. Beyond the client's memory"
 H = 4
@@ -560,12 +560,7 @@ def main(argv=None) -> int:
         res = measure(a.quick, a.lam, a.tol, tuple(s for s in a.solvers.split(",") if s), not a.no_kill, earlier)
     if a.json and not a.from_json:
         Path(a.json).write_text(json.dumps(res, default=float, indent=1))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    goal, section = report(res, commit)
-    print("\n".join([goal, ""] + section))
-    if a.out:
-        write_doc(a.out, goal, section)
-        print(f"[item15] wrote {a.out}", flush=True)
+    publish(res, report, a.out, title=TITLE, after="14")
     return 0
 
 
@@ -729,7 +724,7 @@ def report(res: dict, commit: str = "") -> tuple[str, list[str]]:
               f"dask-ml fits included) {_mib(res.get('client_final_hwm', 0))} MiB; the memory group's own peak "
               f"(`memory.max_usage_in_bytes`, page cache included) {_mib(res.get('cgroup_max_usage_in_bytes', 0))} "
               f"MiB, `memory.failcnt` {res.get('cgroup_failcnt')}, OOM kills {res.get('cgroup_oom_kills')}.",
-              f"- **the hosts' memory** during isparse's fit (`VmHWM` reset just before; item 14's `Window`): "
+              "- **the hosts' memory** during isparse's fit (`VmHWM` reset just before; item 14's `Window`): "
               + ", ".join(f"{_mib(ours['peaks'][w])} MiB (RSS at the start {_mib(ours['rss0'][w])}, bound "
                           f"{_mib(host_bound(parts[w]))})" for w in sorted(parts) if w in ours["peaks"])
               + f": {_met(hosts_ok)}.",
@@ -776,11 +771,6 @@ def report(res: dict, commit: str = "") -> tuple[str, list[str]]:
     for note in res["notes"] + ([f"the client process: {res['error']}"] if res.get("error") else []) + NOTES:
         lines.append(f"- {note}")
     return goal, lines
-
-
-def write_doc(path: str, goal: str, section: list[str]) -> None:
-    """Put ``goal`` and ``section`` into the doc at ``path``: in place of an earlier item 15's, else after item 14's."""
-    _write_doc(path, goal, section, title=TITLE, after="14")
 
 
 if __name__ == "__main__":

@@ -374,6 +374,19 @@ def report(res: dict, commit: str = "") -> tuple[str, list[str]]:
     return goal, lines
 
 
+def publish(res: dict, report, out: str | None, title: str = TITLE, after: str = "13") -> None:
+    """Print the item's goal line and section (``report(res, commit)``, commit: the checkout's HEAD) and, with
+    ``out``, put them into that doc (:func:`write_doc` with ``title`` and ``after``)."""
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    goal, section = report(res, commit)
+    print("\n".join([goal, ""] + section))
+    if out:
+        write_doc(out, goal, section, title=title, after=after)
+        print(f"[item{title.split('.')[0]}] wrote {out}", flush=True)
+
+
 def write_doc(path: str, goal: str, section: list[str], title: str = TITLE, after: str = "13") -> None:
     """Put ``goal`` and ``section`` into the doc at ``path``: in place of an earlier item's of ``title``'s number,
     else after item ``after``'s goal line and section (where ``python -m benchmarks`` keeps the standalone items when
@@ -399,14 +412,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="write the section and goal line into this doc (docs/benchmarks.md)")
     a = p.parse_args(argv)
     res = measure(quick=a.quick)
-    import subprocess
-
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    goal, section = report(res, commit)
-    print("\n".join([goal, ""] + section))
-    if a.out:
-        write_doc(a.out, goal, section)
-        print(f"[item14] wrote {a.out}", flush=True)
+    publish(res, report, a.out)
     for label, r in res["runs"].items():
         if label != LBFGS:
             assert r["x_moved"] == 0, f"{label}: {r['x_moved']} bytes of X moved between workers during fit"
