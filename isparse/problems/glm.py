@@ -140,11 +140,26 @@ def noise_bound(l: int, scale: float, row_sq_max: float, loss, batch: int) -> fl
     return one * (l - batch) / (batch * (l - 1))
 
 
+#: entries a call of :func:`row_norms_sq` squares at a time (its transients: 16 bytes each, 64 MiB)
+ROW_NORM_ENTRIES = 1 << 22
+
+
 def row_norms_sq(A: sp.csr_matrix) -> np.ndarray:
-    """||a_j||^2 of every row of the CSR matrix ``A``, shape (rows,) (inf where a square overflows)."""
+    """||a_j||^2 of every row of the CSR matrix ``A``, shape (rows,) (inf where a square overflows), a block of whole
+    rows at a time (at most :data:`ROW_NORM_ENTRIES` entries, or one row): each row's squares are summed in order as
+    one call over all rows would, without its two nnz-long temporaries (1.4 GB beside a host's 1 GB partition)."""
+    rows, ptr = A.shape[0], A.indptr
+    out = np.zeros(rows)
+    r0 = 0
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.bincount(np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)), weights=A.data * A.data,
-                           minlength=A.shape[0])
+        while r0 < rows:
+            r1 = max(r0 + 1, int(np.searchsorted(ptr, ptr[r0] + ROW_NORM_ENTRIES, side="right")) - 1)
+            r1 = min(r1, rows)
+            data = A.data[ptr[r0]:ptr[r1]]
+            out[r0:r1] = np.bincount(np.repeat(np.arange(r1 - r0), np.diff(ptr[r0:r1 + 1])), weights=data * data,
+                                     minlength=r1 - r0)
+            r0 = r1
+    return out
 
 
 # The constants of docs/algorithms.md §4 from per-worker numbers (l_i, lambda_max(A_i^T A_i), max_j ||a_j||^2): one
