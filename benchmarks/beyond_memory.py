@@ -74,25 +74,25 @@ MACHINE_LIMIT = 20 << 30
 SUBNET = "10.82.0.0/16"
 #: what was found outside the run itself (probes of 2026-12-07 on this machine), printed with the report
 NOTES: list[str] = [
-    "**where the client's memory goes** (probes outside the run, 4 local Dask workers, 50,000-100,000 rows, d = 2^20, "
-    "the same fit: the client's memory does not grow with N: 681 MiB at 1 M rows, 700 MiB at 13.7 M): the process is "
-    "148 MiB after importing numpy, scipy, dask, distributed and isparse and connecting. At round 25, with glibc's "
-    "`MALLOC_MMAP_THRESHOLD_` = 1 MiB (so that RSS is what is alive: 462 MiB), the arrays of 1 MiB or more the client "
-    "holds are 208 MiB = 26 d-vectors: the reference's x* and the 4 ∇f_i(x*) (40 MiB), the recovery snapshot of the 4 "
-    "hosts' ISEGA memories h_i (32 MiB) and the models kept to replay (up to 8: 64 MiB, `REPLAY_BYTES`), the "
-    "round's request and reply buffers (about 9 d-vectors), x, x⁰, h̄ and the result (4-5). On top, transients: "
-    "the master's redraw of the 4 workers' sampled coordinates took 96 MiB at once (fixed in c4f6cc7: 38 MiB; the "
-    "plain fit above ran before it, the kill run after it), and glibc keeps freed 8 MiB arrays in its heap: with "
-    "the default allocator the client's RSS after a 40-round fit was 615 MiB, with `MALLOC_MMAP_THRESHOLD_` = 1 MiB "
-    "350 MiB, and its peak 663 against 598 MiB. The bound 300 MB + 16 d-vectors would need the reference's local "
-    "gradients, the recovery snapshot and the replay models (≈ 17 d-vectors) off the client, not a small change.",
-    "**where the hosts' memory goes** (read from the code, not probed at full size): each host's RSS was 1,369 MiB "
-    "at the fit's start (its CSR partition, 1,037 MiB, and a 332 MiB process); during the fit it grew by 1,392 MiB: "
-    "ISEGA's sampled-coordinate gradient keeps a CSC copy of the shard (another 1,037 MiB, commit f82ecf6's 'the CSR "
-    "and the CSC'), the rest (≈ 355 MiB) being per-round transients of about a quarter of the nonzeros (the τ = 1/4 "
-    "sampled columns) and N-vectors of the host's 3.4 M rows (26 MiB each); during the reference solve "
-    "`RowsHost.curvature_at` also squares the CSR's data (0.67 × the partition). With a 332 MiB process the bound "
-    "2 × partition + 300 MB leaves no room for anything beyond the CSR and the CSC.",
+    "**where the client's memory goes** (probes of 2026-12-07 outside the run, 4 Dask workers on loopback, "
+    "40,000 rows, d = 2^20, the same fit; the client's memory is O(d), not O(N): --quick's 200,000 rows gave 485 MiB "
+    "and the full run's 13.7 M 468 MiB at the same commit): about 270 MiB are imports (145 MiB after numpy, scipy, "
+    "distributed and dask.array, which imports pydata sparse and numba where they are installed, as for dask-ml; "
+    "isparse's estimator then imports scikit-learn, which imports scipy.stats and pandas: 270 MiB). The rest, about "
+    "25 d-vectors at the peak, is the working set: Newton-CG's vectors in the reference solve on the hosts (x, the "
+    "gradient, CG's vectors, the preconditioner and the hosts' replies), then in the rounds x, x⁰, x*, h̄, the "
+    "master's step, the hosts' replies and their merge, and the redraw of the workers' sampled coordinates (the keys "
+    "of d uniforms a worker), with glibc's heap on top. Cut before this run (commits of 2026-12-07): the n ∇f_i(x*) "
+    "(one number now, reduced on the hosts), the recovery snapshot and the models to replay (a temporary file, not "
+    "memory), the hosts' d-vectors summed in place, ISEGA's master step in place, the round's sampled sets freed after "
+    "the scatter-add: 700 MiB in the first run, 549, then 468. The bound 300 MB + 16·d·8 B leaves 16 d-vectors beside "
+    "the imports.",
+    "**where the hosts' memory goes**: each host's peak in this run was the summary of its rows at the fit's start: "
+    "`row_norms_sq` made two nnz-long temporaries (+1,379 MiB beside a 1,036 MiB partition, measured in-process on "
+    "one partition); after this run it takes a block of rows at a time (+64 MiB, the same bits; commit d729ea8), so "
+    "the next largest are the reference solve's squared entries (`RowsHost.curvature_at`, 0.67 × the partition) and "
+    "svds' vectors for λ_max (+199 MiB). The rounds hold the CSR once: at τ ≥ 1/4 a host of one worker takes "
+    "A^T r whole over its CSR (no CSC copy), 1,657 MiB a host during the rounds.",
     "In `--quick` mode a 512 MiB client cap was tried first: the client was OOM-killed during isparse's rounds "
     "(`memory.failcnt` 84, one OOM kill), since its memory is O(d) whatever N; the caps are 1 GiB in both modes.",
     "λ = 1e-3 was chosen from in-process fits of 200,000 rows (4 workers): ISEGA τ = 1/4 (paper step) reached ε = "
@@ -273,7 +273,7 @@ def run_peer(client, solver: str, X, y, N: int, lam: float, F_star: float, cap: 
         import traceback
 
         where = [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in traceback.extract_tb(exc.__traceback__)]
-        state["stopped"] = f"failed: {type(exc).__name__}: {str(exc)[:300]}"
+        state["stopped"] = f"failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         state["where"] = " < ".join(reversed(where[-4:]))
     finally:
         alg.compute, dask.array.compute, regs.L2.proximal_operator = saved
@@ -647,6 +647,8 @@ def report(res: dict, commit: str = "") -> tuple[str, list[str]]:
                           "digit, as the fit without the kill (" if equal else "NOT at the fit without the kill's "
                           "numbers (") + ", ".join(f"{k} {a!r} / {b!r}" for k, (a, b) in same.items()) + \
                 ": the earlier run's coef_ was not kept, so coef_ itself was compared bit for bit in --quick mode only)"
+    elif res.get("kill_elsewhere"):   # made in another run (said there)
+        kill_text = res["kill_elsewhere"]
     elif res.get("error"):
         kill_text = f"not reached ({res['error']})"
     goal = (f"- **{TITLE}** (`{cmd}`): {N:,} click rows, d = 2^{int(np.log2(d))}, X {x_bytes / 2**30:.2f} GiB as CSR "
