@@ -107,6 +107,7 @@ class Recovery:
         return list(raw.reshape(self.replay, d))
 
     def close(self) -> None:
+        """Remove the file (the pool's finalizer calls it)."""
         self._file.close()
 
 

@@ -252,11 +252,8 @@ class Box(abc.ABC):
         """sum_i of the messages scattered into R^d (one vectorized scatter-add, in worker order)."""
         if isinstance(batch, HostSums):   # each host's sum on the union of its workers' coordinates, host by host
             coords = [self._union_of(g, batch.t) for g in batch.groups]
-            out = np.bincount(np.concatenate(coords), weights=np.concatenate(batch.sums), minlength=self.blocks.d)
-        else:
-            out = np.bincount(self._coords_of(batch), weights=batch.values, minlength=self.blocks.d)
-        self._memo = self._coords_memo = None   # the round's sets are not asked for again: not kept (O(tau m n))
-        return out
+            return np.bincount(np.concatenate(coords), weights=np.concatenate(batch.sums), minlength=self.blocks.d)
+        return np.bincount(self._coords_of(batch), weights=batch.values, minlength=self.blocks.d)
 
     def averaged_step(self, x, batch, gamma=None):
         """x^{t+1} = x - (gamma/n) sum_i (message_i scattered into R^d): the master step of Algorithms 1, 3, 5 and 6
