@@ -85,8 +85,8 @@ NOTES: list[str] = [
     "of d uniforms a worker), with glibc's heap on top. Cut before this run (commits of 2026-12-07): the n ∇f_i(x*) "
     "(one number now, reduced on the hosts), the recovery snapshot and the models to replay (a temporary file, not "
     "memory), the hosts' d-vectors summed in place, ISEGA's master step in place, the round's sampled sets freed after "
-    "the scatter-add: 700 MiB in the first run, 549, then 468. The bound 300 MB + 16·d·8 B leaves 16 d-vectors beside "
-    "the imports.",
+    "the scatter-add (undone after the run: it cost in-process runs 5-9 %): 700 MiB in the first run, 549, then "
+    "468. The bound 300 MB + 16·d·8 B leaves 16 d-vectors beside the imports.",
     "**where the hosts' memory goes**: each host's peak in this run was the summary of its rows at the fit's start: "
     "`row_norms_sq` made two nnz-long temporaries (+1,379 MiB beside a 1,036 MiB partition, measured in-process on "
     "one partition); after this run it takes a block of rows at a time (+64 MiB, the same bits; commit d729ea8), so "
