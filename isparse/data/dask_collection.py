@@ -285,7 +285,6 @@ class DaskRows:
         plan, parts, host_parts = {}, [], {}
         for p, a in enumerate(holder):
             host_parts.setdefault(a, []).append(p)
-        n_of = {a: len(ps) if workers_per_host is None else int(workers_per_host) for a, ps in host_parts.items()}
         if workers_per_host is None:
             # the workers numbered in partition order, wherever Dask placed the partitions (the same iterates for
             # any placement): partition p's rows are logical workers p k .. p k + k - 1
@@ -297,14 +296,15 @@ class DaskRows:
                                  f"got {k}.")
             parts = [part for p in range(len(holder)) for part in _ranges(int(lo[p]), int(lo[p + 1]), k)]
             plan = {a: [p * k + j for p in host_parts[a] for j in range(k)] for a in sorted(host_parts)}
-        for a in sorted(host_parts) if workers_per_host is not None else ():
-            host_rows = np.concatenate([np.arange(lo[p], lo[p + 1]) for p in host_parts[a]])
-            if n_of[a] > host_rows.size:
-                raise ValueError(f"The 'workers_per_host' parameter must be at most the rows of every host: {a} "
-                                 f"holds {host_rows.size}; got {workers_per_host}.")
-            split = np.array_split(host_rows, n_of[a])
-            plan[a] = list(range(len(parts), len(parts) + len(split)))
-            parts.extend(split)
+        else:   # n workers a host, numbered host after host
+            for a in sorted(host_parts):
+                host_rows = np.concatenate([np.arange(lo[p], lo[p + 1]) for p in host_parts[a]])
+                if int(workers_per_host) > host_rows.size:
+                    raise ValueError(f"The 'workers_per_host' parameter must be at most the rows of every host: {a} "
+                                     f"holds {host_rows.size}; got {workers_per_host}.")
+                split = np.array_split(host_rows, int(workers_per_host))
+                plan[a] = list(range(len(parts), len(parts) + len(split)))
+                parts.extend(split)
         scale = len(parts) / N
         futures, actors = {}, {}
         for a in sorted(host_parts):

@@ -58,57 +58,11 @@ from .traffic import (CODED_MESSAGE_OVERHEAD_BYTES, CODED_REPLY_EXTRA_BYTES, DEN
                       STREAM_DENSE_MESSAGE_OVERHEAD_BYTES, STREAM_REPLY_OVERHEAD_BYTES,
                       STREAM_SUPPORT_MESSAGE_EXTRA_BYTES, SUPPORT_MESSAGE_EXTRA_BYTES, WORKER_OVERHEAD_BYTES,
                       expected_traffic, reply_limit, request_limit)
+from .recovery import Recovery
 
 #: the most bytes of models (x, d float64 each) kept to replay a recovered host's rounds, which a recovery reads back
 #: at once: the recovery snapshot is taken often enough to stay below it (``DaskPool.snapshot_interval``)
 REPLAY_BYTES = 32 << 20
-
-class Recovery:
-    """The recovery snapshot of a :class:`DaskPool` and the models broadcast since, kept in a file, not in the
-    client's memory (as Dask spills to disk): the client holds neither the hosts' states (ISEGA: n d-vectors) nor
-    up to :data:`REPLAY_BYTES` of models between recoveries, only while a recovery reads them back.
-
-    The file is a temporary one (``tempfile``'s directory, ``TMPDIR``), removed when the pool is. ``round`` is the
-    round of the snapshot (-1: none yet); ``model`` the model it goes with (a d-vector, in memory)."""
-
-    def __init__(self):
-        import tempfile
-
-        self._file = tempfile.TemporaryFile(prefix="isparse-recovery-")
-        self.round, self.model, self.replay, self._snapshot_bytes = -1, None, 0, 0
-
-    def keep(self, snapshots, round_: int, model) -> None:
-        """A new snapshot (a list, one per host), taken at ``round_`` with ``model``; the models kept are dropped."""
-        import pickle
-
-        f = self._file
-        f.seek(0)
-        f.truncate()
-        pickle.dump(list(snapshots), f, protocol=pickle.HIGHEST_PROTOCOL)
-        self._snapshot_bytes, self.round, self.model, self.replay = f.tell(), int(round_), model, 0
-
-    def add(self, x) -> None:
-        """One more model (float64, d) to replay after the snapshot."""
-        self._file.seek(0, 2)
-        self._file.write(np.ascontiguousarray(x, dtype=np.float64).tobytes())
-        self.replay += 1
-
-    def snapshot(self) -> list:
-        """The kept snapshot, read back."""
-        import pickle
-
-        self._file.seek(0)
-        return pickle.load(self._file)
-
-    def models(self, d: int) -> list:
-        """The models since the snapshot, read back, oldest first."""
-        self._file.seek(self._snapshot_bytes)
-        raw = np.fromfile(self._file, dtype=np.float64, count=self.replay * d)
-        return list(raw.reshape(self.replay, d))
-
-    def close(self) -> None:
-        """Remove the file (the pool's finalizer calls it)."""
-        self._file.close()
 
 
 #: the values of ``DaskPool(rounds=...)`` (``cluster.rounds``)
@@ -467,8 +421,8 @@ class DaskPool:
     def exchange(self, x, monitor=False, down=None):
         """``Engine.exchange``: one request and one reply per host, over its stream or as an actor call (``rounds``).
 
-        Every ``snapshot_interval`` rounds (from round 0) the workers' states are first fetched (:class:`Recovery`); every
-        ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized); x is kept to
+        Every ``snapshot_interval`` rounds (from round 0) the workers' states are first fetched (:class:`Recovery`);
+        every ``measure_every`` rounds the hosts also size their replies (and the downlink message is sized); x is kept to
         replay a recovered host's rounds. A lost Dask worker is recovered from (the module's Notes) and the round made
         again on its replacement; a RuntimeError when recovery is off (``snapshot_every=0``) or every Dask worker was
         lost.

@@ -324,23 +324,23 @@ class GLMProblem(Problem):
 
         return _GLMCurvature(self)
 
-    def local_grads(self, x: np.ndarray) -> np.ndarray:
-        """The n local gradients grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x), dense, shape (n, d): one
-        product with the shard-by-row matrix of the residuals (worker after worker), not n products."""
+    def _local_product(self, x: np.ndarray):
+        """The workers' (n/N) A_i^T phi'(A_i x) as a sparse (n, d) matrix: one product of the shard-by-row matrix of
+        the residuals (row i: worker i's) with the rows, not n products."""
         r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
-        M = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size))   # row i: worker i's residuals
-        return (M @ self._A).toarray() + self.penalty.grad(x)
+        return sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size)) @ self._A
+
+    def local_grads(self, x: np.ndarray) -> np.ndarray:
+        """The n local gradients grad f_i(x) = (n/N) A_i^T phi'(A_i x) + grad P(x), dense, shape (n, d)."""
+        return self._local_product(x).toarray() + self.penalty.grad(x)
 
     def sum_sq_local_grads(self, x: np.ndarray) -> float:
         """From the sparse product, one dense row at a time (:func:`sum_sq_rows`): O(nnz + d) memory, not n x d."""
-        r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
-        S = sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size)) @ self._A
-        return sum_sq_rows(S, self.penalty.grad(x))
+        return sum_sq_rows(self._local_product(x), self.penalty.grad(x))
 
     def local_grads_max_abs(self, x: np.ndarray) -> float:
         """max_i ||grad f_i(x)||_inf, from the sparse product (never the dense (n, d) matrix of :meth:`local_grads`)."""
-        r = self.loss.deriv(self._A @ x, self._b) * (self.n / self.N)
-        S = (sp.csr_matrix((r, np.arange(r.size), self._ptr), shape=(self.n, r.size)) @ self._A).tocsr()
+        S = self._local_product(x).tocsr()
         p = np.broadcast_to(self.penalty.grad(x), (self.d,))
         top = float(np.max(np.abs(S.data + p[S.indices]), initial=0.0))
         return max(top, float(np.max(np.abs(p), initial=0.0))) if S.nnz < self.n * self.d else top
