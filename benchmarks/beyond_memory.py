@@ -99,6 +99,11 @@ NOTES: list[str] = [
     "1e-4 in 123 iterations, GD in 104; λ = 1e-4 was not tried on the cluster for lack of time (κ ten times larger).",
 ]
 CGROUP = Path("/sys/fs/cgroup/memory")
+#: glibc's M_MMAP_THRESHOLD for the client process (``MALLOC_MMAP_THRESHOLD_``, as docs/dask.md advises a client of a
+#: large-d fit): arrays of 1 MiB and more are mapped and unmapped on their own, so freed d-vectors leave the RSS
+#: (glibc's default threshold grows to 32 MiB once such arrays are freed, and then keeps them in its heaps:
+#: 486 against 451 MiB of peak in a 200,000-row probe at d = 2^20)
+CLIENT_MMAP_THRESHOLD = 1 << 20
 ALGORITHM = ("isparse ISEGA τ=1/n", {"algorithm": "isega", "step_rule": "paper"})
 
 
@@ -502,6 +507,7 @@ def measure(quick: bool = False, lam: float = LAM, tol: float = TOL, solvers=("l
                       "earlier": None if earlier is None else earlier["isparse"]}
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
                                                                               os.environ.get("PYTHONPATH")])))
+            env["MALLOC_MMAP_THRESHOLD_"] = str(CLIENT_MMAP_THRESHOLD)
             proc = subprocess.run([sys.executable, "-m", "benchmarks.beyond_memory", "--child", json.dumps(params)],
                                   env=env)
             guard.stop.set()

@@ -51,6 +51,7 @@ import numpy as np
 from ..compression.messages import merge
 from .dask_async import DaskAsync
 from .dask_host import ACTOR_LOST, LOST, STREAM_LOG, DaskHost, unpack_reply
+from .hooks import forget_round
 from .host import split_workers
 from .stream import Stream, frames as _frames
 from .traffic import (CODED_MESSAGE_OVERHEAD_BYTES, CODED_REPLY_EXTRA_BYTES, DENSE_MESSAGE_OVERHEAD_BYTES,
@@ -427,6 +428,7 @@ class DaskPool:
         again on its replacement; a RuntimeError when recovery is off (``snapshot_every=0``) or every Dask worker was
         lost.
         """
+        forget_round(self.method)   # the last round's sets: redrawn by the master step, not held beside the next
         if self._recovery is not None and self.rounds % self.snapshot_interval == 0 and \
                 self._recovery.round != self.rounds:
             self.snapshot()

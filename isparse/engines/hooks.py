@@ -1,5 +1,5 @@
 """What the engines do with a method beyond its four steps: a host's one sum for its workers' messages
-(``messages.aggregate=host``) and a copy with another seed.
+(``messages.aggregate=host``), a copy with another seed, and a master that forgets its last round's sets.
 """
 
 from __future__ import annotations
@@ -49,4 +49,12 @@ def with_seed(method, seed: int):
     return other
 
 
-__all__ = ["host_sums", "sums_on_host", "with_seed"]
+def forget_round(method) -> None:
+    """Drop the method's remembered sampled sets and their coordinates of the last round (three arrays of tau m n
+    entries: 24 MiB at d = 2^20, n = 4, tau = 1/4), so a master that redraws them next round does not hold both
+    rounds' at once. The Dask engine calls it between rounds; the in-process engine keeps them (its workers and
+    master share one round's sets, and dropping them cost its runs 5-9 %)."""
+    method._memo = method._coords_memo = None
+
+
+__all__ = ["forget_round", "host_sums", "sums_on_host", "with_seed"]

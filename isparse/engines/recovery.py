@@ -34,7 +34,7 @@ class Recovery:
     def add(self, x) -> None:
         """One more model (float64, d) to replay after the snapshot."""
         self._file.seek(0, 2)
-        self._file.write(np.ascontiguousarray(x, dtype=np.float64).tobytes())
+        self._file.write(memoryview(np.ascontiguousarray(x, dtype=np.float64)))   # no bytes copy of x
         self.replay += 1
 
     def snapshot(self) -> list:

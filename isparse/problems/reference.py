@@ -213,13 +213,15 @@ def _cg_step(curv, x, g, free, l2):
         else:
             buf[idx] = v
             out = hv(buf)[idx]
-        out += l2 * v
+        if l2:
+            out += l2 * v
         c = float(v @ out)
         if not c > 0 and v.any():
             raise _NegativeCurvature
         return out
 
-    dg = (diag if idx is None else diag[idx]) + l2
+    dg = (diag if idx is None else diag[idx]) + l2 if l2 or idx is not None else diag
+    del diag
     M = LinearOperator((k, k), matvec=lambda r: np.ravel(r) / dg, dtype=float) if np.all(dg > 0) else None
     eta = min(0.1, float(np.linalg.norm(rhs)))
     try:
@@ -267,7 +269,9 @@ def _newton_free(problem, x, max_iter=100, dense=True):
     best = _residual(problem, x)
     for _ in range(max_iter):
         free, g_reg = reg.free_set(x)
-        g = problem.grad(x) + g_reg
+        g = problem.grad(x)
+        g += g_reg
+        del g_reg   # a d-vector less beside Newton-CG's (the client's memory at d = 2^20: docs/dask.md)
         if not free.any():
             break
         step = _dense_step(problem, x, g, free, reg.l2) if dense else _cg_step(curv, x, g, free, reg.l2)
@@ -285,6 +289,7 @@ def _newton_free(problem, x, max_iter=100, dense=True):
             t *= 0.5
         else:
             break
+        del step, g   # not held through the next Newton-CG step
         r = _residual(problem, cand)
         if r > best * (1 + 1e-9) and best < 1e-10:
             break

@@ -178,10 +178,17 @@ class _HostCurvature:
     def at(self, x):
         p = self.problem
         pd = p.penalty.hess_diag(x)
-        diag = _host_sum(p.hosts.map("curvature_at", x)) / p.N + pd
+        if pd.size and np.all(pd == pd.flat[0]):   # lam I: a number, not a d-vector (the same bits)
+            pd = pd.flat[0]
+        diag = _host_sum(p.hosts.map("curvature_at", x))
+        diag /= p.N
+        diag += pd
 
         def hv(v):
-            return _host_sum(p.hosts.map("hess_product", v)) / p.N + pd * v
+            out = _host_sum(p.hosts.map("hess_product", v))
+            out /= p.N
+            out += pd * v
+            return out
 
         return hv, diag
 
