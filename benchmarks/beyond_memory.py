@@ -75,28 +75,31 @@ SUBNET = "10.82.0.0/16"
 #: what was found outside the run itself (probes of 2026-12-07 on this machine), printed with the report
 NOTES: list[str] = [
     "**where the client's memory goes** (probes of 2026-12-07 outside the run, 4 Dask workers on loopback, "
-    "40,000 rows, d = 2^20, the same fit; the client's memory is O(d), not O(N): --quick's 200,000 rows gave 485 MiB "
-    "and the full run's 13.7 M 468 MiB at the same commit): about 270 MiB are imports (145 MiB after numpy, scipy, "
-    "distributed and dask.array, which imports pydata sparse and numba where they are installed, as for dask-ml; "
-    "isparse's estimator then imports scikit-learn, which imports scipy.stats and pandas: 270 MiB). The rest, about "
-    "25 d-vectors at the peak, is the working set: Newton-CG's vectors in the reference solve on the hosts (x, the "
-    "gradient, CG's vectors, the preconditioner and the hosts' replies), then in the rounds x, x⁰, x*, h̄, the "
-    "master's step, the hosts' replies and their merge, and the redraw of the workers' sampled coordinates (the keys "
-    "of d uniforms a worker), with glibc's heap on top. Cut before this run (commits of 2026-12-07): the n ∇f_i(x*) "
-    "(one number now, reduced on the hosts), the recovery snapshot and the models to replay (a temporary file, not "
-    "memory), the hosts' d-vectors summed in place, ISEGA's master step in place, the round's sampled sets freed after "
-    "the scatter-add (undone after the run: it cost in-process runs 5-9 %): 700 MiB in the first run, 549, then "
-    "468. The bound 300 MB + 16·d·8 B leaves 16 d-vectors beside the imports.",
-    "**where the hosts' memory goes**: each host's peak in this run was the summary of its rows at the fit's start: "
-    "`row_norms_sq` made two nnz-long temporaries (+1,379 MiB beside a 1,036 MiB partition, measured in-process on "
-    "one partition); after this run it takes a block of rows at a time (+64 MiB, the same bits; commit d729ea8), so "
-    "the next largest are the reference solve's squared entries (`RowsHost.curvature_at`, 0.67 × the partition) and "
-    "svds' vectors for λ_max (+199 MiB). The rounds hold the CSR once: at τ ≥ 1/4 a host of one worker takes "
-    "A^T r whole over its CSR (no CSC copy), 1,657 MiB a host during the rounds.",
+    "200,000 rows, d = 2^20, the same fit; the client's memory is O(d), not O(N)): about 280 MiB are imports (145 MiB "
+    "after numpy, scipy, distributed and dask.array, which imports pydata sparse and numba where they are installed, "
+    "as for dask-ml; isparse's estimator then imports scikit-learn, which imports scipy.stats, pandas and pyarrow). "
+    "The rest is the working set, at its peak in the reference solve's Newton-CG (CG's five vectors, x, the gradient, "
+    "the right-hand side, the preconditioner and the hosts' four replies) and in the rounds at the master's redraw "
+    "of the workers' sampled coordinates. Cut before this run (commits of 2026-12-07, 70ce71d the last): the n "
+    "∇f_i(x*) (one number, reduced on the hosts), the recovery snapshot and the models to replay (a temporary file), "
+    "the hosts' d-vectors summed and scaled in place, ISEGA's master step in place, Newton-CG's gradient of R, last "
+    "step and diagonal dropped when done and λI held as a number, the Dask master's sets of the last round dropped "
+    "before the next round's; the client runs with MALLOC_MMAP_THRESHOLD_ = 1 MiB (glibc's default threshold keeps "
+    "freed d-vectors in its heaps: 486 against 451 MiB in the probe). The client's peak: 700 MiB in the first full "
+    "run, 549, 468, then 412 in this one. The bound 300 MB + 16·d·8 B leaves 16 d-vectors beside the imports.",
+    "**where the hosts' memory goes**: `row_norms_sq` takes a block of rows at a time since d729ea8 (it made two "
+    "nnz-long temporaries: +1,379 MiB beside a 1,036 MiB partition, the previous run's 2,761 MiB host peak); the "
+    "largest transients are now the reference solve's squared entries (`RowsHost.curvature_at`, 0.67 × the "
+    "partition) and svds' vectors for λ_max. The rounds hold the CSR once: at τ ≥ 1/4 a host of one worker takes "
+    "A^T r whole over its CSR (no CSC copy).",
     "In `--quick` mode a 512 MiB client cap was tried first: the client was OOM-killed during isparse's rounds "
     "(`memory.failcnt` 84, one OOM kill), since its memory is O(d) whatever N; the caps are 1 GiB in both modes.",
     "λ = 1e-3 was chosen from in-process fits of 200,000 rows (4 workers): ISEGA τ = 1/4 (paper step) reached ε = "
     "1e-4 in 123 iterations, GD in 104; λ = 1e-4 was not tried on the cluster for lack of time (κ ten times larger).",
+    "The machine was not quiet during this run's isparse fit: a probe's 8 stray Dask workers (left by an earlier "
+    "probe, reconnecting to a scheduler that was gone) and the session's own edits shared the 2 cores for its first "
+    "15 minutes (load 7-12), so its time to ε (643 s) is slower than the previous run's 451 s at load 0.5-2.5 on "
+    "the same rows and iterations; the memory figures do not depend on it.",
 ]
 CGROUP = Path("/sys/fs/cgroup/memory")
 #: glibc's M_MMAP_THRESHOLD for the client process (``MALLOC_MMAP_THRESHOLD_``, as docs/dask.md advises a client of a
@@ -523,7 +526,12 @@ def measure(quick: bool = False, lam: float = LAM, tol: float = TOL, solvers=("l
                     res["kill"], res["kill_from_earlier"] = earlier["kill"], True
                 for k in ("make_s", "client_setup_peak", "part_bytes", "N", "d"):
                     res.setdefault(k, earlier[k])
-            res["guard"] = guard.events
+                if not solvers:   # --solvers '': the earlier run's dask-ml fits and what its guard did then
+                    for k in earlier:
+                        if k.startswith("dask-ml "):
+                            res.setdefault(k, earlier[k])
+                    res["peers_from_earlier"] = True
+            res["guard"] = (earlier.get("guard") or [] if earlier is not None and not solvers else []) + guard.events
             res["machine_peak_used"] = guard.most
             res["dask_log_tail"] = cluster.output_tail(30)
         for name in ("memory.max_usage_in_bytes", "memory.failcnt"):
@@ -690,8 +698,11 @@ def report(res: dict, commit: str = "") -> tuple[str, list[str]]:
            + ("and the fit with a host killed are that run's (the emulated hosts' Dask workers run without a nanny: "
               "the killed host stays dead, so dask-ml's fits were made in a run of their own on a fresh cluster of "
               f"{res['H']})" if res.get("kill_from_earlier") else "without the kill is that run's")
-           + ", dask-ml's fits this run's, on the same rows (the same seed and partitions, made on the hosts "
-           "again)." if res.get("earlier") else "."),
+           + (" and dask-ml's fits are that run's too (its memory guard left one host of four after them, so this "
+              "run made the fit with a host killed on a fresh cluster of the same rows: the same seed and partitions, "
+              "made on the hosts again)." if res.get("peers_from_earlier") else
+              ", dask-ml's fits this run's, on the same rows (the same seed and partitions, made on the hosts "
+              "again).") if res.get("earlier") else "."),
         "",
         f"Click data of {N:,} rows (`isparse.data.clicks.click_data(rows, partitions={res['H']}, d=2**20, nnz={NNZ}, "
         f"alpha={ALPHA}, positives={POSITIVES}, seed={SEED})`) made on {res['H']} `cluster=emulated` hosts (Dask worker "

@@ -17,12 +17,18 @@ Four measurements, each of the real console script or the library, on this machi
   reference solved) and with the cache filled by that first build;
 - **the time per iteration through isparse-run**: ``isparse-run engine=inprocess data=a9a workers.n=<n> max_iter=<T>
   tol=0 tracking.log_every=<T/4>`` (ISEGA, τ = 1/n), its iterations' wall time (``wall_s_total``) per iteration
-  divided by one full-data gradient with scipy.sparse (item 1's baseline, measured in this run).
+  divided by one full-data gradient with scipy.sparse (item 1's baseline, measured in this run);
+- **what a sweep and a command cost** (issue 48), each beside the same command of today's code before that issue
+  (:data:`BASELINE`, checked out in a temporary git worktree and run with the same interpreter): the CPU of
+  ``isparse-run --help``, the CPU of the cold 1-iteration run above (the command and every process it waits for:
+  the MLflow helper), and the wall time of a sweep of :data:`SWEEP20` one-iteration jobs on the default Dask
+  cluster (``isparse-run -m max_iter=1 tol=0 seed=0,...``) against one such run alone (the first job's time).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,6 +43,11 @@ from .common import data_dir, load, median_time
 #: the issue's goals: seconds (cold 1-iteration run, a later job of a sweep outside its iterations, the set-up at
 #: n = 10^4) and ratios to one full-data gradient per iteration (n = 100, 1000)
 GOALS = {"cold_run_s": 3.0, "sweep_job_s": 1.0, "setup_1e4_s": 5.0, "iteration_100": 1.0, "iteration_1000": 1.5}
+#: issue 48's goals: CPU seconds of a cold 1-iteration run and of --help; a sweep's jobs after the first, seconds each
+GOALS.update({"cold_run_cpu_s": 3.0, "help_cpu_s": 1.5, "sweep20_per_job_s": 1.0})
+#: the commit whose commands are the "today" of issue 48's measures (main before the issue)
+BASELINE = "e695c3e"
+SWEEP20 = 20
 REPEATS, QUICK_REPEATS = 5, 2
 SWEEP_JOBS = 8
 ITERS = {100: 2000, 1000: 400}
@@ -57,6 +68,59 @@ def _timed(cmd, cwd) -> float:
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{(p.stdout + p.stderr)[-4000:]}")
     return wall
+
+
+def _cpu(cmd, cwd, env=None) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of ``cmd`` and every process it waited for (getrusage of the children)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env or _env(), timeout=1800)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}:\n{(p.stdout + p.stderr)[-4000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+def _baseline(tmp: Path) -> dict:
+    """The environment that runs :data:`BASELINE`'s code with this interpreter (its checkout first on PYTHONPATH:
+    its pipeline, isparse and conf/), from a git worktree under ``tmp``."""
+    root = Path(__file__).resolve().parent.parent
+    tree = tmp / "baseline"
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), BASELINE], check=True,
+                   capture_output=True)
+    return dict(_env(), PYTHONPATH=str(tree))
+
+
+def sweep_costs(out: Path, repeats: int, jobs: int = SWEEP20) -> dict:
+    """Issue 48's measures, now and at :data:`BASELINE` (see the module docstring)."""
+    root = Path(__file__).resolve().parent.parent
+    res = {"baseline": BASELINE, "jobs": jobs}
+    try:
+        envs = {"now": _env(), "baseline": _baseline(out)}
+        for which, env in envs.items():
+            d = out / which
+            d.mkdir(exist_ok=True)
+            help_cpu = [_cpu([_cli(), "--help"], d, env)[0] for _ in range(repeats)]
+            cold = [_cli(), "engine=inprocess", "max_iter=1", "progress=false", f"paths.outputs={d}"]
+            _cpu(cold, d, env)   # the cache and the store
+            cold_cpu = [_cpu(cold, d, env) for _ in range(repeats)]
+            single = [_cli(), "max_iter=1", "tol=0", "progress=false", f"paths.outputs={d}",
+                      "tracking.experiment=bench-single"]
+            single_wall = statistics.median(_cpu(single, d, env)[1] for _ in range(2))
+            sweep = [_cli(), "-m", "max_iter=1", "tol=0", f"seed={','.join(map(str, range(jobs)))}", "progress=false",
+                     f"paths.outputs={d}", "tracking.experiment=bench-sweep20"]
+            sweep_cpu, sweep_wall = _cpu(sweep, d, env)
+            res[which] = {"help_cpu": _stats(help_cpu), "cold_cpu": _stats([c for c, _ in cold_cpu]),
+                          "cold_wall": _stats([w for _, w in cold_cpu]), "single_wall_s": single_wall,
+                          "sweep_wall_s": sweep_wall, "sweep_cpu_s": sweep_cpu,
+                          "per_job_after_first_s": (sweep_wall - single_wall) / max(1, jobs - 1)}
+        res["commands"] = {"help": "isparse-run --help", "cold": " ".join(cold[1:4]),
+                           "sweep": " ".join(sweep[1:6])}
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(out / "baseline")],
+                       capture_output=True)
+    return res
 
 
 def _stats(values) -> dict:
@@ -136,7 +200,7 @@ def measure(quick: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="isparse-bench-fixed-") as tmp:
         out = Path(tmp)
         res = {"cold": cold_run(out, repeats), "sweep": sweep_jobs(out, 3 if quick else SWEEP_JOBS),
-               "setup": setup_1e4(),
+               "costs": sweep_costs(out, repeats, 4 if quick else SWEEP20), "setup": setup_1e4(),
                "iterations": [iteration(out, n, max(40, it // (10 if quick else 1))) for n, it in ITERS.items()]}
     res["goals"] = GOALS
     return res
@@ -156,6 +220,19 @@ def report(res: dict) -> list[str]:
             ["set-up at n = 10^4, empty cache (build + pool, s)", u["empty cache"]["total_s"], "",
              f"≤ {GOALS['setup_1e4_s']:g}"],
             ["set-up at n = 10^4, filled cache (s)", u["filled cache"]["total_s"], "", f"≤ {GOALS['setup_1e4_s']:g}"]]
+    k = res.get("costs")
+    if k:
+        now, base = k["now"], k["baseline"]
+        rows += [[f"isparse-run --help, CPU (s; at {k['baseline']}: {base['help_cpu']['median']:.2f})",
+                  now["help_cpu"]["median"], f"{now['help_cpu']['min']:.2f}-{now['help_cpu']['max']:.2f}",
+                  f"≤ {GOALS['help_cpu_s']:g}"],
+                 [f"1-iteration run, cold process, CPU with its helper (s; at {k['baseline']}: "
+                  f"{base['cold_cpu']['median']:.2f})", now["cold_cpu"]["median"],
+                  f"{now['cold_cpu']['min']:.2f}-{now['cold_cpu']['max']:.2f}", f"≤ {GOALS['cold_run_cpu_s']:g}"],
+                 [f"a sweep of {k['jobs']} one-iteration jobs on the default Dask cluster, per job after the first "
+                  f"(s; at {k['baseline']}: {base['per_job_after_first_s']:.2f})", now["per_job_after_first_s"],
+                  f"{now['sweep_wall_s']:.1f} s in all, one run alone {now['single_wall_s']:.1f} s",
+                  f"≤ {GOALS['sweep20_per_job_s']:g}"]]
     for it in res["iterations"]:
         goal = GOALS.get(f"iteration_{it['n']}")
         rows.append([f"per iteration through isparse-run, n = {it['n']} (÷ one full-data gradient)",

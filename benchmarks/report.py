@@ -518,6 +518,13 @@ def _item9(res):
               ("the set-up at n = 10^4 (empty cache)", u["empty cache"]["total_s"], goals["setup_1e4_s"], "s")]
     checks += [(f"an iteration through isparse-run at n = {it['n']}", it["ratio"]["median"],
                 goals.get(f"iteration_{it['n']}", float("inf")), "×") for it in res["iterations"]]
+    k = res.get("costs")
+    if k:
+        checks += [("isparse-run --help", k["now"]["help_cpu"]["median"], goals.get("help_cpu_s", 1.5), "s CPU"),
+                   ("a cold 1-iteration run", k["now"]["cold_cpu"]["median"], goals.get("cold_run_cpu_s", 3.0),
+                    "s CPU"),
+                   (f"a Dask sweep's job after the first ({k['jobs']} jobs)", k["now"]["per_job_after_first_s"],
+                    goals.get("sweep20_per_job_s", 1.0), "s")]
     text = "; ".join(f"{name} {value:.2f} {unit} (goal ≤ {goal:g}: " + ("**met**" if value <= goal else "**not met**")
                      + ")" for name, value, goal, unit in checks)
     goal = _goal_line("9. Fixed costs of a run", text)

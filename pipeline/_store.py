@@ -1,10 +1,11 @@
 """The MLflow client of a process, and the helper process that holds it for ``isparse-run``.
 
 MLflow's own import (``mlflow.tracking`` and its sqlite store: SQLAlchemy, Alembic) is most of a short run's fixed
-cost: 1.5-3 s of a 1-iteration run here, against 0.2 s for the client's calls. ``isparse-run`` therefore starts, as
-its first act, a helper process (``python -m pipeline._store``) that imports MLflow and then holds the run's
-clients, while the job process composes its config, reads its data and builds its run on the other core; the job
-process never imports MLflow. Calls go over a pipe in order: those that return nothing (metrics, tags, artifacts)
+cost: 1.5-3 s of a 1-iteration run here, against 0.2 s for the client's calls. ``isparse-run`` therefore starts,
+once its job's config is checked (or at a sweep's start), a helper process (``python -m pipeline._store``) that
+imports MLflow and then holds the run's clients, while the job process reads its data and builds its run on the
+other core; the job process never imports MLflow, and a command that runs no job (``--help``, a config error)
+starts no helper. Calls go over a pipe in order: those that return nothing (metrics, tags, artifacts)
 without waiting, the others (a run's creation, its end, queries) wait for the answer, which also carries the
 error of any earlier call that failed. Results come back as plain objects with the attributes the pipeline reads
 (``run.info.run_id``, ``run.data.tags``, ``metric.step``, ...), so unpickling them needs no MLflow either.
@@ -293,10 +294,20 @@ class HelperStore:
 _HELPER: list = []
 
 
+_WANTED: list = []
+
+
+def want_helper() -> None:
+    """Let :func:`start_helper` start this process's helper (``isparse-run`` does, first, unless the command runs
+    no job: ``--help``, ``--cfg``)."""
+    _WANTED.append(True)
+
+
 def start_helper() -> None:
-    """Start this process's helper (``isparse-run`` does, first): from now on :func:`helper_for` hands sqlite stores
-    to it. Closed at exit, after its calls are done."""
-    if not _HELPER:
+    """Start this process's helper if :func:`want_helper` was called and none runs yet: from now on
+    :func:`helper_for` hands sqlite stores to it. Closed at exit, after its calls are done. Called once the job's
+    config is checked (a config error imports no MLflow, in no process) or at a sweep's start."""
+    if _WANTED and not _HELPER:
         _HELPER.append(Helper())
         atexit.register(_HELPER[0].close)
 

@@ -28,6 +28,7 @@ from .lifecycle import (MetricsLog, check_resumed_data, checkpoint_saver, end_li
 from .schema import JobConfig, load_job
 from .jobenv import FAILURE_TAG, PARENT_ENV, job_env
 from ._typed import job_overrides
+from ._store import start_helper
 from .tracking import BOUND, SUMMARY, check_reachable, client_for, flatten
 
 log = logging.getLogger("isparse")
@@ -66,6 +67,7 @@ def run_job(cfg, made: dict | None = None) -> dict:
         job.cluster.check_run()
     with stage("tracking store"):
         check_reachable(job.tracking.uri)
+    start_helper()   # the config is good: MLflow's import (isparse-run's helper) beside the data and the build
     with stage("data"):   # the data read and the reference problem made (its cache: stage "cache")
         data_file = job.data.fingerprint()   # what the run reads (its size and hash; a checkpoint records it)
         if checkpoint is not None:   # the same data as the interrupted run's, or no resume (the run left as it is)
@@ -100,7 +102,7 @@ def tracked(job, setup, pool, name, overrides, stop, end, made, outdir, checkpoi
 
         record_run(pool.client, logger.run_id, job.tracking.uri)
     status = "FAILED"
-    end.update(run_id=logger.run_id, uri=job.tracking.uri, status=status, client=logger.client)
+    end.update(run_id=logger.run_id, uri=job.tracking.uri, status=status, client=logger.client, outdir=outdir)
     try:
         summary = _run_and_log(job, setup, pool, logger, name, stop, outdir, made, checkpoint, data_file)
         status = "FINISHED"
@@ -225,7 +227,7 @@ def _dataset_input(job, setup, data_file) -> tuple[str, str, str, dict]:
     if data is not None:
         profile.update(rows=int(data.A.shape[0]), features=int(data.A.shape[1]), nnz=int(data.A.nnz))
     if data_file is not None:
-        return job.data.name, data_file["sha256"], data_file["file"], profile
+        return job.data.display_name(), data_file["sha256"], data_file["file"], profile
     h = hashlib.sha256()
     if data is not None:
         A = data.A.tocsr()
@@ -233,7 +235,7 @@ def _dataset_input(job, setup, data_file) -> tuple[str, str, str, dict]:
             h.update(np.ascontiguousarray(part).tobytes())
     else:   # a generated problem: its options say what it is
         h.update(json.dumps(job.data.to_dict(), sort_keys=True, default=str).encode())
-    return job.data.name, h.hexdigest(), f"isparse data={job.data.name}", profile
+    return job.data.display_name(), h.hexdigest(), f"isparse data={job.data.name}", profile
 
 
 def _uplink_convention(method) -> str:
@@ -409,7 +411,9 @@ def metrics(rec: dict, n: int, r0: float, quantity: str = "dist_sq") -> dict:
     >= 0 while the measured value is within the bound (``quantity`` = the bound's ``bound_quantity``: dist_sq,
     subopt, subopt_avg or grad_norm_sq_avg; all three divided by the same r0, so the bound and the bounded quantity
     share a chart for each). Each log10 only where its arguments are finite and > 0; ``bound`` itself is left out
-    where it is NaN (no theorem applies), and the ``bound/`` ones with it.
+    where it is NaN (no theorem applies), and ``bound/log10_bound_rel`` and ``bound/log10_slack`` with it, while
+    ``bound/log10_measured_rel`` is logged for every run: the comparison view's charts draw every run's measured
+    quantity, the bound beside it where one exists.
     """
     out = {k: v for k, v in rec.items() if k != "step"}
     out["uplink_bytes_per_worker"] = rec["uplink_bytes"] / n
@@ -417,7 +421,7 @@ def metrics(rec: dict, n: int, r0: float, quantity: str = "dist_sq") -> dict:
     if not math.isfinite(bound):
         out.pop("bound")
     for key, num, den in (("log10_dist_sq_rel", rec["dist_sq"], r0), (BOUND + "log10_bound_rel", bound, r0),
-                          (BOUND + "log10_measured_rel", measured if math.isfinite(bound) else None, r0),
+                          (BOUND + "log10_measured_rel", measured, r0),
                           (BOUND + "log10_slack", bound, measured)):
         if num is not None and den is not None and 0 < num < math.inf and 0 < den < math.inf:
             out[key] = math.log10(num) - math.log10(den)

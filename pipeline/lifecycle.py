@@ -37,8 +37,10 @@ log = logging.getLogger("isparse")
 # -- names ---------------------------------------------------------------------------------------------------------
 def run_name(job, setup, swept: list[str] | None = None) -> str:
     """``tracking.run_name``, or the swept keys' values first (MLflow's runs table cuts names at ~20 characters),
-    then ``n<n>-b<b>-tau<tau>-g<multiplier>[<rule>]-s<seed>-<algorithm>-<data>``, e.g.
-    ``n16-b8-tau0.0625-g1-s0-isega-a9a``. Of the swept keys, those with a short form (workers.n, blocks.size, tau,
+    then ``n<n>-b<b>-tau<tau>-g<multiplier>[<rule>]-s<seed>-<algorithm>[-<changed>]-<data>``, e.g.
+    ``n16-b8-tau0.0625-g1-s0-isega-a9a``, where ``<changed>`` are the ``messages.*`` and method keys that differ from
+    their defaults (``codecnatural7-downlinknatural7``, ``rho16``) and ``<data>`` is the data's
+    ``display_name()`` (``data.title``, a file's stem). Of the swept keys, those with a short form (workers.n, blocks.size, tau,
     step.multiplier, step.rule, seed) come first, then the others (an arm by its bare name), each group in the
     sweep's order: ``algorithm=isega,ibcd workers.n=4,16 blocks.size=1,8`` gives ``n4-b1-isega-tau0.25-...``,
     ``+arm=isega,gd_whole data=a1a,w1a workers.n=10,100`` gives ``n100-gd_whole-w1a-...``.
@@ -50,7 +52,7 @@ def run_name(job, setup, swept: list[str] | None = None) -> str:
     rule = "" if job.step.rule == "theory" else job.step.rule
     parts = {"workers.n": f"n{method.n}", "blocks.size": f"b{job.blocks.size}", "tau": f"tau{method.tau:.4g}",
              "step.multiplier": f"g{job.step.multiplier:g}{rule}", "seed": f"s{job.seed}",
-             "algorithm": method.name, "data": job.data.name}
+             "algorithm": method.name, **_changed(job), "data": job.data.display_name()}
     parts["step.rule"] = parts["step.multiplier"]
     swept = (job_env(SWEPT_ENV) or "").split(",") if swept is None else swept
     first = []
@@ -60,6 +62,22 @@ def run_name(job, setup, swept: list[str] | None = None) -> str:
             first.append(part)
     rest = [p for k, p in parts.items() if k != "step.rule" and p not in first]
     return "-".join(first + rest)
+
+
+def _changed(job) -> dict:
+    """{key: its part} of the ``messages.*`` keys (codec, downlink, aggregation, a codec's own keys) and the
+    method's options (``algorithm.*``) that differ from their defaults: two runs that differ there differ in name."""
+    out = {}
+    for section in ("messages", "algorithm"):
+        node = getattr(job, section, None)
+        if not hasattr(node, "to_dict"):
+            continue
+        defaults = type(node)(name=node.name).to_dict() if section == "algorithm" else type(node)().to_dict()
+        for key, value in node.to_dict().items():
+            if key in ("name", "module") or value == defaults.get(key):
+                continue
+            out[f"{section}.{key}"] = _part(job, f"{section}.{key}")
+    return out
 
 
 def _part(job, key: str) -> str | None:
@@ -76,16 +94,27 @@ def _part(job, key: str) -> str | None:
     return f"{key.rsplit('.', 1)[-1]}{value}"
 
 
+#: the colours of a sweep's runs in the MLflow UI's charts, by job number (the run tag ``mlflow.runColor``, which the
+#: UI reads as the run's colour; its own colours are a hash of the run's id, so two jobs of a sweep may share one):
+#: Tableau's 10, then their light tints
+RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+               "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7",
+               "#dbdb8d", "#9edae5")
+
+
 def sweep_tags() -> dict:
-    """The tags that place a run in its sweep: ``sweep_job`` (Hydra's job number) and ``sweep_worker`` (the Dask
-    worker that ran it, with hydra/launcher=dask)."""
+    """The tags that place a run in its sweep: ``sweep_job`` (Hydra's job number), ``sweep_worker`` (the Dask
+    worker that ran it, with hydra/launcher=dask) and ``mlflow.runColor`` (:data:`RUN_COLOURS` by job number: the
+    jobs of a sweep of up to 20 have 20 colours in the UI's charts)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     tags = {}
     if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
         with contextlib.suppress(Exception):
-            tags["sweep_job"] = str(int(HydraConfig.get().job.num))   # a tracking server takes strings only
+            num = int(HydraConfig.get().job.num)
+            tags["sweep_job"] = str(num)   # a tracking server takes strings only
+            tags["mlflow.runColor"] = RUN_COLOURS[num % len(RUN_COLOURS)]
     if job_env(SWEEP_WORKER_ENV):
         tags["sweep_worker"] = job_env(SWEEP_WORKER_ENV)
     return tags
@@ -103,11 +132,11 @@ def start_run(job, setup, name: str, overrides: list[str], outdir: Path, checkpo
             logger.client.delete_tag(logger.run_id, "error")
         log.info("resuming MLflow run %s (%s) from iteration %d, its last checkpoint; in the MLflow UI: %s",
                  logger.run_id, logger.run.info.run_name, checkpoint.t,
-                 ui_link(uri, logger.experiment_id, logger.run_id))
+                 ui_link(uri, logger.experiment_id))
         return logger
     bound = setup.bound
     logger = RunLogger(uri, job.tracking.experiment, name, parent_run_id=job_env(PARENT_ENV),
-                       tags={"algorithm": setup.method.name, "data": job.data.name, "engine": job.engine,
+                       tags={"algorithm": setup.method.name, "data": job.data.display_name(), "engine": job.engine,
                              "bound_theorem": bound.theorem, "bound_applicable": str(bound.applicable).lower(),
                              "bound_quantity": bound.quantity, "bound_source": source_tag(bound),
                              **({"bound_derivation": bound.derivation}
@@ -116,7 +145,7 @@ def start_run(job, setup, name: str, overrides: list[str], outdir: Path, checkpo
                        spill_dir=outdir)
     in_sweep = bool(job_env(PARENT_ENV))   # the sweep's own line says how to open the UI, once
     log.info("MLflow run %s (%s) in %s; in the MLflow UI: %s", logger.run_id, name, uri,
-             ui_link(uri, logger.experiment_id, logger.run_id, hint=not in_sweep))
+             ui_link(uri, logger.experiment_id, hint=not in_sweep))
     return logger
 
 
@@ -546,7 +575,10 @@ def end_line(job, end: dict, overrides: list[str], asynchronous: bool):
                 log.error("MLflow run %s %s here, but %s still holds it RUNNING: the tracking server did not come "
                           "back; import the unsent metrics (the command above) to end it there", run_id, status, uri)
             elif status == "FINISHED":
-                log.info("MLflow run %s FINISHED in %s", run_id, uri)
+                folder = end.get("outdir")
+                where = "" if folder is None or job_env(PARENT_ENV) else \
+                    f"; its folder {folder} (convergence.png, x_final.npy, the run's log)"
+                log.info("MLflow run %s FINISHED in %s%s", run_id, uri, where)
             elif status == "KILLED":
                 ck = _checkpoint_iteration(end["client"], run_id)
                 if asynchronous:

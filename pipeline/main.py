@@ -30,6 +30,9 @@ from omegaconf import DictConfig
 
 log = logging.getLogger("isparse")
 PROG = "isparse-run"
+#: Hydra's flags that print and exit without running a job: no MLflow helper is started for them
+NO_RUN_FLAGS = frozenset({"--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc",
+                          "--resolve"})
 #: conf/ at the root of the checkout (the package is installed editable from it: pip install -e .)
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
@@ -122,9 +125,10 @@ def _app(cfg: DictConfig):
 
 def main() -> None:
     """The console script ``isparse-run``: Hydra's command line (``--help`` for the app's help)."""
-    from ._store import start_helper
+    from ._store import want_helper
 
-    start_helper()   # first: MLflow's import in a helper process, beside this one's imports (pipeline._store)
+    if not NO_RUN_FLAGS.intersection(sys.argv[1:]):   # --help, --cfg ...: no run, no MLflow
+        want_helper()   # MLflow's import in a helper process (pipeline._store), once the config is checked
     from . import schema  # noqa: F401 - registers the config's schema with Hydra's ConfigStore
     from .errors import console
     from .sweep import exit_status, mark_sweep_failed

@@ -59,7 +59,8 @@ from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
 from isparse.planning import (ROUND_TRIP_S, CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
-                          down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, resolve_block_sizes,
+                          down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, within_error,
+                          resolve_block_sizes,
                           resolve_codecs, resolve_tau_grid, workers_per_host)
 from isparse.spec import BlocksSpec, MessagesSpec
 
@@ -334,6 +335,7 @@ def plan_job(cfg) -> dict:
     rows.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
     skipped.sort(key=lambda r: (order[r.codec], r.blocks_size, r.tau))
     best = recommend(rows)
+    close = within_error(rows, best, cost.residual_rel)
     notes = [NOTE_RATIO if link is None or link.scale == 1.0 else NOTE_RATIO.split(" The recommendation")[0],
              "predicted_round_s = latency_s + uplink bytes per round x seconds_per_byte for tau < 1, fitted to the "
              "probes of tau < 1, and the tau = 1 probe's round for tau = 1 (no block is drawn there) (real "
@@ -353,11 +355,12 @@ def plan_job(cfg) -> dict:
         notes.append(cost.note)
     if link is not None:
         notes.append(link.note())
-    return {"link": link.as_dict() if link is not None else None,"algorithm": job.algorithm.name, "data": job.data.name, "n": n, "d": d, "tol": tol,
+    return {"link": link.as_dict() if link is not None else None,"algorithm": job.algorithm.name, "data": job.data.display_name(), "n": n, "d": d, "tol": tol,
             "engine": where, "codecs": [codec_label(c) for c in codecs],
             "codec_probes": {codec_label(c): dataclasses.asdict(p) for c, p in codec_probes.items()},
             "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
-            "recommended": best.as_dict() if best is not None else None, "round_cost": cost.as_dict(), "notes": notes}
+            "recommended": best.as_dict() if best is not None else None, "model_error_rel": cost.residual_rel,
+            "within_error": [r.as_dict() for r in close], "round_cost": cost.as_dict(), "notes": notes}
 
 
 def _fmt_bytes(b: float) -> str:
@@ -432,6 +435,14 @@ def render(plan: dict) -> str:
                      f"predicted (theorem: {rec['bound_theorem']}, bound_source={rec['bound_source']})")
     else:
         lines.append("recommended: none (no row of the grid has an iteration count from the theory)")
+    close = plan.get("within_error") or []
+    if rec and close:
+        err = 100 * plan["model_error_rel"]
+        lines.append(f"cannot tell apart: the model's error is {err:.0f} % rms, and within it of the recommended "
+                     f"{rec['predicted_time_s']:.3g} s are " + "; ".join(
+                         f"tau = {r['tau']:.4g} (tau={r['tau_m']}/m), blocks.size = {r['blocks_size']}, "
+                         f"messages.codec={r['codec']}: {r['predicted_time_s']:.3g} s" for r in close)
+                     + ": measure them (isparse-run -m with these settings) to choose")
     lines += [f"note: {n}" for n in plan["notes"]]
     return "\n".join(lines)
 

@@ -316,6 +316,10 @@ def register() -> None:
         base = {"algorithm": _algorithm_class, "data": _data_class, "cluster": _cluster_class}[group]
         for option, values in options.items():
             cs.store(group=group, name=option, node=hydra_node(base(option), values, name=f"{group}_{option}_Node"))
+    # Hydra deep-copies its config repository, and with it this store, for every group it lists (--help: 160 copies
+    # of the whole schema, 2-3 s of CPU); its loads already return copies of the nodes (ConfigStore.load), so the
+    # copies may share the one store (the instance's __deepcopy__, which copy.deepcopy looks up on the object)
+    cs.__deepcopy__ = lambda memo: cs
     _REGISTERED.append(True)
 
 

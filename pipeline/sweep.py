@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from .errors import exits_on_error, set_default_stage, stage
 from .jobenv import FAILURE_TAG, PARENT_ENV, SWEPT_ENV, TYPED_ENV, job_env
 from .lifecycle import sweep_tags
+from ._store import start_helper
 from .tracking import RunLogger, check_reachable, flatten, summary_metrics, ui_link
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,9 @@ class SweepParentRun(Callback):
         with exits_on_error("isparse-run"), stage("tracking store"):
             self._start(config)
         set_default_stage("launcher")   # what fails from here on outside the jobs is the sweeper's or launcher's
+        from .cluster.start import share_local_clusters
+
+        share_local_clusters()   # jobs run in this process (the basic launcher) share one LocalCluster
 
     def _start(self, config: DictConfig) -> None:
         from hydra.core.hydra_config import HydraConfig
@@ -99,6 +103,7 @@ class SweepParentRun(Callback):
         HydraConfig.instance().set_config(config)
         uri, experiment = str(config.tracking.uri), str(config.tracking.experiment)
         check_reachable(uri)
+        start_helper()   # isparse-run's MLflow helper, for the parent run and the jobs run in this process
         sweep_dir = HydraConfig.get().sweep.dir
         self.logger = RunLogger(uri, experiment, run_name=f"sweep-{Path(sweep_dir).name}", spill_dir=sweep_dir,
                                 tags={"isparse.sweep": "true", "sweep_dir": str(Path(sweep_dir).resolve())})
@@ -111,6 +116,9 @@ class SweepParentRun(Callback):
         atexit.register(self._end)
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        from .cluster.start import close_shared_clusters
+
+        close_shared_clusters()
         self.completed = True
         if self.logger is not None and config.get("report", {}).get("auto", False):
             from .report import build_report   # matplotlib: imported when a report is made
@@ -208,10 +216,12 @@ def failed_job_run(job_or_cfg, exc: BaseException, overrides: list[str], outdir,
             params = {}
         params.pop("hydra", None)
         uri = str(_select(cfg, "tracking.uri"))
+        data = str(_select(cfg, "data.title") or (Path(str(_select(cfg, "data.path"))).name.split(".")[0]
+                                                   if _select(cfg, "data.path") else _select(cfg, "data.name")))
         name = str(_select(cfg, "tracking.run_name") or "-".join(
-            str(_select(cfg, k)) for k in ("workers.n", "blocks.size", "tau", "seed", "algorithm.name", "data.name")))
+            [str(_select(cfg, k)) for k in ("workers.n", "blocks.size", "tau", "seed", "algorithm.name")] + [data]))
         logger = RunLogger(uri, str(_select(cfg, "tracking.experiment")), name, parent_run_id=job_env(PARENT_ENV),
-                           tags={"algorithm": str(_select(cfg, "algorithm.name")), "data": str(_select(cfg, "data.name")),
+                           tags={"algorithm": str(_select(cfg, "algorithm.name")), "data": data,
                                  "engine": str(_select(cfg, "engine")), "overrides": " ".join(overrides),
                                  **sweep_tags(), "failed_before_run": "true"},
                            spill_dir=outdir)

@@ -128,9 +128,11 @@ def _line_chart(uuid: str, title: str, keys: list[str], x_metric: str | None = N
 def shared_view_state() -> dict:
     """The chart view isparse's experiment links open on (the experiment tag ``mlflow.sharedViewState.isparse-bound``).
 
-    A first section, "Bound vs measured", of three charts, each the theorem's bound (``bound/log10_bound_rel``,
-    solid) and the quantity it bounds (``bound/log10_measured_rel``, dashed), both log10 of their value over
-    r_0: against the iteration, the cumulative uplink bytes and the wall time. Then the sections MLflow makes from
+    A first section, "Bound vs measured", one chart a row: the measured quantity of every run
+    (``bound/log10_measured_rel``, logged whether or not a theorem applies: one line and one legend entry a run, in
+    the run's colour, ``mlflow.runColor``), then three charts of the theorem's bound (``bound/log10_bound_rel``,
+    solid) beside the quantity it bounds (dashed), both log10 of their value over r_0: against the iteration, the
+    cumulative uplink bytes and the wall time. Then the sections MLflow makes from
     the metric names' prefixes (``bound``, ``summary``; see :data:`BOUND`), then the series without a prefix.
     The runs table shows, beside each run's data set and source, its tau, bound_source and summary (iterations,
     converged, predicted iterations, uplink bytes, wall time). Every run of the experiment is shown, grouped by its
@@ -141,13 +143,17 @@ def shared_view_state() -> dict:
     the UI only: an MLflow whose UI reads another shape shows its default view instead.
     """
     pair = [BOUND + "log10_bound_rel", BOUND + "log10_measured_rel"]
-    charts = [_line_chart("isparse-bound-step", "bound (solid) and measured (dashed), log10 of / r0, by iteration",
+    charts = [_line_chart("isparse-measured-step", "measured, log10 of / r0, by iteration: every run",
+                          [BOUND + "log10_measured_rel"]),
+              _line_chart("isparse-bound-step", "bound (solid) and measured (dashed), log10 of / r0, by iteration",
                           pair),
               _line_chart("isparse-bound-uplink", "... by cumulative uplink bytes", pair, "uplink_bytes"),
               _line_chart("isparse-bound-wall", "... by wall time (s)", pair, "wall_s")]
     return {"compareRunCharts": charts,
+            # one chart a row, tall: the legend below each chart has room for a line per run (at the default three
+            # a row and 360 px it shows two, and the rest only on scrolling)
             "compareRunSections": [{"uuid": _SHARED_SECTION, "name": "Bound vs measured", "display": True,
-                                    "isReordered": True}],
+                                    "isReordered": True, "columns": 1, "cardHeight": 720}],
             "selectedColumns": [f"{kind}.`{key}`" for kind, key in (
                 ("attributes", "Dataset"), ("attributes", "Source"), ("params", "tau"), ("tags", "bound_source"),
                 ("metrics", SUMMARY + "iterations"), ("metrics", SUMMARY + "converged"),
@@ -225,21 +231,22 @@ def experiment_id(client, name: str, uri: str | None = None) -> str:
     return exp.experiment_id
 
 
-def ui_link(uri: str, experiment: str, run_id: str | None = None, hint: bool = True) -> str:
-    """The address of an experiment's runs view (or of one run) in the MLflow UI, and how to start the UI.
+def ui_link(uri: str, experiment: str, hint: bool = True) -> str:
+    """The address of an experiment's runs view in the MLflow UI, and how to start the UI.
 
     MLflow 3.17's UI opens an experiment on the view its GenAI / Model training switch selects (kept in the
     browser; GenAI, the traces overview, until it is clicked), not on its ``mlflow.experimentKind`` tag: the link
     carries ``workflowType=machine_learning``, which selects the runs view. For an http(s) tracking URI the UI is
     the server's; otherwise ``mlflow ui`` on 127.0.0.1:5000 for the store (``hint``: how to start it, after the
-    link; a sweep's jobs leave it out, their sweep's line has it). The experiment's link opens its chart view on
-    the shared view :func:`shared_view_state` (``viewStateShareKey``).
+    link; a sweep's jobs leave it out, their sweep's line has it). It opens the chart view on the shared view
+    :func:`shared_view_state` (``viewStateShareKey``). A single run prints it too, not its run's page (which has no
+    chart of the bound beside what it bounds): there the run is among the runs drawn, in its colour (MLflow 3.17
+    drops the shared view when the address also carries a ``searchFilter``, so the view cannot be narrowed to it).
     """
     remote = uri.startswith(("http://", "https://"))
     base = uri.rstrip("/") if remote else "http://127.0.0.1:5000"
-    link = f"{base}/#/experiments/{experiment}/runs{'/' + run_id if run_id else ''}?workflowType=machine_learning"
-    if run_id is None:   # the experiment's runs: the chart view of the bound beside what it bounds
-        link += f"&viewStateShareKey={SHARED_VIEW_KEY}&compareRunsMode=CHART"
+    link = (f"{base}/#/experiments/{experiment}/runs?workflowType=machine_learning"
+            f"&viewStateShareKey={SHARED_VIEW_KEY}&compareRunsMode=CHART")
     return link if remote or not hint else \
         f"{link} (after: mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000)"
 

@@ -101,7 +101,7 @@ def test_unknown_key_is_refused_naming_the_known_ones(tmp_path, override):
     (["algorithm.schedule=decreasing"], False, "algorithm.schedule", "algorithm=isega", "name, module"),   # isega: none
     (["algorithm=isgd,isega", "algorithm.schedule=decreasing"], True, "algorithm.schedule", "algorithm=isega",
      "name, module"),
-    (["data.dir=/x"], False, "data.dir", "data=breast_cancer", "name, module, lam, load"),   # breast cancer is bundled
+    (["data.dir=/x"], False, "data.dir", "data=breast_cancer", "name, module, lam, title, load"),   # breast cancer is bundled
     (["cluster=slurm", "cluster.options.queue=normal"], False, "cluster.options.queue", "cluster.options",
      "cores, processes, memory, walltime, scheduler_options, worker_extra_args"),
     (["tracking.URI=x"], False, "tracking.URI", "tracking", "uri, experiment, log_every, run_name"),

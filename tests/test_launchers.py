@@ -202,3 +202,31 @@ def test_dask_launcher_refuses_chdir(tmp_path):
     assert rc == 2, out[-3000:]
     lines = [line for line in out.splitlines() if "hydra.job.chdir" in line]
     assert len(lines) == 1 and lines[0].startswith("isparse-run: error: ") and "Traceback" not in out, out
+
+
+@pytest.mark.slow   # three jobs on a LocalCluster: about 40 s
+def test_a_sweep_s_jobs_share_one_local_cluster(tmp_path):
+    """Issue 48: the basic launcher runs a sweep's jobs in one process; the first job's LocalCluster serves them all
+    (one scheduler address in the three runs' tags, one cluster start in the output) and is closed at the sweep's
+    end; each job's iterates are those of the same job run alone on its own cluster."""
+    status, out, runs, client = _sweep(tmp_path, "seed=0,1,2", "max_iter=3", "engine=dask", "cluster.n_workers=2")
+    assert status == 0, out[-3000:]
+    _, children = _parent_and_children(runs)
+    assert len(children) == 3 and all(c.info.status == "FINISHED" for c in children)
+    schedulers = {c.data.tags["dask_scheduler"] for c in children}
+    assert len(schedulers) == 1, schedulers
+    assert out.count("the LocalCluster an earlier job of this sweep started") == 2, out[-3000:]
+    port = int(schedulers.pop().rsplit(":", 1)[1])
+    with socket.socket() as s:   # closed at the sweep's end: nothing listens on its port
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+    # job #1 (seed 1) alone, on its own cluster: the same final iterate
+    single = subprocess.run([CLI, "progress=false", "seed=1", "max_iter=3", "engine=dask", "cluster.n_workers=2",
+                             f"paths.outputs={tmp_path}/one", f"tracking.uri=sqlite:///{tmp_path}/one/mlflow.db"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert single.returncode == 0, single.stderr[-3000:]
+    one = MlflowClient(f"sqlite:///{tmp_path}/one/mlflow.db")
+    run1 = next(r for r in one.search_runs([e.experiment_id for e in one.search_experiments()]) if "algorithm" in r.data.tags)
+    job1 = next(c for c in children if c.data.params["seed"] == "1")
+    x_single = np.load(one.download_artifacts(run1.info.run_id, "x_final.npy", str(tmp_path / "a")))
+    x_sweep = np.load(client.download_artifacts(job1.info.run_id, "x_final.npy", str(tmp_path / "b")))
+    assert np.array_equal(x_single, x_sweep)

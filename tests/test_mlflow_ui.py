@@ -109,8 +109,11 @@ def test_log10_metrics_beside_the_raw_values(sweep):
         # the UI's "bound" section: the bound and what it bounds, both over r0, and their gap
         bound_rel, measured_rel, slack = (_history(client, run, f"bound/{k}")
                                           for k in ("log10_bound_rel", "log10_measured_rel", "log10_slack"))
-        if run.data.tags["bound_applicable"] == "false":  # 4x Theorem 3's stepsize: no bound, no section
-            assert float(run.data.params["step.multiplier"]) == 4 and not (bound or bound_rel or measured_rel or slack)
+        if run.data.tags["bound_applicable"] == "false":  # 4x Theorem 3's stepsize: no bound; what it measured, drawn
+            assert float(run.data.params["step.multiplier"]) == 4 and not (bound or bound_rel or slack)
+            assert sorted(measured_rel) == sorted(dist)   # every run is on the comparison view's charts
+            for t in dist:
+                assert measured_rel[t] == pytest.approx(math.log10(measured[t] / r0), abs=1e-12)
             assert run.data.tags["bound_source"] == "none" and "bound_derivation" not in run.data.tags
             continue
         assert sorted(bound_rel) == sorted(slack) == sorted(measured_rel) == sorted(bound) == sorted(dist)
@@ -136,16 +139,21 @@ def test_single_numbers_go_to_the_summary_section(sweep):
         summary = summary_metrics(run.data.metrics)
         assert summary["iterations"] == 200 and {"converged", "uplink_bytes_total"} <= set(summary)
         assert ("predicted_iterations" in summary) == (run.data.tags["bound_applicable"] == "true")   # NaN: not kept
-        applicable = run.data.tags["bound_applicable"] == "true"   # no bound (4x Theorem 3's step): no bound/ section
+        applicable = run.data.tags["bound_applicable"] == "true"   # no bound (4x Theorem 3's step): its measured only
         assert {k.split("/")[0] for k in keys if "/" in k} == \
-            {"summary"} | ({"bound"} if applicable else set()) | ({"checkpoint"} & {k[:10] for k in keys})
+            {"summary", "bound"} | ({"checkpoint"} & {k[:10] for k in keys})
+        assert {k for k in keys if k.startswith("bound/")} == \
+            {"bound/log10_measured_rel"} | ({"bound/log10_bound_rel", "bound/log10_slack"} if applicable else set())
 
 
 def test_log10_metrics_are_skipped_where_undefined():
     rec = {"step": 5, "dist_sq": 0.0, "subopt": 1e-3, "bound": math.nan, "uplink_bytes": 80}
     out = _metrics(rec, n=2, r0=4.0)
     assert out["uplink_bytes_per_worker"] == 40 and "bound" not in out
+    # dist_sq = 0 (the default bound_quantity): no log10 of it, measured or not
     assert not {"log10_dist_sq_rel", "bound/log10_bound_rel", "bound/log10_measured_rel", "bound/log10_slack"} & set(out)
+    out = _metrics(rec, n=2, r0=4.0, quantity="subopt")   # no bound: what it measured is still logged
+    assert "bound/log10_bound_rel" not in out and out["bound/log10_measured_rel"] == pytest.approx(math.log10(1e-3 / 4))
     out = _metrics({**rec, "dist_sq": 0.04, "bound": 0.4}, n=2, r0=4.0, quantity="subopt")
     assert out["log10_dist_sq_rel"] == pytest.approx(-2) and out["bound/log10_bound_rel"] == pytest.approx(-1)
     assert out["bound/log10_measured_rel"] == pytest.approx(math.log10(1e-3 / 4))   # subopt, the bounded one
@@ -192,8 +200,8 @@ def test_a_param_over_6000_characters_is_marked_and_kept_whole(sweep, tmp_path):
 def test_ui_link_selects_the_runs_view():
     """MLflow 3.17's UI opens an experiment on its GenAI / Model training switch (GenAI until clicked, kept in the
     browser), so the link isparse-run logs carries workflowType=machine_learning."""
-    assert ui_link("http://127.0.0.1:5001/", "3", "abc") == \
-        "http://127.0.0.1:5001/#/experiments/3/runs/abc?workflowType=machine_learning"
+    assert ui_link("http://127.0.0.1:5001/", "3") == ("http://127.0.0.1:5001/#/experiments/3/runs?workflowType="
+                                                      "machine_learning&viewStateShareKey=isparse-bound&compareRunsMode=CHART")
     assert ui_link("sqlite:////o/mlflow.db", "1") == (
         "http://127.0.0.1:5000/#/experiments/1/runs?workflowType=machine_learning&viewStateShareKey=isparse-bound"
         "&compareRunsMode=CHART (after: mlflow ui --backend-store-uri sqlite:////o/mlflow.db --host 127.0.0.1 "
@@ -208,12 +216,16 @@ def test_the_experiment_link_opens_a_view_of_each_bound_beside_what_it_bounds(sw
     view = json.loads(exp.tags["mlflow.sharedViewState.isparse-bound"])
     assert view == json.loads(json.dumps(shared_view_state()))
     logged = set().union(*(r.data.metrics for r in children))
-    charts = view["compareRunCharts"]
+    measured, *charts = view["compareRunCharts"]
+    # first every run's measured quantity (a run without a theorem too), then the bound beside it on three axes
+    assert measured["selectedMetricKeys"] == ["bound/log10_measured_rel"] and measured["xAxisKey"] == "step"
+    assert all("bound/log10_measured_rel" in r.data.metrics for r in children)
     assert [c["selectedXAxisMetricKey"] or c["xAxisKey"] for c in charts] == ["step", "uplink_bytes", "wall_s"]
     for chart in charts:
         assert chart["selectedMetricKeys"] == ["bound/log10_bound_rel", "bound/log10_measured_rel"]
         assert set(chart["selectedMetricKeys"]) | {chart["selectedXAxisMetricKey"] or "bound/log10_slack"} <= logged
-        assert chart["metricSectionId"] == view["compareRunSections"][0]["uuid"]
+        assert chart["metricSectionId"] == measured["metricSectionId"] == view["compareRunSections"][0]["uuid"]
+    assert view["compareRunSections"][0]["columns"] == 1   # full width: the legends have room
     assert "viewStateShareKey=isparse-bound" in ui_link("sqlite:///x.db", exp.experiment_id)
 
 
@@ -248,8 +260,36 @@ def test_names_of_a_comparison_sweep_differ_in_their_first_16_characters():
     names = []
     for arm, data, n in itertools.product(*values):
         job = NS(tracking=NS(run_name=None), step=NS(rule="paper", multiplier=1.0), blocks=NS(size=1), seed=0,
-                 data=NS(name=data), compare=NS(arm=arm))
+                 data=NS(name=data, display_name=lambda data=data: data), compare=NS(arm=arm))
         method = NS(n=int(n), tau=1 / int(n), name="gd" if arm.startswith("gd") else arm)
         names.append(run_name(job, NS(method=method), swept=swept))
     assert len(names) == 24 and len({name[:16] for name in names}) == 24, sorted(names)
     assert "n100-gd_whole-w1a-b1-tau0.01-g1paper-s0-gd" in names
+
+
+def test_names_tell_apart_what_differs_from_the_defaults():
+    """Issue 48: five runs of a review, differing in codec, downlink, aggregation and a method's option, were all
+    ``n4-b1-tau0.2667-g1-s0-isega-breast_cancer``; the keys that differ from their defaults are now in the name, and
+    a data file of one's own is named by its stem (or data.title)."""
+    from types import SimpleNamespace as NS
+
+    from isparse.spec import RunSpec
+    from pipeline.lifecycle import run_name
+
+    def name(**keys):
+        spec = RunSpec.from_dict(keys)
+        job = NS(tracking=NS(run_name=None), step=spec.step, blocks=spec.blocks, seed=spec.seed, data=spec.data,
+                 compare=NS(arm=None), messages=spec.messages, algorithm=spec.algorithm)
+        return run_name(job, NS(method=NS(n=4, tau=0.25, name=spec.algorithm.name)), swept=[])
+
+    plain = name()
+    assert plain == "n4-b1-tau0.25-g1-s0-isega-breast_cancer"
+    others = [name(**{"messages.codec": "natural7"}), name(**{"messages.downlink": "natural7"}),
+              name(**{"messages.aggregate": "host"}), name(**{"messages.codec": "dither", "messages.levels": 4}),
+              name(algorithm={"name": "diana"}), name(algorithm={"name": "diana", "alpha": 0.1})]
+    assert len({plain, *others}) == 7, others
+    assert others[-1] == others[-2].replace("-diana-", "-diana-alpha0.1-")
+    assert others[0] == "n4-b1-tau0.25-g1-s0-isega-codecnatural7-breast_cancer"
+    assert others[1].endswith("-isega-downlinknatural7-breast_cancer")
+    assert name(data={"name": "libsvm", "path": "/x/my-set.svm.bz2"}).endswith("-isega-my-set")
+    assert name(data={"name": "libsvm", "path": "/x/my-set.svm", "title": "mine"}).endswith("-isega-mine")

@@ -2,8 +2,9 @@
 Chromium (Debian's package, driven by Playwright) at the link isparse-run prints for the experiment.
 
 The link's shared view must land on the comparison the project exists for: a first section "Bound vs measured"
-whose three charts draw each run's bound and the quantity it bounds, against the iteration, the uplink bytes and the
-wall time, with every job of the sweep shown. With ``ISPARSE_SCREENSHOTS=<dir>`` the test also writes the
+whose first chart draws the measured quantity of every job (DIANA's too, which has no theorem), each in a colour of
+its own, and whose next three draw each run's bound and the quantity it bounds, against the iteration, the uplink
+bytes and the wall time. A single run's printed link opens the same view. With ``ISPARSE_SCREENSHOTS=<dir>`` the test also writes the
 screenshots of docs/tracking.md there (``ISPARSE_SCREENSHOTS=docs/img .venv/bin/python -m pytest -m slow
 tests/test_mlflow_ui_browser.py``).
 """
@@ -25,8 +26,8 @@ pytestmark = pytest.mark.slow   # the README's sweep, an mlflow ui and a browser
 
 BIN = Path(sys.executable).parent
 CHROMIUM = "/usr/bin/chromium"
-#: the README's sweep, in process
-SWEEP = ("-m", "algorithm=isega,ibcd", "workers.n=4,16", "max_iter=1000", "engine=inprocess", "progress=false")
+#: a sweep of ISEGA, DIANA (no theorem) and GD, in process
+SWEEP = ("-m", "algorithm=isega,diana,gd", "workers.n=4,16", "max_iter=1000", "engine=inprocess", "progress=false")
 
 
 def _need_browser():
@@ -53,7 +54,12 @@ def ui(tmp_path_factory):
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name("isparse")
     jobs = [r for r in client.search_runs([exp.experiment_id]) if "algorithm" in r.data.tags]
-    assert len(jobs) == 4
+    assert len(jobs) == 6
+    single = subprocess.run([str(BIN / "isparse-run"), "max_iter=200", "engine=inprocess", "progress=false",
+                             f"paths.outputs={out}", "tracking.experiment=single"], cwd=out, capture_output=True,
+                            text=True, timeout=600)
+    assert single.returncode == 0, single.stderr[-3000:]
+    link = next(w for w in (single.stdout + single.stderr).split() if "/#/experiments/" in w)
     port = free_port()
     server = subprocess.Popen([str(BIN / "mlflow"), "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -65,7 +71,7 @@ def ui(tmp_path_factory):
             except OSError:
                 return False
         wait_until(up, 120, "mlflow ui on 127.0.0.1")
-        yield base, exp.experiment_id, jobs
+        yield base, exp.experiment_id, jobs, link.replace("http://127.0.0.1:5000", base)
     finally:
         stop([server])
 
@@ -93,7 +99,7 @@ def _close_assistant(page):
 
 
 def test_the_experiment_link_lands_on_each_bound_beside_what_it_bounds(ui, browser):
-    base, experiment, jobs = ui
+    base, experiment, jobs, _ = ui
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     page.goto(ui_link(base, experiment))
     page.get_by_text("Bound vs measured", exact=False).first.wait_for(timeout=60_000)
@@ -103,24 +109,32 @@ def test_the_experiment_link_lands_on_each_bound_beside_what_it_bounds(ui, brows
         page.get_by_text(axis, exact=True).first.wait_for(timeout=30_000)
     page.wait_for_timeout(1000)
     text = page.inner_text("body")
-    # the section's three charts, each drawn for every job (no run lacks their metrics), above MLflow's own
-    assert "Bound vs measured\n(3)" in text and text.count(pair) == 3
+    # the section's four charts above MLflow's own: every job's measured quantity, then the pairs
+    assert "Bound vs measured\n(4)" in text and text.count(pair) == 3
     assert -1 < text.find("Bound vs measured") < text.find("Model metrics")
     section = text[text.find("Bound vs measured"):text.find("Model metrics")]
     assert [axis for axis in ("\nStep\n", "\nuplink_bytes\n", "\nwall_s\n") if axis in section] == \
         ["\nStep\n", "\nuplink_bytes\n", "\nwall_s\n"], section[:3000]
-    for run in jobs:   # every job is shown (grouped by algorithm, not under a closed parent), both its lines drawn
+    for run in jobs:   # every job is shown (grouped by algorithm, not under a closed parent), its lines drawn
         name = run.info.run_name
         assert f"\n{name}\n" in text, name
-        assert section.count(f"{name} (bound/log10_bound_rel)") == section.count(f"{name} (bound/log10_measured_rel)") == 3
-    assert "Group: isega" in text and "Group: ibcd" in text
+        with_bound = run.data.tags["algorithm"] != "diana"
+        assert section.count(f"{name} (bound/log10_measured_rel)") == 4, name   # the first chart and the pairs
+        assert section.count(f"{name} (bound/log10_bound_rel)") == (3 if with_bound else 0), name
+    assert "Group: isega" in text and "Group: diana" in text and "Group: gd" in text
+    # each job in a colour of its own (the run tag the UI reads), and the UI takes it: its row's colour picker,
+    # whose value the page's text shows just before the run's name
+    colours = [run.data.tags["mlflow.runColor"] for run in jobs]
+    assert len(set(colours)) == len(jobs)
+    for run, colour in zip(jobs, colours):
+        assert f"{colour}\n{run.info.run_name}\n" in text, (colour, run.info.run_name)
     shots = os.environ.get("ISPARSE_SCREENSHOTS")
     if shots:
         _close_assistant(page)
         page.wait_for_timeout(1500)
         page.screenshot(path=str(Path(shots) / "mlflow_charts.png"))
         # the chart against the uplink bytes, full screen: the icon button before its card's menu
-        card = page.get_by_test_id("experiment-view-compare-runs-card").nth(1)
+        card = page.get_by_test_id("experiment-view-compare-runs-card").nth(2)
         card.hover()
         card.locator("button").nth(0).click()
         page.wait_for_timeout(2500)
@@ -130,4 +144,18 @@ def test_the_experiment_link_lands_on_each_bound_beside_what_it_bounds(ui, brows
         _close_assistant(page)
         page.wait_for_timeout(1500)
         page.screenshot(path=str(Path(shots) / "mlflow_runs.png"))
+    page.close()
+
+
+def test_a_single_run_s_link_opens_its_chart(ui, browser):
+    """Issue 48: the link a single run prints opens the chart view, its run's measured line and bound drawn."""
+    *_, link = ui
+    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page.goto(link)
+    page.get_by_text("Bound vs measured", exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("bound/log10_bound_rel vs bound/log10_measured_rel").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    text = page.inner_text("body")
+    assert "1 matching run" in text and "Bound vs measured\n(4)" in text
+    assert text.count("(bound/log10_bound_rel)") == 3, text[:3000]
     page.close()

@@ -70,7 +70,7 @@ def test_a_problem_from_one_module_and_one_config_file_runs_on_both_engines(hube
     ("data.delta=0", "The 'data.delta' parameter must be in (0, inf); got 0."),
     ("data.name=hubr", "The 'data' parameter must be one of breast_cancer, a1a, "),
     pytest.param("+data.dlta=1", "The 'data.dlta' parameter is not a key of data=huber (it would be ignored); known: "
-                                 "name, module, lam, load, rows, d, delta, seed.", marks=pytest.mark.slow),
+                                 "name, module, lam, title, load, rows, d, delta, seed.", marks=pytest.mark.slow),
 ])
 def test_its_bad_key_is_one_line_and_status_2(huber, override, message):
     tmp_path, env = huber

@@ -301,3 +301,22 @@ def test_plan_codecs_grid(tmp_path):
     best = min(plan["rows"], key=lambda r: (r["predicted_time_s"], r["predicted_uplink_bytes"]))
     assert plan["recommended"] == best
     assert "messages.codec=" in render(plan) and "natural" in render(plan)
+
+
+def test_the_plan_names_the_rows_within_its_error_of_the_recommended():
+    """Issue 48: a row whose predicted time is within the model's error of the recommended one is named beside it
+    (their +-rms bands overlap: t <= t_best (1 + e) / (1 - e)); a row outside is not; no error, no such row."""
+    from isparse.planning import PlanRow, recommend, within_error
+
+    def row(tau, t):
+        return PlanRow(tau=tau, tau_m=int(100 * tau), m=100, blocks_size=1, predicted_iterations=100.0,
+                       predicted_round_s=t / 100, predicted_time_s=t, predicted_uplink_bytes=1.0,
+                       uplink_bytes_per_round=1.0, bound_theorem="Theorem 1", bound_source="paper")
+
+    rows = [row(0.25, 1.01), row(0.5, 1.0), row(1.0, 2.0), row(0.1, 2.2)]
+    best = recommend(rows)
+    assert best.tau == 0.5
+    assert [r.tau for r in within_error(rows, best, 0.35)] == [0.25, 1.0]    # (1.35 / 0.65) = 2.08 x 1.0
+    assert [r.tau for r in within_error(rows, best, 0.01)] == [0.25]         # 1.0202 x 1.0
+    assert within_error(rows, best, 0.0) == [] and within_error([], None, 0.3) == []
+    assert len(within_error(rows, best, 1.0)) == 3

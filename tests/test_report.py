@@ -502,3 +502,77 @@ def test_table99_with_a_codec_reports_the_share_of_dense_float64(tmp_path):
     head, _, line = md.splitlines()[:3]
     assert "| codec |" in head and "uplink ÷ dense float64" in head and "| natural |" in line
     assert f"{float(row['uplink_ratio_float64']):.5f}" in line
+
+
+@pytest.fixture(scope="module")
+def plain_sweep(tmp_path_factory):
+    """``isparse-run -m algorithm=isega,diana,gd workers.n=4,10`` (no arms, one tau each) and ``isparse-report`` on
+    it: (the report's directory, the MLflow client, the sweep's job runs)."""
+    out = tmp_path_factory.mktemp("plain")
+    proc = subprocess.run([CLI, "-m", "algorithm=isega,diana,gd", "workers.n=4,10", "max_iter=300", "tol=1e-4",
+                           "engine=inprocess", "progress=false", f"paths.outputs={out}",
+                           "tracking.experiment=plain"], capture_output=True, text=True, timeout=900, cwd=out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = subprocess.run([REPORT, "--uri", f"sqlite:///{out}/mlflow.db", "--experiment", "plain",
+                          f"--outputs={out}"], capture_output=True, text=True, timeout=300, cwd=out)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    exp = client.get_experiment_by_name("plain")
+    jobs = [r for r in client.search_runs([exp.experiment_id]) if "algorithm" in r.data.tags]
+    return next((out / "reports" / "plain").iterdir()), client, jobs
+
+
+@pytest.mark.slow   # six in-process jobs and a report: about a minute
+def test_a_plain_sweep_gets_its_table_of_every_configuration(plain_sweep):
+    """Issue 48: no arms, no tau = 1 beside 1/n, and still a table: a row per job, each number what its run logged."""
+    out, client, jobs = plain_sweep
+    assert len(jobs) == 6 and all(j.info.status == "FINISHED" for j in jobs)
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    assert len(rows) == 6
+    assert sorted(r["configuration"].split(" τ")[0] for r in rows) == sorted(
+        f"{a} n={n}" for a in ("diana", "gd", "isega") for n in (4, 10))
+    md = (out / "sweep.md").read_text()
+    assert md.count("\n| breast_cancer |") == 6
+    by_conf = {r["configuration"].split(" τ")[0]: r for r in rows}
+    for job in jobs:
+        row = by_conf[f"{job.data.tags['algorithm']} n={job.data.params['n']}"]
+        assert float(row["iterations"]) == job.data.metrics["summary/iterations"]
+        assert float(row["uplink_total"]) == job.data.metrics["summary/uplink_bytes_total"]
+        dist = sorted(client.get_metric_history(job.info.run_id, "dist_sq"), key=lambda m: m.step)
+        bound = {m.step: m.value for m in client.get_metric_history(job.info.run_id, "bound")}
+        if not bound:      # DIANA: no theorem
+            assert row["bound"] == "no theorem"
+        else:               # the verdict recomputed from the raw histories
+            over = [m.step for m in dist if m.step in bound and m.value > bound[m.step] * (1 + 1e-12)]
+            assert row["bound"] == (f"exceeded at t = {over[0]:,}" if over else "held")
+    assert any(r["bound"] == "held" for r in rows) and any(r["bound"] == "no theorem" for r in rows)
+    assert "| sweep.md" in (out / "README.md").read_text() or "sweep.md" in (out / "README.md").read_text()
+
+
+@pytest.mark.slow        # two in-process jobs and a report: about 30 s
+@pytest.mark.needs_data
+def test_two_files_of_one_s_own_keep_their_names(tmp_path):
+    """Issue 48: ``data=libsvm data.path=<a>,<b>``: each run, its MLflow dataset and the report name the file (its
+    stem), not "libsvm"; a non-default codec is in the run names too."""
+    import os
+
+    lines = (Path(os.environ["ISPARSE_DATA_DIR"]) / "a1a").read_text().splitlines(keepends=True)
+    (tmp_path / "first-half.svm").write_text("".join(lines[: len(lines) // 2]))
+    (tmp_path / "second-half.svm.txt").write_text("".join(lines[len(lines) // 2:]))
+    proc = subprocess.run([CLI, "-m", "data=libsvm", "data.path=first-half.svm,second-half.svm.txt", "max_iter=20",
+                           "data.n_features=123", "messages.codec=natural7", "engine=inprocess", "progress=false",
+                           "report.auto=true", f"paths.outputs={tmp_path}/out", "tracking.experiment=files"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path}/out/mlflow.db")
+    exp = client.get_experiment_by_name("files")
+    jobs = [r for r in client.search_runs([exp.experiment_id]) if "algorithm" in r.data.tags]
+    assert len(jobs) == 2
+    names = sorted(j.info.run_name for j in jobs)
+    assert names[0].endswith("-codecnatural7-first-half") and names[1].endswith("-codecnatural7-second-half"), names
+    assert sorted(j.data.tags["data"] for j in jobs) == ["first-half", "second-half"]
+    assert sorted(j.inputs.dataset_inputs[0].dataset.name for j in jobs) == ["first-half", "second-half"]
+    report = next((tmp_path / "out" / "reports" / "files").iterdir())
+    sweep = (report / "sweep.md").read_text()
+    assert "| first-half |" in sweep and "| second-half |" in sweep
+    assert {"convergence_first-half.png", "convergence_second-half.png"} <= {p.name for p in report.iterdir()}

@@ -55,6 +55,10 @@ class DataSource(Section):
                                                           "first; null: a source of isparse.data.sources")
     lam: float = param(0.1, Interval(float, 0.0, None), "the lambda this data set is run with by default: "
                                                          "problem.lam's value when that is null")
+    title: Optional[str] = param(None, Nullable(Text()),
+                                 "what run names, MLflow's Dataset column, the figures and isparse-report call the data "
+                                 "set (null: the file's stem for data=libsvm, the folder of data.glob's files for "
+                                 "libsvm_files and parquet_files, else data.name)")
     load: str = param("client", OneOf("client", "on_worker"),
                       "where a Dask worker gets its shard: client (sent once from the client) or on_worker (read by "
                       "the worker from the same absolute path: the client and the Dask workers must share a "
@@ -66,6 +70,15 @@ class DataSource(Section):
     names: ClassVar[tuple] = ()
     #: with engine=dask the Dask workers read the rows themselves (:meth:`read_hosted`); the client reads none
     hosted: ClassVar[bool] = False
+
+    def display_name(self) -> str:
+        """``data.title``, else :meth:`default_title`: the name runs and reports give the data set."""
+        return self.title or self.default_title()
+
+    def default_title(self) -> str:
+        """The data set's name when ``data.title`` is null: ``data.name`` (a source read from a user's file
+        names it by the file)."""
+        return self.name
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -346,6 +359,15 @@ class LibsvmFile(_LibsvmSource):
         if self.path is None:
             raise required(f"{key}.path", "a LIBSVM file for data=libsvm")
 
+    def default_title(self) -> str:
+        """The file's stem, compression and LIBSVM suffixes removed (``my-data.svm.bz2`` -> ``my-data``)."""
+        if self.path is None:
+            return self.name
+        name = Path(self.path).name
+        for suffix in (".gz", ".bz2", ".libsvm", ".svmlight", ".svm", ".txt"):
+            name = name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else name
+        return name
+
     def file(self) -> Path:
         """``data.path`` resolved (``~`` expanded, links resolved).
 
@@ -411,6 +433,13 @@ class _Files:
             raise ConfigError("problem.reg", f"The 'problem.reg' parameter must be none for data={self.name} (its "
                                              f"rows stay on their workers, whose problem has no R); got "
                                              f"{spec.problem.reg!r}.")
+
+    def default_title(self) -> str:
+        """The name of the folder ``data.glob``'s files are in (``/data/clicks/part-*.svm`` -> ``clicks``)."""
+        if self.glob is None:
+            return self.name
+        folder = Path(self.glob).expanduser().parent
+        return folder.name if folder.name and not any(c in folder.name for c in "*?[") else self.name
 
     def files(self) -> list:
         """The files ``data.glob`` matches, sorted (a ConfigError naming ``data.glob`` when none)."""

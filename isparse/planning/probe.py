@@ -304,6 +304,16 @@ def recommend(rows: list[PlanRow]) -> PlanRow | None:
     return min(rows, key=lambda r: (r.predicted_time_s, r.predicted_uplink_bytes))
 
 
+def within_error(rows: list[PlanRow], best: PlanRow | None, rel: float) -> list[PlanRow]:
+    """The rows the model cannot tell from ``best``: those whose predicted time's band of +-``rel`` (the model's
+    relative rms error, e.g. the round-cost fit's ``residual_rel``) overlaps best's, i.e. predicted time <=
+    best's x (1 + rel) / (1 - rel); every row when ``rel`` >= 1. Sorted by predicted time; best left out."""
+    if best is None or not rel > 0:
+        return []
+    limit = math.inf if rel >= 1 else best.predicted_time_s * (1 + rel) / (1 - rel)
+    return sorted((r for r in rows if r is not best and r.predicted_time_s <= limit), key=lambda r: r.predicted_time_s)
+
+
 # -- the time model of a link (plan.link.*) ------------------------------------------------------------------------
 
 

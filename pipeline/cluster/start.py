@@ -195,6 +195,48 @@ def local_cluster(*, malloc_trim_threshold=None, malloc_mmap_threshold=None, **k
         return LocalCluster(processes=True, **kwargs)
 
 
+#: the LocalClusters the jobs of a sweep share (:func:`share_local_clusters`): their options -> the cluster
+_SHARED: dict = {}
+_SHARING: list = []
+
+
+def share_local_clusters() -> None:
+    """From now on the LocalCluster :func:`dask_client` starts stays up for the next job of this process with the
+    same local options, which connects to it instead of starting its own: the jobs of a sweep whose launcher runs
+    them in this process (Hydra's basic launcher) pay for one cluster start. ``SweepParentRun`` calls it at the
+    sweep's start and :func:`close_shared_clusters` at its end (and at exit). A job finds the workers as a fresh
+    cluster's: its client's keys and actors are released when it closes, and the workers are checked empty before
+    the next job starts (a worker that still holds data is restarted)."""
+    if not _SHARING:
+        _SHARING.append(True)
+        import atexit
+
+        atexit.register(close_shared_clusters)
+
+
+def close_shared_clusters() -> None:
+    """Close the LocalClusters kept for a sweep's jobs, and keep none from now on."""
+    _SHARING.clear()
+    while _SHARED:
+        _, cluster = _SHARED.popitem()
+        with quiet_teardown(), contextlib.suppress(Exception):
+            cluster.close()
+
+
+def _local_key(cluster, security) -> tuple:
+    return (cluster.n_workers, cluster.threads_per_worker, cluster.host, cluster.dashboard_address,
+            cluster.malloc_trim_threshold, security is None)
+
+
+def _shared_local(key):
+    """The running LocalCluster kept for ``key``, or None (none, or it stopped)."""
+    cluster = _SHARED.get(key)
+    if cluster is not None and str(getattr(cluster, "status", "")).endswith("running"):
+        return cluster
+    _SHARED.pop(key, None)
+    return None
+
+
 #: client -> the emulated cluster :func:`dask_client` started for it (:func:`record_run`)
 _EMULATED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -258,6 +300,15 @@ def scheduler_identity(address: str, timeout: float, security=None) -> dict:
     return answer
 
 
+def _fresh_workers(client) -> None:
+    """A shared LocalCluster's workers as a fresh cluster's: any worker that still holds data or actors (an earlier
+    job's client that did not release them) is restarted (its nanny starts a new process)."""
+    held = client.run(lambda dask_worker: len(dask_worker.data) + len(dask_worker.state.actors))
+    if any(held.values()):
+        log.info("restarting the shared LocalCluster's workers: %d keys left by an earlier job", sum(held.values()))
+        client.restart()
+
+
 @contextlib.contextmanager
 def dask_client(cluster, run_dir=None):
     """Yield a connected ``distributed.Client`` for the cluster options ``cluster`` (``pipeline.cluster.options``);
@@ -289,7 +340,7 @@ def dask_client(cluster, run_dir=None):
     cluster.check_run()
     timeout, direct = float(cluster.timeout), bool(cluster.direct_to_workers)
     security = security_from(cluster)
-    started = None
+    started, shared = None, None   # shared: the key of a LocalCluster kept for a sweep's next jobs
     if cluster.deployer is not None:
         started = _deploy(cluster, security, run_dir)
         client = Client(started, direct_to_workers=direct, security=security)
@@ -317,12 +368,22 @@ def dask_client(cluster, run_dir=None):
                                                  f"client; could not connect to {address!r} {tls} within {timeout:g} s: "
                                                  f"{type(exc).__name__}: {exc}") from exc
     else:
-        started = local_cluster(n_workers=cluster.n_workers, threads_per_worker=cluster.threads_per_worker,
-                                host=cluster.host, dashboard_address=cluster.dashboard_address,
-                                malloc_trim_threshold=cluster.malloc_trim_threshold,
-                                silence_logs=logging.WARNING, security=security,
-                                protocol="tls://" if security is not None else None)
+        key = _local_key(cluster, security)
+        started = _shared_local(key) if _SHARING else None
+        if started is not None:   # a sweep's earlier job started it
+            log.info("the LocalCluster an earlier job of this sweep started (%s)", started.scheduler_address)
+        else:
+            started = local_cluster(n_workers=cluster.n_workers, threads_per_worker=cluster.threads_per_worker,
+                                    host=cluster.host, dashboard_address=cluster.dashboard_address,
+                                    malloc_trim_threshold=cluster.malloc_trim_threshold,
+                                    silence_logs=logging.WARNING, security=security,
+                                    protocol="tls://" if security is not None else None)
+            if _SHARING:
+                _SHARED[key] = started
         client = Client(started, direct_to_workers=direct, security=security)
+        if _SHARED.get(key) is started:
+            shared = key
+            _fresh_workers(client)
     interrupted = False
     try:
         if cluster.kind == "emulated":
@@ -343,7 +404,8 @@ def dask_client(cluster, run_dir=None):
             try:
                 client.close()
             finally:
-                if started is not None:
+                if started is not None and (shared is None or interrupted):
+                    _SHARED.pop(shared, None)
                     started.close()
 
 

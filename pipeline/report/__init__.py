@@ -20,7 +20,10 @@ Writes, as artifacts of the sweep's parent run (under ``report/``) and as files 
    rounds, downlink and the time ratio, at each run's ``eps`` on ``eps_on``). Where a key is tuned
    (``compare.tune``, e.g. ``algorithm.rho``) each arm uses its best grid value, and ``compare_grid.md`` /
    ``compare_grid.csv`` show the grid.
-5. ``README.md``: what the report holds, how its series are formed, and what it could not build and why
+5. ``sweep.md`` / ``sweep.csv`` (every sweep, arms or not): one row per configuration (its runs over seeds):
+   iterations, iterations, uplink and downlink bytes and time to eps, the whole run's bytes and wall time, and
+   whether the theorem's bound held at every logged step.
+6. ``README.md``: what the report holds, how its series are formed, and what it could not build and why
    (also printed by the CLI).
 
 A *series* is one data set, method and n, and one value of every other key that differs among the
@@ -40,8 +43,8 @@ from __future__ import annotations
 from ._records import (ALIASES, BOOKKEEPING, IDENTITY, METRICS, TAIL, RunRecord, assign_series,
                       config_params, latest_sweep, load_children, tail)
 from ._compare import compare_markdown, comparison, grid_markdown, write_comparison
-from ._tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, single_tau_series, table99, table99_gaps,
-                     table_markdown, tau_rows, write_table, write_tau_table)
+from ._tables import (GOAL_N, GOAL_RATIO, GOAL_SAVED, add_slopes, single_tau_series, sweep_markdown, sweep_rows,
+                     table99, table99_gaps, table_markdown, tau_rows, write_sweep_table, write_table, write_tau_table)
 from ._cli import main
 
 #: name -> the module defining it, for the modules that import matplotlib (_figures.py, and _writing.py through it):
@@ -52,8 +55,9 @@ _LAZY = {"convergence_figures": "_figures", "tau_figure": "_figures", "tau_ticks
 __all__ = ["ALIASES", "BOOKKEEPING", "GOAL_N", "GOAL_RATIO", "GOAL_SAVED", "IDENTITY", "METRICS", "TAIL",
            "RunRecord", "add_slopes", "assign_series", "build_report", "compare_markdown",
            "comparison", "config_params", "convergence_figures", "grid_markdown", "latest_sweep", "load_children",
-           "main", "single_tau_series", "table99", "table99_gaps", "table_markdown", "tail", "tau_figure",
-           "tau_rows", "tau_ticks", "write_comparison", "write_readme", "write_table", "write_tau_table"]
+           "main", "single_tau_series", "sweep_markdown", "sweep_rows", "table99", "table99_gaps", "table_markdown", "tail", "tau_figure",
+           "tau_rows", "tau_ticks", "write_comparison", "write_readme", "write_sweep_table", "write_table",
+           "write_tau_table"]
 
 
 def __getattr__(name: str):

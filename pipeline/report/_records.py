@@ -92,6 +92,7 @@ class RunRecord:
     eps: float | None = None       # the params eps and eps_on of the run metrics to eps (None: a run before them)
     eps_on: str | None = None
     at_eps: dict = field(default_factory=dict)   # the run metrics TO_EPS it logged (none where eps was not reached)
+    totals: dict = field(default_factory=dict)   # its end's summary/ metrics and last downlink_bytes (the sweep table)
 
     @property
     def eps_label(self) -> str | None:
@@ -184,6 +185,23 @@ class RunRecord:
         """Cumulative uplink bytes at the last logged step (the whole budget's)."""
         ups = self.history.get("uplink_bytes", ([], []))[1]
         return ups[-1] if ups else None
+
+    def bound_verdict(self) -> str:
+        """Whether the theorem's bound held at every logged step (the logged ``bound`` against the logged value of
+        ``bound_quantity``): ``held``, ``exceeded at t = <first step>``, ``no theorem`` where no bound was logged,
+        or ``not checked`` where the bounded quantity is not among the metrics read back."""
+        bsteps, bounds = self.history.get("bound", ([], []))
+        if not bsteps:
+            return "no theorem"
+        msteps, measured = self.history.get(self.bound_quantity, ([], []))
+        if not msteps:
+            return "not checked"
+        at = dict(zip(msteps, measured))
+        for s, b in zip(bsteps, bounds):
+            v = at.get(s)
+            if v is not None and math.isfinite(b) and v > b * (1 + 1e-12):
+                return f"exceeded at t = {s:,}"
+        return "held"
 
     @property
     def tuned_value(self):
@@ -305,13 +323,15 @@ def load_children(client: MlflowClient, parent, notes: list | None = None,
         role, arm, tune = (None if p.get(k) in (None, "", "None") else p[k]
                            for k in ("compare.role", "compare.arm", "compare.tune"))
         rec = RunRecord(run_id=run.info.run_id, status=run.info.status, algorithm=p["algorithm.name"],
-                        data=p.get("data.name", "?"), n=int(p["n"]), m=int(p["m"]), tau=float(p["tau"]),
+                        data=t.get("data") or p.get("data.title") or p.get("data.name", "?"), n=int(p["n"]), m=int(p["m"]), tau=float(p["tau"]),
                         tau_m=int(p["tau_m"]), seed=int(p.get("seed", 0)), tol=float(p["tol"]), r0=float(p["r0"]),
                         label_extra=extra, predicted=float(pred) if pred not in (None, "", "None", "nan") else None,
                         bound_quantity=t.get("bound_quantity", "dist_sq"), config=config_params(p, top),
                         role=role, arm=arm, tune=tune, codec=p.get("codec", "float64"),
                         eps=float(p["eps"]) if "eps" in p else None, eps_on=p.get("eps_on"),
-                        at_eps={k: v for k, v in summary_metrics(run.data.metrics).items() if k in TO_EPS})
+                        at_eps={k: v for k, v in summary_metrics(run.data.metrics).items() if k in TO_EPS},
+                        totals={**summary_metrics(run.data.metrics),
+                                **{k: run.data.metrics[k] for k in ("downlink_bytes",) if k in run.data.metrics}})
         if run.info.status != "FINISHED":       # killed, failed (diverged) or still running: not a result
             log.warning("report: leaving out %s (%s)", run.info.run_name, run.info.status)
             if notes is not None:

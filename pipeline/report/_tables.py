@@ -1,7 +1,9 @@
 """The report's tables, computed from the runs' records (:class:`~pipeline.report._records.RunRecord`).
 
 - :func:`tau_rows`, :func:`add_slopes`: iterations to eps against tau per configuration (``iterations_vs_tau.csv``);
-- :func:`table99`, :func:`table_markdown`: tau = 1/n against tau = 1 (``table99.md`` / ``table99.csv``).
+- :func:`table99`, :func:`table_markdown`: tau = 1/n against tau = 1 (``table99.md`` / ``table99.csv``);
+- :func:`sweep_rows`, :func:`sweep_markdown`: every configuration of any sweep side by side (``sweep.md`` /
+  ``sweep.csv``).
 
 The method-vs-baseline tables are :mod:`pipeline.report._compare`'s.
 """
@@ -250,3 +252,65 @@ def write_tau_table(rows: list[dict], out: Path) -> Path:
         writer.writeheader()
         writer.writerows(sorted(rows, key=lambda r: (r["data"], r["algorithm"], r["group"], r["n"], r["tau"])))
     return path
+
+
+def sweep_rows(records: list[RunRecord]) -> list[dict]:
+    """One row per configuration of the sweep (its runs over seeds), whatever it swept: the medians over seeds of the
+    iterations run, the iterations, uplink and downlink bytes and time to eps (each run's own ``eps`` on ``eps_on``;
+    the dist_sq <= tol r0 rule where a run predates them), the whole run's uplink, downlink and wall time, and the
+    bound's verdict (:meth:`RunRecord.bound_verdict`, the runs' verdicts joined when they differ)."""
+    groups = defaultdict(list)
+    for r in records:
+        groups[r.key].append(r)
+
+    def med(values):
+        values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        return statistics.median(values) if values else None
+
+    rows = []
+    for runs in groups.values():
+        one = runs[0]
+        to_eps = [r.to_eps() for r in runs]
+        rounds = [r.at_eps.get("rounds_to_eps", i) if r.eps is not None else i for r, (i, _) in zip(runs, to_eps)]
+        rows.append({"data": one.data, "configuration": one.label(), "codec": one.codec, "runs": len(runs),
+                     "reached": sum(1 for i in rounds if i is not None),
+                     "iterations": med([r.totals.get("iterations") for r in runs]),
+                     "iterations_to_eps": med(rounds),
+                     "uplink_to_eps": med([r.at_eps.get("uplink_bytes_to_eps", u) for r, (_, u) in zip(runs, to_eps)]),
+                     "downlink_to_eps": med([r.at_eps.get("downlink_bytes_to_eps") for r in runs]),
+                     "time_to_eps_s": med([r.at_eps.get("time_to_eps_s") for r in runs]),
+                     "uplink_total": med([r.totals.get("uplink_bytes_total") for r in runs]),
+                     "downlink_total": med([r.totals.get("downlink_bytes") for r in runs]),
+                     "wall_s": med([r.totals.get("wall_s_total") for r in runs]),
+                     "bound": "; ".join(sorted({r.bound_verdict() for r in runs})),
+                     "eps": eps_label(runs) or f"dist_sq <= {one.tol:g} r0"})
+    rows.sort(key=lambda r: (r["data"], r["configuration"]))
+    return rows
+
+
+def sweep_markdown(rows: list[dict]) -> str:
+    """``sweep.md``: :func:`sweep_rows` as a table, the criterion of eps under it."""
+    head = ["data", "configuration", "codec", "runs", "iterations", "iterations to ε", "uplink to ε (B)",
+            "downlink to ε (B)", "time to ε (s)", "uplink (B)", "downlink (B)", "wall time (s)", "bound"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        reached = "" if r["reached"] in (0, r["runs"]) else f" ({r['reached']} of {r['runs']})"
+        cells = [r["data"], r["configuration"], r["codec"], str(r["runs"]), _fmt(r["iterations"]),
+                 (_fmt(r["iterations_to_eps"]) + reached) if r["reached"] else "not reached",
+                 _fmt(r["uplink_to_eps"]), _fmt(r["downlink_to_eps"]), _fmt(r["time_to_eps_s"], "{:.3g}"),
+                 _fmt(r["uplink_total"]), _fmt(r["downlink_total"]), _fmt(r["wall_s"], "{:.3g}"), r["bound"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    criteria = sorted({r["eps"] for r in rows})
+    return "\n".join(lines) + "\n\nε: " + "; ".join(criteria) + " (medians over seeds).\n"
+
+
+def write_sweep_table(rows: list[dict], out: Path) -> list[Path]:
+    """``sweep.md`` and ``sweep.csv`` of :func:`sweep_rows` in ``out``."""
+    md = out / "sweep.md"
+    md.write_text(sweep_markdown(rows))
+    path = out / "sweep.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return [md, path]

@@ -13,8 +13,8 @@ from ..tracking import check_reachable, client_for
 from ._figures import convergence_figures, plt, tau_figure   # plt: pyplot with the Agg backend figures.py selects
 from ._records import ALIASES, MEASURES, RunRecord, assign_series, latest_sweep, load_children
 from ._compare import comparison, write_comparison
-from ._tables import (_tau_list, add_slopes, single_tau_series, table99, table99_gaps, tau_rows, write_table,
-                     write_tau_table)
+from ._tables import (_tau_list, add_slopes, single_tau_series, sweep_rows, table99, table99_gaps, tau_rows,
+                     write_sweep_table, write_table, write_tau_table)
 
 log = logging.getLogger(__package__)   # "pipeline.report": the logger's name before the package was split
 
@@ -48,7 +48,7 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
     -------
     dict
         ``parent`` (run id), ``dir`` (Path), ``files`` (list of Path), ``table`` (rows of table99, maybe empty),
-        ``compare`` / ``compare_grid`` (rows of the method-vs-baseline table and of its tuning grid, maybe empty;
+        ``sweep`` (rows of the table of every configuration, :func:`sweep_rows`), ``compare`` / ``compare_grid`` (rows of the method-vs-baseline table and of its tuning grid, maybe empty;
         :func:`comparison`), ``failed`` (RunRecords of runs that logged their constants but did not finish),
         ``records`` (the RunRecords), ``series_keys`` (the keys besides seed and tau that differ among the runs)
         and ``not_built`` / ``notes`` (lines: what the report could not build and why, runs left out, ...; the
@@ -109,6 +109,8 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
         for f in figures.values():
             plt.close(f)
     files.append(write_tau_table(rows, out))
+    sweep = sweep_rows(records)
+    files += write_sweep_table(sweep, out)
     table = table99(records)
     gaps = table99_gaps(records)
     if table:
@@ -141,4 +143,4 @@ def build_report(uri: str, *, experiment: str | None = None, parent_id: str | No
     client.set_tag(parent.info.run_id, "report_dir", str(out.resolve()))
     return {"parent": parent.info.run_id, "dir": out, "files": files, "table": table, "records": records,
             "series_keys": series_keys, "not_built": not_built, "notes": notes, "compare": compare,
-            "compare_grid": grid, "failed": failed}
+            "compare_grid": grid, "failed": failed, "sweep": sweep}
