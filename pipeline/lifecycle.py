@@ -57,7 +57,8 @@ def run_name(job, setup, swept: list[str] | None = None) -> str:
     swept = (job_env(SWEPT_ENV) or "").split(",") if swept is None else swept
     first = []
     for key in sorted((k for k in swept if k), key=lambda k: k not in parts or k in ("algorithm", "data")):
-        part = parts.get(key) or _part(job, key)
+        # a swept file, glob or title: the data's name, not the path
+        part = parts["data"] if key in ("data.path", "data.glob", "data.title") else parts.get(key) or _part(job, key)
         if part and part not in first:
             first.append(part)
     rest = [p for k, p in parts.items() if k != "step.rule" and p not in first]

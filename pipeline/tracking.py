@@ -153,7 +153,7 @@ def shared_view_state() -> dict:
             # one chart a row, tall: the legend below each chart has room for a line per run (at the default three
             # a row and 360 px it shows two, and the rest only on scrolling)
             "compareRunSections": [{"uuid": _SHARED_SECTION, "name": "Bound vs measured", "display": True,
-                                    "isReordered": True, "columns": 1, "cardHeight": 720}],
+                                    "isReordered": True, "columns": 1, "cardHeight": 560}],
             "selectedColumns": [f"{kind}.`{key}`" for kind, key in (
                 ("attributes", "Dataset"), ("attributes", "Source"), ("params", "tau"), ("tags", "bound_source"),
                 ("metrics", SUMMARY + "iterations"), ("metrics", SUMMARY + "converged"),

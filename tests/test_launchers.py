@@ -211,7 +211,8 @@ def test_a_sweep_s_jobs_share_one_local_cluster(tmp_path):
     end; each job's iterates are those of the same job run alone on its own cluster."""
     status, out, runs, client = _sweep(tmp_path, "seed=0,1,2", "max_iter=3", "engine=dask", "cluster.n_workers=2")
     assert status == 0, out[-3000:]
-    _, children = _parent_and_children(runs)
+    _, by_job = _parent_and_children(runs)
+    children = list(by_job.values())
     assert len(children) == 3 and all(c.info.status == "FINISHED" for c in children)
     schedulers = {c.data.tags["dask_scheduler"] for c in children}
     assert len(schedulers) == 1, schedulers

@@ -98,9 +98,13 @@ def _close_assistant(page):
         page.wait_for_timeout(500)
 
 
+#: tall enough for the section's four charts, one a row (MLflow draws a chart once it is in view)
+TALL = {"width": 1500, "height": 2800}
+
+
 def test_the_experiment_link_lands_on_each_bound_beside_what_it_bounds(ui, browser):
     base, experiment, jobs, _ = ui
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page = browser.new_page(viewport=TALL)
     page.goto(ui_link(base, experiment))
     page.get_by_text("Bound vs measured", exact=False).first.wait_for(timeout=60_000)
     pair = "bound/log10_bound_rel vs bound/log10_measured_rel"
@@ -118,25 +122,31 @@ def test_the_experiment_link_lands_on_each_bound_beside_what_it_bounds(ui, brows
     for run in jobs:   # every job is shown (grouped by algorithm, not under a closed parent), its lines drawn
         name = run.info.run_name
         assert f"\n{name}\n" in text, name
-        with_bound = run.data.tags["algorithm"] != "diana"
         assert section.count(f"{name} (bound/log10_measured_rel)") == 4, name   # the first chart and the pairs
-        assert section.count(f"{name} (bound/log10_bound_rel)") == (3 if with_bound else 0), name
+        assert section.count(f"{name} (bound/log10_bound_rel)") == 3, name      # (a legend lists every run)
+        # DIANA has no theorem: no bound, but its measured line is logged, so the first chart draws it
+        assert ("bound/log10_bound_rel" in run.data.metrics) == (run.data.tags["algorithm"] != "diana")
+        assert "bound/log10_measured_rel" in run.data.metrics
     assert "Group: isega" in text and "Group: diana" in text and "Group: gd" in text
     # each job in a colour of its own (the run tag the UI reads), and the UI takes it: its row's colour picker,
     # whose value the page's text shows just before the run's name
     colours = [run.data.tags["mlflow.runColor"] for run in jobs]
     assert len(set(colours)) == len(jobs)
+    first = page.get_by_test_id("experiment-view-compare-runs-card").nth(0).inner_html()   # every run's measured
     for run, colour in zip(jobs, colours):
         assert f"{colour}\n{run.info.run_name}\n" in text, (colour, run.info.run_name)
+        rgb = "rgb({}, {}, {})".format(*(int(colour[i:i + 2], 16) for i in (1, 3, 5)))
+        assert f"stroke: {rgb}" in first, (run.info.run_name, rgb)   # its line drawn, in its colour
     shots = os.environ.get("ISPARSE_SCREENSHOTS")
     if shots:
         _close_assistant(page)
         page.wait_for_timeout(1500)
-        page.screenshot(path=str(Path(shots) / "mlflow_charts.png"))
+        page.screenshot(path=str(Path(shots) / "mlflow_charts.png"))   # the section's four charts
         # the chart against the uplink bytes, full screen: the icon button before its card's menu
         card = page.get_by_test_id("experiment-view-compare-runs-card").nth(2)
         card.hover()
         card.locator("button").nth(0).click()
+        page.set_viewport_size({"width": 1500, "height": 1100})
         page.wait_for_timeout(2500)
         page.screenshot(path=str(Path(shots) / "mlflow_bound_bytes.png"))
         page.goto(ui_link(base, experiment).replace("compareRunsMode=CHART", "compareRunsMode=TABLE"))
@@ -150,7 +160,7 @@ def test_the_experiment_link_lands_on_each_bound_beside_what_it_bounds(ui, brows
 def test_a_single_run_s_link_opens_its_chart(ui, browser):
     """Issue 48: the link a single run prints opens the chart view, its run's measured line and bound drawn."""
     *_, link = ui
-    page = browser.new_page(viewport={"width": 1500, "height": 1100})
+    page = browser.new_page(viewport=TALL)
     page.goto(link)
     page.get_by_text("Bound vs measured", exact=False).first.wait_for(timeout=60_000)
     page.get_by_text("bound/log10_bound_rel vs bound/log10_measured_rel").first.wait_for(timeout=30_000)

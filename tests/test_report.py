@@ -569,7 +569,9 @@ def test_two_files_of_one_s_own_keep_their_names(tmp_path):
     jobs = [r for r in client.search_runs([exp.experiment_id]) if "algorithm" in r.data.tags]
     assert len(jobs) == 2
     names = sorted(j.info.run_name for j in jobs)
-    assert names[0].endswith("-codecnatural7-first-half") and names[1].endswith("-codecnatural7-second-half"), names
+    # the swept file first (as its stem, not its path), the codec that differs from the default in each
+    assert names[0].startswith("first-half-n4-") and names[1].startswith("second-half-n4-"), names
+    assert all(n.endswith("-isega-codecnatural7") for n in names), names
     assert sorted(j.data.tags["data"] for j in jobs) == ["first-half", "second-half"]
     assert sorted(j.inputs.dataset_inputs[0].dataset.name for j in jobs) == ["first-half", "second-half"]
     report = next((tmp_path / "out" / "reports" / "files").iterdir())

@@ -363,9 +363,9 @@ class LibsvmFile(_LibsvmSource):
         """The file's stem, compression and LIBSVM suffixes removed (``my-data.svm.bz2`` -> ``my-data``)."""
         if self.path is None:
             return self.name
-        name = Path(self.path).name
-        for suffix in (".gz", ".bz2", ".libsvm", ".svmlight", ".svm", ".txt"):
-            name = name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else name
+        name, suffixes = Path(self.path).name, (".gz", ".bz2", ".libsvm", ".svmlight", ".svm", ".txt")
+        while any(name.endswith(s) and len(name) > len(s) for s in suffixes):
+            name = name[: -len(next(s for s in suffixes if name.endswith(s)))]
         return name
 
     def file(self) -> Path:
