@@ -243,3 +243,50 @@ def report(res: dict) -> list[str]:
             f"`isparse-run {s['command']}` ({s['jobs']} jobs, {s['sweep_wall_s']:.1f} s in all); "
             + "; ".join(f"`isparse-run {it['command']} ...` (one full-data gradient: "
                         f"{1e3 * it['full_gradient_s']:.2f} ms)" for it in res["iterations"]) + "."]
+
+
+def splice(res: dict, doc: Path, date: str, commit: str, load_before: str, load_after: str, minutes: float) -> None:
+    """Put this run's item 9 in ``doc`` (docs/benchmarks.md, written by ``python -m benchmarks`` from runs merged
+    item by item): its goal line, its section and its row of the runs' table; the other items are left as they are."""
+    from .report import _item9
+
+    goal, section = _item9(res)
+    lines, out, skip = doc.read_text().splitlines(), [], False
+    for line in lines:
+        if line.startswith("## "):
+            skip = line.startswith("## 9. ")
+            if skip:
+                out += section.rstrip("\n").splitlines() + [""]
+                continue
+        if skip:
+            continue
+        if line.startswith("- **9. "):
+            line = goal
+        elif line.startswith("| 9 | "):
+            line = f"| 9 | {date} | {commit} | {load_before} | {load_after} | {minutes:.1f} min |"
+        out.append(line)
+    doc.write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":   # python -m benchmarks.fixed_costs [--quick] [--splice docs/benchmarks.md]
+    import argparse
+    import datetime
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.fixed_costs", description="Item 9 alone.")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--splice", metavar="DOC", help="put the item's lines into this doc (docs/benchmarks.md)")
+    p.add_argument("--json", help="also write the measured numbers here")
+    a = p.parse_args()
+    before, t0 = " ".join(f"{x:.2f}" for x in os.getloadavg()), time.time()
+    res = measure(quick=a.quick)
+    after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if a.json:
+        import json
+
+        Path(a.json).write_text(json.dumps(res, default=float, indent=1))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parent).stdout.strip()
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if a.splice:
+        splice(res, Path(a.splice), date, commit, before, after, (time.time() - t0) / 60)
+    print("\n".join(report(res)))
