@@ -95,7 +95,7 @@ def _baseline(tmp: Path) -> dict:
 def sweep_costs(out: Path, repeats: int, jobs: int = SWEEP20) -> dict:
     """Issue 48's measures, now and at :data:`BASELINE` (see the module docstring)."""
     root = Path(__file__).resolve().parent.parent
-    res = {"baseline": BASELINE, "jobs": jobs}
+    res = {"baseline_commit": BASELINE, "jobs": jobs}
     try:
         envs = {"now": _env(), "baseline": _baseline(out)}
         for which, env in envs.items():
@@ -223,14 +223,14 @@ def report(res: dict) -> list[str]:
     k = res.get("costs")
     if k:
         now, base = k["now"], k["baseline"]
-        rows += [[f"isparse-run --help, CPU (s; at {k['baseline']}: {base['help_cpu']['median']:.2f})",
+        rows += [[f"isparse-run --help, CPU (s; at {k['baseline_commit']}: {base['help_cpu']['median']:.2f})",
                   now["help_cpu"]["median"], f"{now['help_cpu']['min']:.2f}-{now['help_cpu']['max']:.2f}",
                   f"≤ {GOALS['help_cpu_s']:g}"],
-                 [f"1-iteration run, cold process, CPU with its helper (s; at {k['baseline']}: "
+                 [f"1-iteration run, cold process, CPU with its helper (s; at {k['baseline_commit']}: "
                   f"{base['cold_cpu']['median']:.2f})", now["cold_cpu"]["median"],
                   f"{now['cold_cpu']['min']:.2f}-{now['cold_cpu']['max']:.2f}", f"≤ {GOALS['cold_run_cpu_s']:g}"],
                  [f"a sweep of {k['jobs']} one-iteration jobs on the default Dask cluster, per job after the first "
-                  f"(s; at {k['baseline']}: {base['per_job_after_first_s']:.2f})", now["per_job_after_first_s"],
+                  f"(s; at {k['baseline_commit']}: {base['per_job_after_first_s']:.2f})", now["per_job_after_first_s"],
                   f"{now['sweep_wall_s']:.1f} s in all, one run alone {now['single_wall_s']:.1f} s",
                   f"≤ {GOALS['sweep20_per_job_s']:g}"]]
     for it in res["iterations"]:

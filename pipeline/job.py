@@ -28,7 +28,6 @@ from .lifecycle import (MetricsLog, check_resumed_data, checkpoint_saver, end_li
 from .schema import JobConfig, load_job
 from .jobenv import FAILURE_TAG, PARENT_ENV, job_env
 from ._typed import job_overrides
-from ._store import start_helper
 from .tracking import BOUND, SUMMARY, check_reachable, client_for, flatten
 
 log = logging.getLogger("isparse")
@@ -67,7 +66,6 @@ def run_job(cfg, made: dict | None = None) -> dict:
         job.cluster.check_run()
     with stage("tracking store"):
         check_reachable(job.tracking.uri)
-    start_helper()   # the config is good: MLflow's import (isparse-run's helper) beside the data and the build
     with stage("data"):   # the data read and the reference problem made (its cache: stage "cache")
         data_file = job.data.fingerprint()   # what the run reads (its size and hash; a checkpoint records it)
         if checkpoint is not None:   # the same data as the interrupted run's, or no resume (the run left as it is)

@@ -125,10 +125,10 @@ def _app(cfg: DictConfig):
 
 def main() -> None:
     """The console script ``isparse-run``: Hydra's command line (``--help`` for the app's help)."""
-    from ._store import want_helper
+    from ._store import start_helper
 
     if not NO_RUN_FLAGS.intersection(sys.argv[1:]):   # --help, --cfg ...: no run, no MLflow
-        want_helper()   # MLflow's import in a helper process (pipeline._store), once the config is checked
+        start_helper()   # first: MLflow's import in a helper process, beside this one's imports (pipeline._store)
     from . import schema  # noqa: F401 - registers the config's schema with Hydra's ConfigStore
     from .errors import console
     from .sweep import exit_status, mark_sweep_failed

@@ -23,7 +23,6 @@ from omegaconf import DictConfig, OmegaConf
 from .errors import exits_on_error, set_default_stage, stage
 from .jobenv import FAILURE_TAG, PARENT_ENV, SWEPT_ENV, TYPED_ENV, job_env
 from .lifecycle import sweep_tags
-from ._store import start_helper
 from .tracking import RunLogger, check_reachable, flatten, summary_metrics, ui_link
 
 log = logging.getLogger(__name__)
@@ -103,7 +102,6 @@ class SweepParentRun(Callback):
         HydraConfig.instance().set_config(config)
         uri, experiment = str(config.tracking.uri), str(config.tracking.experiment)
         check_reachable(uri)
-        start_helper()   # isparse-run's MLflow helper, for the parent run and the jobs run in this process
         sweep_dir = HydraConfig.get().sweep.dir
         self.logger = RunLogger(uri, experiment, run_name=f"sweep-{Path(sweep_dir).name}", spill_dir=sweep_dir,
                                 tags={"isparse.sweep": "true", "sweep_dir": str(Path(sweep_dir).resolve())})
