@@ -234,15 +234,20 @@ def table_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_table(rows: list[dict], out: Path) -> list[Path]:
-    md = out / "table99.md"
-    md.write_text(table_markdown(rows))
-    path = out / "table99.csv"
+def _write_md_csv(stem: str, markdown: str, rows: list[dict], out: Path) -> list[Path]:
+    """``<stem>.md`` (``markdown``) and ``<stem>.csv`` (``rows``, the first row's keys as the header) in ``out``."""
+    md = out / f"{stem}.md"
+    md.write_text(markdown)
+    path = out / f"{stem}.csv"
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     return [md, path]
+
+
+def write_table(rows: list[dict], out: Path) -> list[Path]:
+    return _write_md_csv("table99", table_markdown(rows), rows, out)
 
 
 def write_tau_table(rows: list[dict], out: Path) -> Path:
@@ -306,11 +311,4 @@ def sweep_markdown(rows: list[dict]) -> str:
 
 def write_sweep_table(rows: list[dict], out: Path) -> list[Path]:
     """``sweep.md`` and ``sweep.csv`` of :func:`sweep_rows` in ``out``."""
-    md = out / "sweep.md"
-    md.write_text(sweep_markdown(rows))
-    path = out / "sweep.csv"
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return [md, path]
+    return _write_md_csv("sweep", sweep_markdown(rows), rows, out)
