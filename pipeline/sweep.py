@@ -180,6 +180,17 @@ class SweepParentRun(Callback):
             log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
 
 
+def _data_name(cfg) -> str:
+    """The data's ``display_name()`` (``DataSource``'s, as a run names it), or ``data.name`` when the data section
+    itself is what failed to check."""
+    try:
+        from isparse.data.sources import DataSource
+
+        return DataSource.from_dict(OmegaConf.to_container(cfg.data, resolve=True)).display_name()
+    except Exception:  # noqa: BLE001 - the job's own error says what is wrong with it
+        return str(_select(cfg, "data.name"))
+
+
 def jobs_summary(runs) -> str:
     """The sweep's jobs, a line each in job order: number, the swept overrides, status, iterations, whether tol
     was reached and the uplink bytes (the child runs' metrics ``summary/iterations``, ``summary/converged``,
@@ -214,8 +225,7 @@ def failed_job_run(job_or_cfg, exc: BaseException, overrides: list[str], outdir,
             params = {}
         params.pop("hydra", None)
         uri = str(_select(cfg, "tracking.uri"))
-        data = str(_select(cfg, "data.title") or (Path(str(_select(cfg, "data.path"))).name.split(".")[0]
-                                                   if _select(cfg, "data.path") else _select(cfg, "data.name")))
+        data = _data_name(cfg)
         name = str(_select(cfg, "tracking.run_name") or "-".join(
             [str(_select(cfg, k)) for k in ("workers.n", "blocks.size", "tau", "seed", "algorithm.name")] + [data]))
         logger = RunLogger(uri, str(_select(cfg, "tracking.experiment")), name, parent_run_id=job_env(PARENT_ENV),
