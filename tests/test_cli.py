@@ -42,6 +42,16 @@ def store(tmp_path):
     return client, (client.search_runs([exp.experiment_id]) if exp else [])
 
 
+def assert_end_line(line, run, tmp_path):
+    """The FINISHED line names the run, its store and its Hydra run folder, which holds what it lists."""
+    m = re.search(r"MLflow run (\w+) FINISHED in (\S+); its folder (\S+) \(convergence\.png, x_final\.npy, "
+                  r"the run's log\)$", line)
+    assert m, line
+    assert m[1] == run.info.run_id and m[2] == f"sqlite:///{tmp_path}/mlflow.db"
+    folder = Path(m[3])
+    assert folder.is_relative_to(tmp_path) and (folder / "convergence.png").is_file() and (folder / "x_final.npy").is_file()
+
+
 # -- 1. a bad input: one line, exit status 2 -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("override, message, full_error", [
@@ -179,7 +189,7 @@ def test_tol_zero_end_line_and_no_bound_reason(tmp_path):
     reason = run.data.tags["bound_theorem"]
     out = lines(proc.stdout)
     assert f"(no bound: {reason})" in out[-2] and "nan" not in out[-2]
-    assert out[-1].endswith(f"MLflow run {run.info.run_id} FINISHED in sqlite:///{tmp_path}/mlflow.db")
+    assert_end_line(out[-1], run, tmp_path)
     assert "WARNING" not in proc.stdout       # tol = 0 asks for max_iter: no 'predicted > max_iter', no 'not reached'
 
 
@@ -213,7 +223,7 @@ def test_warning_at_start_when_the_theorem_predicts_more_than_max_iter(tmp_path)
     summary = [i for i, line in enumerate(out) if ": 40 iterations, dist_sq" in line]
     assert len(warn) == 1 and len(summary) == 1 and warn[0] < summary[0]   # said at start, before the run's end
     assert f"predicted_iterations = {predicted:,.0f} (Theorem 3 (ISEGA)) to reach tol=1e-08" in out[warn[0]]
-    assert out[-1].endswith(f"MLflow run {run.info.run_id} FINISHED in sqlite:///{tmp_path}/mlflow.db")
+    assert_end_line(out[-1], run, tmp_path)
 
 
 @pytest.mark.parametrize("tol, max_iter, neighbourhood, warned", [
