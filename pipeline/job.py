@@ -26,7 +26,7 @@ from .errors import stage, user_message
 from .lifecycle import (MetricsLog, check_resumed_data, checkpoint_saver, end_line, load_resume, logged_until,
                         lost_cluster, run_name, start_run, stop_on_signals, warn_if_predicted_beyond)
 from .schema import JobConfig, load_job
-from .jobenv import FAILURE_TAG, PARENT_ENV, job_env
+from .jobenv import FAILURE_TAG, PARENT_ENV, draws_figure, job_env
 from ._typed import job_overrides
 from .tracking import BOUND, SUMMARY, check_reachable, client_for, flatten
 
@@ -315,9 +315,10 @@ def _finish(job, setup, pool, logger, name, checkpoint, result, observer, predic
     summary.update(_time_to_eps(job, result, logger, checkpoint))
     logger.log_metrics({SUMMARY + k: v for k, v in summary.items()}, step=result.iterations)
     logger.log_dict({str(i): (int(b) if float(b).is_integer() else float(b)) for i, b in enumerate(result.uplink_per_worker)}, "uplink_bytes_per_worker.json")
-    with stage("figure"):
-        _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived,
-                    bound)
+    if draws_figure(job.tracking.figure):
+        with stage("figure"):
+            _log_figure(logger, outdir, result.records, f"{name}: {bound.theorem.split(', arXiv')[0]}", job, derived,
+                        bound)
     if not result.converged:
         why = (f"predicted iterations: {predicted:g}" if predicted == predicted else
                f"no iteration count is predicted: {bound.theorem}")   # NaN: no bound applies

@@ -28,7 +28,7 @@ from pathlib import Path
 from isparse.errors import ConfigError, stage
 from isparse.theory.bound import source_tag
 
-from .jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, job_env
+from .jobenv import PARENT_ENV, SWEEP_WORKER_ENV, SWEPT_ENV, draws_figure, job_env
 from .tracking import CHECKPOINT, RunLogger, client_for, ui_link
 
 log = logging.getLogger("isparse")
@@ -577,8 +577,9 @@ def end_line(job, end: dict, overrides: list[str], asynchronous: bool):
                           "back; import the unsent metrics (the command above) to end it there", run_id, status, uri)
             elif status == "FINISHED":
                 folder = end.get("outdir")
+                figure = "convergence.png, " if draws_figure(job.tracking.figure) else ""
                 where = "" if folder is None or job_env(PARENT_ENV) else \
-                    f"; its folder {folder} (convergence.png, x_final.npy, the run's log)"
+                    f"; its folder {folder} ({figure}x_final.npy, the run's log)"
                 log.info("MLflow run %s FINISHED in %s%s", run_id, uri, where)
             elif status == "KILLED":
                 ck = _checkpoint_iteration(end["client"], run_id)

@@ -96,6 +96,9 @@ class TrackingSpec(Section):
                                     "null: the swept keys first, then n<workers.n>-b<blocks.size>-tau<tau_m/m>-"
                                     "g<step.multiplier>[<step.rule> if not theory]-s<seed>-<algorithm>-<data>; a "
                                     "string is used as given")
+    figure: str = param("auto", OneOf("auto", "always", "never"),
+                        "the run's convergence.png: auto draws it for a single run and not for the jobs of a "
+                        "multirun (isparse-report draws a sweep's figures from the store, once), always, never")
 
 
 def _data_load_fits(job: "JobConfig", key: str) -> None:

@@ -81,9 +81,10 @@ class SweepParentRun(Callback):
     def __init__(self):
         self.logger = None
         self.completed = False
+        self.reported = False   # report.auto wrote the sweep's report
 
     def __getstate__(self):   # the copy a parallel launcher sends its workers: the parent run is this process's
-        return {"logger": None, "completed": self.completed}
+        return {"logger": None, "completed": self.completed, "reported": self.reported}
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         # bad input (an empty paths.outputs, an unreachable tracking server) ends the sweep here with its one line
@@ -126,6 +127,7 @@ class SweepParentRun(Callback):
                 result = build_report(str(config.tracking.uri), parent_id=self.logger.run_id,
                                       outputs=config.paths.outputs, measure=config.report.get("measure", "both"))
                 log.info("report of sweep %s: %s", self.logger.run_id, result["dir"])
+                self.reported = True
             except Exception as exc:  # noqa: BLE001 - the sweep's runs are logged; the report can be rebuilt
                 log.error("report failed (%s: %s); rebuild it with: isparse-report --uri %s --parent %s",
                           type(exc).__name__, exc, config.tracking.uri, self.logger.run_id)
@@ -177,7 +179,9 @@ class SweepParentRun(Callback):
             _STATUS.append(2)
         else:
             _STATUS.append(2 if _SWEEP_ERROR else 0)
-            log.info("sweep: parent MLflow run %s %s in %s", logger.run_id, status, logger.uri)
+            report = "" if self.reported else \
+                f"; its figures and tables: isparse-report --uri {logger.uri} --parent {logger.run_id}"
+            log.info("sweep: parent MLflow run %s %s in %s%s", logger.run_id, status, logger.uri, report)
 
 
 def _data_name(cfg) -> str:

@@ -26,6 +26,7 @@ def _cli(out, cwd, *args):
     proc = subprocess.run([CLI, *args, "engine=inprocess", f"paths.outputs={out}", "progress=false"], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
 
 
 def _named_run(out, overrides):
@@ -53,7 +54,7 @@ def sweep(tmp_path_factory):
     directory that is not the outputs' parent, then one job ``tracking.run_name=my-run`` in this process into the
     same store; returns (outputs, that directory, client, parent, children, the named run)."""
     out, cwd = tmp_path_factory.mktemp("out"), tmp_path_factory.mktemp("cwd")
-    _cli(out, cwd, "-m", "workers.n=2,4", "step.multiplier=1,4", "max_iter=200")
+    proc = _cli(out, cwd, "-m", "workers.n=2,4", "step.multiplier=1,4", "max_iter=200")
     _named_run(out, ["max_iter=20", "step.multiplier=4", "step.rule=paper", "tracking.run_name=my-run"])
     client = MlflowClient(f"sqlite:///{out}/mlflow.db")
     exp = client.get_experiment_by_name("isparse")
@@ -63,6 +64,10 @@ def sweep(tmp_path_factory):
     single = [r for r in runs if r.info.run_id not in {x.info.run_id for x in parent + children}]
     assert len(parent) == 1 and len(children) == 4 and len(single) == 1
     assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parent[0].info.run_id}
+    # its jobs drew no figure (tracking.figure=auto): the sweep's last line says what draws them
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.endswith(f"its figures and tables: isparse-report --uri sqlite:///{out}/mlflow.db "
+                         f"--parent {parent[0].info.run_id}"), last
     return out, cwd, client, parent[0], children, single[0]
 
 
@@ -73,10 +78,11 @@ def test_experiment_opens_on_runs_and_keeps_artifacts_beside_the_store(sweep):
     assert exp.artifact_location == str(out / "mlartifacts" / "isparse")
     for run in [parent, *children, single]:
         assert run.info.artifact_uri == f"{out}/mlartifacts/isparse/{run.info.run_id}/artifacts"
-    for run in children:   # the files are there, on disk, and MLflow lists them
+    for run in [*children, single]:   # the files are there, on disk, and MLflow lists them
         files = {p.name for p in (out / "mlartifacts" / "isparse" / run.info.run_id / "artifacts").iterdir()}
-        assert {"config.yaml", "convergence.png", "x_final.npy"} <= files
-        assert {"config.yaml", "convergence.png"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
+        figure = {"convergence.png"} if run is single else set()   # tracking.figure=auto: a single run's only
+        assert {"config.yaml", "x_final.npy"} | figure <= files and (run is single or "convergence.png" not in files)
+        assert {"config.yaml"} | figure <= {a.path for a in client.list_artifacts(run.info.run_id)}
     assert list(cwd.iterdir()) == []   # nothing (no mlruns/) where the command ran
 
 

@@ -307,6 +307,7 @@ def blocks_sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("blocks")
     proc = subprocess.run([sys.executable, "-c", _RUN_AND_COUNT_FIGURES, "-m", "engine=inprocess", "blocks.size=1,8",
                            "tau=1/n,2/n", "tol=1e-6", "max_iter=5000", "report.auto=true", "tracking.experiment=blocks",
+                           "tracking.figure=always",
                            f"paths.outputs={out}", "progress=false"], capture_output=True, text=True, timeout=600,
                           cwd=out)   # the experiments' artifacts (MLflow's default ./mlruns) go there
     assert proc.returncode == 0, proc.stderr[-3000:]
