@@ -320,7 +320,7 @@ _DOC_PARAMS = """
         How each value sent travels (``messages.codec``; docs/codecs.md).
     downlink : str, default "float64"
         The master-to-worker messages (``messages.downlink``).
-    step_rule : {{"theory", "paper", "paper_literal"}}, default "theory"
+    step_rule : {{"theory", "paper", "paper_literal", "bound"}}, default "theory"
         The stepsize rule (``step.rule``).
     step_multiplier : float, default 1.0
         gamma = step_multiplier x the rule's gamma (``step.multiplier``).

@@ -125,6 +125,20 @@ def _codec_bound(ctx, cls, method, bound):
     return NoBound(theorem=why, gamma_theory=bound.gamma_theory, gamma=method.gamma, quantity=bound.quantity)
 
 
+def _method_and_bound(cls, ctx, downlink):
+    """The method of ``ctx`` and the bound that covers it: its theorem's (``configure``), with a lossy codec
+    :func:`_codec_bound`'s, with a compressed downlink (``downlink``: gamma -> its Downlink) the derived EF21-P bound
+    (:func:`isparse.theory.ef21p.downlink_bound`)."""
+    method, bound = configure(cls, ctx, downlink)
+    bound = _codec_bound(ctx, cls, method, bound)
+    if downlink is not None:
+        method.name = cls.name
+        from .theory.ef21p import downlink_bound
+
+        bound = downlink_bound(method, ctx.problem, ctx.reference, ctx.x0, bound)
+    return method, bound
+
+
 def _grad_scale(problem, x0) -> float:
     """max_i ||grad f_i(x^0)||_inf, the largest local gradient entry at the start (where the natural codecs place
     their exponent window)."""
@@ -256,13 +270,20 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
         ctx.codec = ctx.codec.scaled(_grad_scale(problem, ctx.x0))
     downlink = (None if spec.messages.downlink == "float64"
                 else functools.partial(_downlink, spec, problem, ctx.x0))   # gamma -> its Downlink
-    method, bound = configure(cls, ctx, downlink)
-    bound = _codec_bound(ctx, cls, method, bound)
-    if downlink is not None:
-        method.name = cls.name
-        from .theory.ef21p import downlink_bound
-
-        bound = downlink_bound(method, problem, reference, ctx.x0, bound)
+    method, bound = _method_and_bound(cls, ctx, downlink)
+    if spec.step.rule == "bound":   # the largest step of the bound that covers the run, times step.multiplier
+        ctx.step_rule, ctx.step_multiplier = "theory", 1.0
+        method, bound = _method_and_bound(cls, ctx, downlink)
+        limit = getattr(bound, "gamma_max", None)
+        if limit is not None and np.isfinite(limit) and limit > 0:
+            ctx.step_multiplier = spec.step.multiplier * limit / method.gamma
+            method, bound = _method_and_bound(cls, ctx, downlink)
+        ctx.step_rule, ctx.step_multiplier = spec.step.rule, spec.step.multiplier
+        if limit is None or not bound.applicable and spec.step.multiplier <= 1:   # no bound covers the run at all
+            raise ConfigError("step.rule", f"The 'step.rule' parameter must be one of theory, paper, paper_literal "
+                                           f"for algorithm={cls.name} here: bound takes the largest stepsize of the "
+                                           f"bound that covers the run, and none does ({bound.theorem}); got "
+                                           f"'bound'.")
     if not reference.solved:
         from .theory.bound import NoBound
 

@@ -85,11 +85,13 @@ class BlocksSpec(Section):
 class StepSpec(Section):
     """The stepsize gamma."""
 
-    rule: str = param("theory", OneOf("theory", "paper", "paper_literal"),
+    rule: str = param("theory", OneOf("theory", "paper", "paper_literal", "bound"),
                       "theory: each theorem's gamma; paper: the gamma of the paper's plots where it differs (ISEGA "
                       "4x, ISGD and async ISGD gamma tau = 1/(5 L_f), one-worker SGD's step, L_f of f itself; "
                       "ISAGA 1/(L(3/n+tau))); paper_literal: as paper, but ISGD's caption read literally, gamma = "
-                      "1/(5L) with L = max_i L_i")
+                      "1/(5L) with L = max_i L_i; bound: the largest gamma of the bound that covers the whole run "
+                      "(its gamma_max: with a compressed messages.downlink the derived EF21-P bound's, 5-40x below "
+                      "the method's own; else the theorem's limit), so that the run logs that bound")
     multiplier: float = param(1.0, Interval(float, 0.0, None, low_open=True), "gamma = multiplier x the rule's gamma")
     L: str = param("shards", OneOf("shards", "f"),
                    "the L a rule that takes L uses: shards: L = max_i L_i of the workers' f_i (Assumption 1; the "

@@ -2,6 +2,7 @@
 message's round trip and what travels, the error-feedback state, gradients taken at w (checked against a plain NumPy
 loop), Dask = in-process bit for bit, resume bit for bit, and the serialized bytes of the downlink."""
 
+import math
 import pickle
 
 import numpy as np
@@ -219,9 +220,10 @@ def test_derived_bound_holds_over_20_seeds_at_its_step(algorithm, downlink, code
     p, m = base.problem, base.method
     omega = 0.0 if algorithm == "gd" else m.uplink.omega(m.blocks.d)
     assert base.bound.gamma_max == pytest.approx(ef21p_gamma_max(p.L_f, p.L, 10, omega, m.downlink.alpha), rel=1e-12)
-    s = build(RunSpec.from_dict({**keys, "step.multiplier": base.bound.gamma_max / m.gamma}), reference=base.reference)
+    s = build(RunSpec.from_dict({**keys, "step.rule": "bound"}), reference=base.reference)   # asked for by name
     b = s.bound
     assert b.applicable and b.source == "derived" and b.rate < 1
+    assert s.method.gamma == pytest.approx(base.bound.gamma_max, rel=1e-12)
     T = 6000
     curves = []
     for seed in range(20):
@@ -236,6 +238,46 @@ def test_derived_bound_holds_over_20_seeds_at_its_step(algorithm, downlink, code
     late = steps >= T // 2
     slope = np.polyfit(steps[late], np.log(mean[late]), 1)[0]
     assert 4 * np.log(b.rate) <= slope <= np.log(b.rate)
+
+
+@pytest.mark.parametrize("algorithm, codec_name, downlink", [
+    ("gd", "float64", "natural7"), ("isega", "natural7", "natural7"), ("diana", "float64", "randk:0.25+natural7"),
+    ("isega", "float64", "float64"),   # no downlink: the theorem's own limit, which is its rule's gamma
+])
+def test_step_rule_bound_runs_at_the_covering_bound_s_gamma_max(algorithm, codec_name, downlink):
+    """step.rule=bound: gamma = step.multiplier x gamma_max of the bound that covers the run (ef21p_gamma_max of the
+    run's L, L_max, n, omega and alpha, computed here from the problem, with a compressed downlink), and the run logs
+    that bound, applicable; at multiplier 2 it is logged as not applicable."""
+    from isparse import RunSpec, build
+    from isparse.theory.ef21p import ef21p_gamma_max
+
+    keys = {"algorithm": algorithm, "data": "quadratic", "workers.n": 10, "messages.downlink": downlink,
+            "messages.codec": codec_name, "step.rule": "bound"}
+    s = build(RunSpec.from_dict(keys))
+    p, m, b = s.problem, s.method, s.bound
+    if downlink == "float64":
+        own = build(RunSpec.from_dict({**keys, "step.rule": "theory"}), reference=s.reference)
+        assert m.gamma == pytest.approx(own.method.gamma, rel=1e-12) and b.theorem.startswith("Theorem 3")
+    else:
+        omega = 0.0 if algorithm == "gd" else m.uplink.omega(m.blocks.d)
+        assert m.gamma == pytest.approx(ef21p_gamma_max(p.L_f, p.L, 10, omega, m.downlink.alpha), rel=1e-12)
+        assert b.source == "derived" and b.theorem.startswith("the EF21-P downlink bound")
+    assert b.applicable and 0 < b.rate < 1 and math.isfinite(b.iterations_to(1e-6 * b(0)))
+    twice = build(RunSpec.from_dict({**keys, "step.multiplier": 2}), reference=s.reference)
+    assert twice.method.gamma == pytest.approx(2 * m.gamma, rel=1e-12) and not twice.bound.applicable
+
+
+@pytest.mark.parametrize("algorithm, keys, says", [
+    ("ef21", {}, "no theorem of arXiv:1901.09437 covers ef21"),
+    ("isaga", {"messages.downlink": "natural7"}, "the EF21-P bound covers gd, isega and diana"),
+])
+def test_step_rule_bound_without_a_bound_is_one_line_naming_the_key(algorithm, keys, says):
+    from isparse import RunSpec, build
+
+    with pytest.raises(ConfigError) as err:
+        build(RunSpec.from_dict({"algorithm": algorithm, "data": "quadratic", "workers.n": 10, "step.rule": "bound",
+                                 **keys}))
+    assert err.value.key == "step.rule" and says in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.needs_data

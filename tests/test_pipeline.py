@@ -111,6 +111,7 @@ def test_failed_job_is_marked_and_the_sweep_goes_on(tmp_path):
     (["blocks.size=0"], "blocks.size", r"'blocks.size' parameter must be in \[1, inf\); got 0"),
     (["blocks.size=31"], "blocks.size", r"'blocks.size' parameter must be in \[1, d = 30\]; got 31"),
     (["step.rule=fast"], "step.rule", r"'step.rule' parameter must be one of"),
+    (["algorithm=ef21", "step.rule=bound"], "step.rule", "bound takes the largest stepsize of the bound that covers"),
     (["tau=0/n"], "tau", r"'tau' parameter written as '<c>/n' needs a number c > 0"),
     (["step.multiplier=0"], "step.multiplier", r"'step.multiplier' parameter must be in \(0, inf\)"),
     (["seed=-1"], "seed", r"'seed' parameter must be in \[0, inf\); got -1"),
@@ -137,9 +138,43 @@ def test_bad_input_fails_before_any_work(compose, tmp_path, overrides, key, text
         run_job(cfg)
     assert err.value.key == key
     assert store(tmp_path)[1] == []   # no MLflow run was started
+
+
+def test_a_compressed_downlink_at_step_rule_bound_logs_the_derived_bound(tmp_path):
+    """messages.downlink=natural7 with step.rule=bound: the run's gamma is the derived EF21-P bound's gamma_max
+    (recomputed here from the logged constants and natural7's alpha = 1/(1 + 1/8)) and it logs that bound,
+    applicable, with a predicted count, and the measured distance under it."""
+    import numpy as np
+    from omegaconf import open_dict
+
+    from isparse.theory.ef21p import ef21p_gamma_max
+
+    from hydra import compose as compose_config
+    from hydra import initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from conftest import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose_config("config", return_hydra_config=True, overrides=[
+            f"paths.outputs={tmp_path}", "engine=inprocess", "progress=false", "algorithm=gd",
+            "messages.downlink=natural7", "step.rule=bound", "max_iter=30", "checkpoint.every=0"])
+    with open_dict(cfg):   # what Hydra sets for a job it runs
+        cfg.hydra.runtime.cwd, cfg.hydra.runtime.output_dir = str(tmp_path), str(tmp_path / "run")
+    HydraConfig.instance().set_config(cfg)
+    (tmp_path / "run").mkdir()
+    run_job(cfg)
+    (run,) = store(tmp_path)[1]
+    p, t, m = run.data.params, run.data.tags, run.data.metrics
+    assert t["bound_source"] == "derived" and t["bound_applicable"] == "true" and "EF21-P" in t["bound_theorem"]
+    assert float(p["alpha_downlink"]) == pytest.approx(8 / 9)   # natural7 as a contractive compressor
+    # gamma_max at L_f <= L (recomputed in tests/test_downlink.py from the problem's L_f) is at least this one, at L
+    assert float(p["gamma"]) == float(p["gamma_max"]) >= ef21p_gamma_max(float(p["L"]), float(p["L"]), 4, 0.0, 8 / 9)
+    assert float(p["gamma"]) < float(p["gamma_theory"]) / 5   # GD's own step is 10x above it
+    assert np.isfinite(m["summary/predicted_iterations"]) and m["dist_sq"] <= m["bound"]
+
+
 @pytest.mark.slow
-
-
 def test_cli_rejects_unknown_algorithm_and_data_set(tmp_path):
     """An unknown option of a group: one line naming the group and its options, exit status 2."""
     from isparse.methods import METHODS

@@ -25,8 +25,9 @@ class Context:
 
     Attributes
     ----------
-    step_rule : {"theory", "paper", "paper_literal"}
-        ``step.rule``.
+    step_rule : {"theory", "paper", "paper_literal", "bound"}
+        ``step.rule`` (``build`` resolves ``bound`` to ``theory`` with the multiplier that reaches the bound's
+        gamma_max).
     step_L : {"shards", "f"}
         ``step.L``: the stepsize's L is max_i L_i (shards) or L_f of f itself (f).
     omega : float or None
