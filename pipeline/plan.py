@@ -47,6 +47,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -90,7 +91,7 @@ class _Builder:
     def __call__(self, tau, block_size, codec=None):
         messages = self.job.messages if codec is None else MessagesSpec.from_dict(
             {"send_ids": self.job.messages.send_ids, "aggregate": self.job.messages.aggregate,
-             "module": self.job.messages.module, **codec.keys()}, "messages")
+             "module": self.job.messages.module, "downlink": self.job.messages.downlink, **codec.keys()}, "messages")
         spec = dataclasses.replace(self.job, tau=tau, blocks=BlocksSpec(size=int(block_size)), messages=messages)
         setup = build(spec, data=self.data, reference=self.reference, cache_dir=self.job.cache_dir)
         self.reference = setup.reference
@@ -181,6 +182,10 @@ class _LinkModel:
         self.latency_s = self.latency_source = None
         self.scale, self.calibration = 1.0, None
         self.taus, self.per_worker = [], []
+        self.compute = opts.compute
+        if self.compute == "auto":
+            self.compute = "shared" if job.engine == "dask" and job.cluster.kind in ("local", "emulated") else "parallel"
+        self.cores = os.cpu_count() or 1
 
     def _rates(self, key, value):
         from .cluster.shaping import rate_bits
@@ -192,9 +197,9 @@ class _LinkModel:
                                    f"per host, H the cluster's workers); got {len(value)}.")
         return [rate_bits(key, v) for v in value]
 
-    def fit(self, probes, probe_hosts: int, configured, tol: float) -> None:
+    def fit(self, probes, probe_hosts: int, configured, tol: float, measure) -> None:
         """The floor and the compute from the line's ``probes`` (run on ``probe_hosts`` hosts), and the calibration
-        run of the ``configured`` setup."""
+        run of the ``configured`` setup (``measure(setup)`` -> (rounds, converged) of a run to tol)."""
         if self.job.engine == "dask" and probe_hosts != self.hosts:   # the cluster's own count (cluster=address)
             self.hosts = int(probe_hosts)
             self.up_bps = self._rates("plan.link.up", self.opts.up)
@@ -215,26 +220,36 @@ class _LinkModel:
         self.taus = sorted(by_tau)
         self.per_worker = [float(np.mean(by_tau[t])) for t in self.taus]
         if self.opts.calibrate:
-            self._calibrate(configured, tol)
+            self._calibrate(configured, tol, measure)
 
-    def _calibrate(self, setup, tol: float) -> None:
+    def _calibrate(self, setup, tol: float, measure) -> None:
         bound = bound_iterations(setup, tol)
-        result = setup.run(max_iter=self.job.max_iter, tol=tol, log_every=self.job.tracking.log_every)
-        info = {"tau": float(setup.method.tau), "codec": codec_label(setup.method.codec), "bound_iterations": bound,
-                "measured_rounds": int(result.iterations), "converged": bool(result.converged)}
-        if result.converged and math.isfinite(bound) and bound > 0 and result.iterations > 0:
-            self.scale = result.iterations / bound
+        rounds, converged = measure(setup)
+        info = {"tau": float(setup.method.tau), "codec": codec_label(setup.method.codec),
+                "bound_iterations": bound if math.isfinite(bound) else None,   # None: the theory gives no count
+                "measured_rounds": int(rounds), "converged": bool(converged)}
+        if converged and math.isfinite(bound) and bound > 0 and rounds > 0:
+            self.scale = rounds / bound
         info["scale"] = self.scale
         self.calibration = info
 
+    def compute_s(self, tau: float, offset_s: float = 0.0) -> float:
+        """A round's worker compute at ``tau`` on the H hosts (s): the probes' compute per logical worker,
+        interpolated in tau, times the busiest host's ceil(n / H) workers (``parallel``) or, hosts sharing this
+        machine's cores (``shared``), times max(ceil(n / H), n / min(H, cores)); plus the codec's ``offset_s``."""
+        busiest = max(workers_per_host(self.n, self.hosts))
+        if self.compute == "shared":
+            busiest = max(busiest, self.n / min(self.hosts, self.cores))
+        return float(np.interp(tau, self.taus, self.per_worker)) * busiest + offset_s
+
     def row(self, row, setup, offset_s: float):
         """``row`` with its round and time from the link model (and the terms in ``row.link``)."""
-        loads = workers_per_host(self.n, self.hosts)
-        compute = float(np.interp(row.tau, self.taus, self.per_worker)) * max(loads) + offset_s
+        compute = self.compute_s(row.tau, offset_s)
         method = setup.method
         t = predict_time(d=int(setup.problem.d), m=int(method.blocks.m), tau_m=int(method.tau_m), n=self.n,
                          hosts=self.hosts, up_bps=self.up_bps, down_bps=self.down_bps,
-                         iterations=row.predicted_iterations * self.scale, latency_s=self.latency_s,
+                         iterations=row.predicted_iterations * (self.scale if row.iterations_source == "bound" else 1.0),
+                         latency_s=self.latency_s,
                          compute_s=max(compute, 0.0), aggregate=self.aggregate, send_ids=bool(method.sends_ids),
                          codec=method.codec, up_burst_bytes=float(self.opts.burst),
                          down_burst_bytes=float(self.opts.burst), down_message_bytes=down_message_bytes(method))
@@ -244,23 +259,32 @@ class _LinkModel:
         return {"up": self.opts.up, "down": self.opts.down, "up_bps": self.up_bps, "down_bps": self.down_bps,
                 "hosts": self.hosts, "workers_per_host": max(workers_per_host(self.n, self.hosts)),
                 "aggregate": self.aggregate, "burst_bytes": float(self.opts.burst), "latency_s": self.latency_s,
+                "compute": self.compute, "cores": self.cores,
                 "latency_source": self.latency_source,
                 "compute_per_worker": [{"tau": t, "compute_s": c} for t, c in zip(self.taus, self.per_worker)],
                 "calibration": self.calibration}
 
     def note(self) -> str:
-        cal = ("the bound's iterations x {:.3g} (one in-process run of tau = {:.4g} to tol: {} rounds, its bound "
-               "{:.4g})".format(self.scale, self.calibration["tau"], self.calibration["measured_rounds"],
-                                self.calibration["bound_iterations"])
-               if self.calibration and self.calibration["converged"] else
-               "the bound's iterations as is (2-3x conservative)" + (
-                   ": the calibration run did not reach tol within max_iter" if self.calibration else ""))
+        c = self.calibration
+        if c and c["converged"] and c["bound_iterations"] is not None:
+            cal = (f"the bound's iterations x {self.scale:.3g} (one in-process run of tau = {c['tau']:.4g} to tol: "
+                   f"{c['measured_rounds']} rounds, its bound {c['bound_iterations']:.4g})")
+        else:
+            cal = "the bound's iterations as is (2-3x conservative)" + (
+                "" if not c else ": the calibration run did not reach tol within max_iter" if not c["converged"] else
+                ": the configured run's theory gives no count to calibrate with")
+        cal += ("; a row whose theory gives no count (iterations_source=measured) takes the rounds of one "
+                "in-process run of it to tol, unscaled")
         return (f"link model (plan.link.up={self.opts.up}, plan.link.down={self.opts.down}, H = {self.hosts} hosts, "
                 f"messages.aggregate={self.aggregate}): predicted_round_s = latency_s + up_s + down_s + compute_s "
                 f"per row (row['link']): latency_s {self.latency_source}; up_s = the busiest host's uplink bytes "
                 f"(less plan.link.burst = {float(self.opts.burst):g} B) x 8 / its rate; down_s = d x 8 B (less the "
                 f"burst) x 8 / the down rate (x dense to every host); compute_s = the probes' "
-                f"worker compute per logical worker, interpolated in tau, x ceil(n / H), plus the codec's offset; "
+                f"worker compute per logical worker, interpolated in tau, x "
+                + ("ceil(n / H) (plan.link.compute=parallel: each host on its own machine)" if self.compute == "parallel"
+                   else f"max(ceil(n / H), n / min(H, {self.cores} cores)) (plan.link.compute=shared: the hosts' "
+                        f"processes queue on this machine's cores)")
+                + ", plus the codec's offset; "
                 f"iterations = {cal}; predicted_time_s = iterations x predicted_round_s.")
 
 
@@ -273,7 +297,10 @@ def plan_job(cfg) -> dict:
     builder = _Builder(job)
     d, n, tol = builder.d, job.workers.n, job.tol
     sizes = resolve_block_sizes(opts.block_sizes, d, job.blocks.size)   # before the reference solve
-    grids = {b: (math.ceil(d / b), resolve_tau_grid(opts.taus, math.ceil(d / b), n)) for b in sizes}
+    taus = opts.taus
+    if job.method_class().traits.full:   # a full-communication method's own tau (auto, the default grid) is 1
+        taus = [1] if taus is None else [1 if str(t).strip() == "auto" else t for t in taus]
+    grids = {b: (math.ceil(d / b), resolve_tau_grid(taus, math.ceil(d / b), n)) for b in sizes}
     configured = builder(job.tau, job.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
     link = _LinkModel(job, n) if opts.link.up is not None else None   # bad rates fail before any probe
     probe_b = job.blocks.size if job.blocks.size in grids else sizes[0]
@@ -318,8 +345,19 @@ def plan_job(cfg) -> dict:
                                        + "; ".join(s.reason for s in skipped[:2]))
     cost = fit_round_cost(probes)
     offsets = {c: codec_offset(cost, p) for c, p in codec_probes.items()}
+    measured = {}
+
+    def measure(setup):
+        """(rounds, converged) of one in-process run of ``setup`` to tol (max_iter at most), once per configuration."""
+        m = setup.method
+        key = (codec_label(m.codec), int(m.tau_m), int(m.blocks.m))
+        if key not in measured:
+            result = setup.run(max_iter=job.max_iter, tol=tol, log_every=job.tracking.log_every)
+            measured[key] = (int(result.iterations), bool(result.converged))
+        return measured[key]
+
     if link is not None:
-        link.fit(probes, probe_hosts, configured, tol)
+        link.fit(probes, probe_hosts, configured, tol, measure)
     rows = []
     for (c, b, k), setup in setups.items():
         if c != line and c not in offsets:
@@ -327,7 +365,7 @@ def plan_job(cfg) -> dict:
                                       codec=codec_label(c), reason="the codec's round was not probed (the "
                                       "grid has no tau < 1 at blocks.size to probe it at)"))
             continue
-        row = plan_row(setup, tol, cost, b, offsets.get(c, 0.0))
+        row = plan_row(setup, tol, cost, b, offsets.get(c, 0.0), measure=measure)
         if link is not None and not isinstance(row, SkippedRow):
             row = link.row(row, setup, offsets.get(c, 0.0))
         (rows if not isinstance(row, SkippedRow) else skipped).append(row)
@@ -356,11 +394,23 @@ def plan_job(cfg) -> dict:
     if link is not None:
         notes.append(link.note())
     return {"link": link.as_dict() if link is not None else None,"algorithm": job.algorithm.name, "data": job.data.display_name(), "n": n, "d": d, "tol": tol,
+            "downlink": job.messages.downlink,
             "engine": where, "codecs": [codec_label(c) for c in codecs],
             "codec_probes": {codec_label(c): dataclasses.asdict(p) for c, p in codec_probes.items()},
             "rows": [r.as_dict() for r in rows], "skipped": [s.as_dict() for s in skipped],
             "recommended": best.as_dict() if best is not None else None, "model_error_rel": cost.residual_rel,
             "within_error": [r.as_dict() for r in close], "round_cost": cost.as_dict(), "notes": notes}
+
+
+def _finite(obj):
+    """``obj`` with every NaN or infinite float replaced by None (strict JSON has neither)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def _fmt_bytes(b: float) -> str:
@@ -376,7 +426,8 @@ def render(plan: dict) -> str:
     bw = "inf" if c["bandwidth_Bps"] is None else f"{_fmt_bytes(c['bandwidth_Bps'])}/s"
     line = [p for p in c["probes"] if not p["dense"]] or c["probes"]
     lines = [f"{PROG}: {plan['algorithm']} on {plan['data']} (d = {plan['d']}), n = {plan['n']}, "
-             f"eps = tol x r_0 with tol = {plan['tol']:g}; engine: {plan['engine']}",
+             f"messages.downlink={plan.get('downlink', 'float64')}, eps = tol x r_0 with tol = {plan['tol']:g}; "
+             f"engine: {plan['engine']}",
              f"round cost: {1e3 * c['latency_s']:.3f} ms + uplink bytes / {bw} for tau < 1, fitted to "
              f"{len(line)} probes (residual {100 * c['residual_rel']:.1f} % rms)"
              + ("" if c["dense_round_s"] is None else
@@ -396,17 +447,19 @@ def render(plan: dict) -> str:
         cal = link["calibration"]
         lines.append(f"link: up {link['up']}, down {link['down']} per host, H = {link['hosts']} hosts "
                      f"({link['workers_per_host']} logical workers on the busiest), messages.aggregate="
-                     f"{link['aggregate']}; latency {1e3 * link['latency_s']:.3f} ms per round "
-                     f"({link['latency_source']})"
+                     f"{link['aggregate']}; the hosts' compute assumed {link['compute']}"
+                     + ("" if link["compute"] == "parallel" else f" on {link['cores']} cores")
+                     + f"; latency {1e3 * link['latency_s']:.3f} ms per round ({link['latency_source']})"
                      + ("" if not cal else f"; iterations = the bound's x {cal['scale']:.3g} (calibration run: "
                         f"{cal['measured_rounds']} rounds at tau = {cal['tau']:.4g})"))
         head = (f"{'codec':>10} {'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>11} {'latency':>8} {'up':>8} "
                 f"{'down':>8} {'compute':>8} {'round':>8} {'time to eps (s)':>16} {'up B/host':>10}")
-        lines.append("(latency, up, down, compute, round: ms per round; iterations: the bound's x the calibration factor, 1 without)")
+        lines.append("(latency, up, down, compute, round: ms per round; iterations: the bound's x the calibration factor (1 without), or a row's measured rounds)")
     lines += ["", head]
     for r in plan["rows"]:
         same = rec and all(r[k] == rec[k] for k in ("tau", "blocks_size", "codec"))
-        mark = "  <- recommended" if same else ""
+        mark = ("  (iterations measured: " + r["bound_theorem"] + ")" if r.get("iterations_source") == "measured"
+                else "") + ("  <- recommended" if same else "")
         if link is None:
             lines.append(f"{r['codec']:>10} {r['tau']:>10.4g} {r['tau_m']:>4}/{r['m']:<3} {r['blocks_size']:>3} "
                          f"{r['predicted_iterations']:>12,.0f} {1e3 * r['predicted_round_s']:>11.3f} "
@@ -430,7 +483,8 @@ def render(plan: dict) -> str:
     elif rec:
         lines.append(f"recommended: tau = {rec['tau']:.4g} (tau*m = {rec['tau_m']} of m = {rec['m']}: "
                      f"isparse-run tau={rec['tau_m']}/m), "
-                     f"blocks.size = {rec['blocks_size']}, messages.codec={rec['codec']}: {rec['predicted_iterations']:,.0f} iterations (theory), "
+                     f"blocks.size = {rec['blocks_size']}, messages.codec={rec['codec']}: {rec['predicted_iterations']:,.0f} iterations "
+                     f"({'theory' if rec.get('iterations_source', 'bound') == 'bound' else 'measured'}), "
                      f"{rec['predicted_time_s']:.3f} s and {_fmt_bytes(rec['predicted_uplink_bytes'])} uplink to eps "
                      f"predicted (theorem: {rec['bound_theorem']}, bound_source={rec['bound_source']})")
     else:
@@ -452,7 +506,7 @@ def _app(cfg: DictConfig):
     np.seterr(over="ignore")
     with exits_on_error(PROG):
         plan = plan_job(cfg)
-    out = json.dumps(plan, indent=1, allow_nan=False)
+    out = json.dumps(_finite(plan), indent=1, allow_nan=False)
     with contextlib.suppress(Exception):
         (Path(HydraConfig.get().runtime.output_dir) / "plan.json").write_text(out)
     print(out if cfg.plan.json else render(plan), flush=True)

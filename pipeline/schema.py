@@ -214,6 +214,11 @@ class PlanLinkSpec(Section):
                          "message after an idle gap cross at line speed); 0: a plain rate")
     calibrate: bool = param(True, Boolean(), "scale the bound's iterations by one in-process run of the configured "
                                              "tau to tol (its rounds / its bound's); false: the bound's counts as is")
+    compute: str = param("auto", OneOf("auto", "parallel", "shared"),
+                         "how the H hosts' worker compute adds up in a round: parallel (each host its own machine: "
+                         "the busiest host's), shared (processes on this machine's cores: the whole round's compute "
+                         "over min(H, cores)), auto: shared for engine=dask on cluster=local or emulated, else "
+                         "parallel")
     rules: ClassVar[tuple] = (_link_both_or_none,)
 
 

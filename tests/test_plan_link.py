@@ -267,3 +267,64 @@ def test_measure_round_terms_on_a_dask_pool(dask_client):
     assert terms.rounds == 10 and terms.latency_s >= inproc.latency_s + 5e-4
     assert 0 < terms.compute_per_worker_s and terms.compute_s(4, 2) == pytest.approx(2 * terms.compute_per_worker_s)
     assert terms.compute_s(4, 2) == pytest.approx(whole, rel=1.0)     # the timed rounds' share of the same counter
+
+
+def _strict(text):
+    """The JSON, refusing NaN and Infinity (which strict JSON does not have)."""
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.needs_data
+@pytest.mark.parametrize("algorithm, messages", [
+    ("gd", ["messages.downlink=natural7"]),                              # plan.taus=[auto]: GD's own tau, 1
+    ("isega", ["messages.codec=natural7", "messages.downlink=natural7"]),  # natural7 both ways, at its own step
+    ("diana", []),                                                       # no theorem: its rounds are measured
+])
+def test_plan_every_method_with_its_own_downlink(tmp_path, algorithm, messages):
+    """isparse-plan --json with a link for GD, ISEGA with natural7 both ways and DIANA (issue 49's audit): no error,
+    strict JSON, each row costed with its own downlink (natural7: 1 B a value down, against x's 8 B), and where the
+    theory gives no count (DIANA; a compressed downlink above the EF21-P bound's step) the row's iterations are the
+    rounds of one in-process run of it to tol, unscaled by the calibration."""
+    proc = cli(tmp_path, "isparse-plan", "--json", "data=a1a", "problem.lam=0.3", "workers.n=4", "tol=1e-4",
+               "engine=inprocess", "cluster.n_workers=2", "progress=false", "plan.taus=[auto]", "plan.rounds=4",
+               "plan.repeats=1", "plan.link.up=30mbit", "plan.link.down=300mbit", f"algorithm={algorithm}", *messages,
+               timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = _strict(proc.stdout)
+    downlink = "natural7" if "messages.downlink=natural7" in messages else "float64"
+    assert plan["downlink"] == downlink and plan["link"]["compute"] == "parallel"   # engine=inprocess: real hosts
+    (row,) = plan["rows"]
+    assert row["tau_m"] == (123 if algorithm == "gd" else 31)   # GD's own tau is 1; the others' auto is 1/n
+    down = row["link"]["down_bytes_per_host"]
+    assert (down < 123 * 8 / 4) if downlink == "natural7" else down == pytest.approx(123 * 8)
+    cal = plan["link"]["calibration"]
+    if algorithm == "gd":   # at GD's own step the EF21-P bound does not apply: no count, measured
+        assert row["iterations_source"] == "measured" and "EF21-P" in row["bound_theorem"]
+    if row["iterations_source"] == "measured":
+        assert cal["bound_iterations"] is None and cal["converged"]
+        assert row["predicted_iterations"] == cal["measured_rounds"] == row["link"]["iterations"]
+    else:
+        assert row["link"]["iterations"] == pytest.approx(row["predicted_iterations"] * cal["scale"])
+    assert plan["recommended"]["tau_m"] == row["tau_m"]
+
+
+@pytest.mark.parametrize("overrides, compute", [
+    (["engine=inprocess"], "parallel"), (["engine=dask", "cluster=local"], "shared"),
+    (["engine=dask", "cluster=local", "plan.link.compute=parallel"], "parallel"),
+    (["engine=inprocess", "plan.link.compute=shared"], "shared"),
+])
+def test_hosts_compute_parallel_or_shared(tmp_path, overrides, compute):
+    """plan.link.compute: auto is shared for hosts on this machine (engine=dask, cluster=local) and parallel
+    otherwise; n = 6 workers on H = 3 hosts at 1 ms each: parallel waits for the busiest host's 2 ms, shared for
+    the 6 ms of work over min(3, 2 cores) = 2 cores, 3 ms."""
+    from pipeline.plan import _LinkModel
+    from pipeline.schema import PlanConfig, load_job
+
+    job = load_job(compose_plan([f"paths.outputs={tmp_path}", "workers.n=6", "cluster.n_workers=3",
+                                 "plan.link.up=10mbit", "plan.link.down=10mbit", *overrides]), PlanConfig)
+    link = _LinkModel(job, 6)
+    link.cores, link.taus, link.per_worker = 2, [0.1, 1.0], [1e-3, 1e-3]
+    assert link.compute == compute
+    assert link.compute_s(0.5, offset_s=1e-4) == pytest.approx((2e-3 if compute == "parallel" else 3e-3) + 1e-4)

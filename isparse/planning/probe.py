@@ -195,6 +195,10 @@ class PlanRow:
     link : dict or None
         With ``plan.link.*``: the :class:`LinkTime` of the row (:func:`predict_time`'s terms), and then
         ``predicted_round_s`` and ``predicted_time_s`` are its ``round_s`` and ``total_s``; None otherwise.
+    iterations_source : str
+        ``bound``: ``predicted_iterations`` is the bound's count; ``measured``: the theory gives none (DIANA, a step
+        above the bound's), and it is the rounds one in-process run of the row took to the target
+        (``bound_theorem`` then says why the theory gives no count).
     """
 
     tau: float
@@ -211,6 +215,7 @@ class PlanRow:
     codec: str = "float64"
     codec_offset_s: float = 0.0
     link: dict | None = None
+    iterations_source: str = "bound"
 
     def as_dict(self) -> dict:
         """The row as a plain dict of its fields."""
@@ -256,7 +261,8 @@ def codec_offset(cost: RoundCost, probe: Probe) -> float:
     return float(probe.round_s - cost.round_s(probe.uplink_bytes, dense=probe.dense))
 
 
-def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: float = 0.0) -> PlanRow | SkippedRow:
+def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: float = 0.0,
+             measure=None) -> PlanRow | SkippedRow:
     """The prediction for one built configuration ``setup``.
 
     Parameters
@@ -272,13 +278,16 @@ def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: flo
     offset_s : float
         The codec's :func:`codec_offset` in seconds, added to the round predicted from the line (0 for the codec
         the line was measured with).
+    measure : callable, optional
+        ``measure(setup)`` -> (rounds, converged) of a run of ``setup`` to the target: called where the theory gives
+        no count, and a converged run's rounds are the row's iterations (``iterations_source="measured"``).
 
     Returns
     -------
     PlanRow or SkippedRow
         ``predicted_iterations`` is ``setup.bound.iterations_to(tol x r_0)``, what ``isparse-run`` logs as
-        ``predicted_iterations`` (with the bound's omega for an unbiased codec); a NaN or infinite count gives a
-        :class:`SkippedRow` with the reason.
+        ``predicted_iterations`` (with the bound's omega for an unbiased codec), or the measured rounds; a NaN or
+        infinite count that was not measured to the target gives a :class:`SkippedRow` with the reason.
     """
     method, d = setup.method, setup.problem.d
     r0 = float(np.sum((setup.x0 - setup.reference.x_star) ** 2))
@@ -287,14 +296,21 @@ def plan_row(setup, tol: float, cost: RoundCost, blocks_size: int, offset_s: flo
     common = dict(tau=float(method.tau), tau_m=int(method.tau_m), m=int(method.blocks.m), blocks_size=int(blocks_size),
                   codec=codec_label(method.codec))
     why = why_no_count(setup.bound, target, predicted)
+    source, theorem = "bound", setup.bound.theorem
+    if why is not None and measure is not None:
+        rounds, converged = measure(setup)
+        if not converged:
+            return SkippedRow(**common, reason=f"{why}; and a run of it did not reach the target in {rounds} rounds "
+                                               f"(max_iter)")
+        predicted, source, theorem, why = float(rounds), "measured", why, None
     if why is not None:
         return SkippedRow(**common, reason=why)
     per_round = uplink_bytes_per_round(method.n, d, method.blocks.m, method.tau_m, method.sends_ids, method.codec)
     round_s = max(cost.round_s(per_round, dense=method.tau_m == method.blocks.m) + offset_s, 0.0)
     return PlanRow(**common, codec_offset_s=float(offset_s), predicted_iterations=float(predicted), predicted_round_s=round_s,
                    predicted_time_s=float(predicted) * round_s, predicted_uplink_bytes=float(predicted) * per_round,
-                   uplink_bytes_per_round=per_round, bound_theorem=setup.bound.theorem,
-                   bound_source=setup.bound.source)
+                   uplink_bytes_per_round=per_round, bound_theorem=theorem,
+                   bound_source=setup.bound.source, iterations_source=source)
 
 
 def recommend(rows: list[PlanRow]) -> PlanRow | None:

@@ -29,9 +29,12 @@ sum to gamma (-1 + 2 gamma (L + A) + 96 gamma^2 L (L + A)/alpha^2 + 8 gamma omeg
 
 Then E Phi^{t+1} <= q Phi^t with q = max(1 - 4 gamma mu/5, 1 - alpha/4, 1 - rho/2) (1 - rho/2 only with a memory),
 and since e^0 = 0, E||x^t - x*||^2 <= E Phi^t <= q^t (r_0 + N sigma^0), sigma^0 = (1/n) sum_i ||grad f_i(x*)||^2
-(h_i^0 = 0). At omega = 0 (GD) A = B = N = 0. The iteration count is of order (L + omega L_max/n)/(alpha mu) + 1/alpha
-+ 1/rho, additive in the two compressors' constants as in EF21-P + DIANA's analysis (Gruntkowska, Tyurin,
-Richtarik, arXiv:2209.15218, section 5: L/(alpha mu) + L_max omega/(n mu) + omega), with constants of our own.
+(h_i^0 = 0). At omega = 0 (GD) A = B = N = 0. The iteration count is log(Phi^0/eps)/(1 - q), 1/(1 - q) <=
+max(5/(4 gamma mu), 4/alpha, 2/rho); at gamma = gamma_max it is of order (L + A)/mu + sqrt(L (L + A))/(alpha mu)
++ sqrt(L A)/(alpha mu) + 1/alpha + 1/rho: alpha divides a term in L and, through the fourth limit, a cross term
+sqrt(L omega L_max/n)/(alpha mu), so the count is not additive in the two compressors' constants as EF21-P + DIANA's
+(Gruntkowska, Tyurin, Richtarik, arXiv:2209.15218, section 5: L/(alpha mu) + L_max omega/(n mu) + omega). The
+structure is theirs, the constants ours. ``step.rule=bound`` runs at gamma_max (isparse.runsetup.build).
 """
 
 from __future__ import annotations
