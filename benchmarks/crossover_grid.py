@@ -43,8 +43,9 @@ FIGURE = "_static/crossover.png"
 class Grid:
     """Which cells run: hosts ``H``, synthetic dimensions ``d``, ``links`` (keys of :data:`LINKS`), the named sets
     ``named`` with their link, the per-run time ``cap`` (s), the rows of the synthetic data, the (d, link)
-    pairs to ``skip``, the ``methods`` run (labels of :data:`METHODS`; empty: all) and the (link, method) pairs not
-    run (``skip_runs``)."""
+    pairs to ``skip``, the ``methods`` run (labels of :data:`METHODS`; empty: all), the (link, method) pairs not
+    run (``skip_runs``) and the synthetic cells' regularization ``lams`` (empty: :data:`LAM_SYN`; each λ a cell:
+    the condition number κ ≈ L/λ as an axis of the map)."""
 
     H: tuple = (4,)
     d: tuple = (10_000, 100_000)
@@ -56,6 +57,7 @@ class Grid:
     left_out: list = field(default_factory=list)
     methods: tuple = ()
     skip_runs: tuple = ()
+    lams: tuple = ()
 
     def runs(self, label: str, link: str) -> bool:
         """Whether method ``label`` runs on ``link``."""
@@ -85,6 +87,16 @@ TIME = Grid(H=(16,), d=(1_000_000,), links=("100mbit", "10:1 asym"), named=(), c
                       "GD and ISEGA natural7 with the dense downlink at 10:1: x down is 8 MB a host and round (0.64 s "
                       "at 100 Mbit), GD's sum up 8 MB (6.4 s at 10 Mbit)",
                       "L-BFGS at 100 Mbit symmetric"])
+#: the λ axis (issue 49): the synthetic d = 10⁴ at H = 4 over λ ∈ {10⁻², 10⁻³, 10⁻⁴} (κ ≈ 25 to 2500: the rows
+#: have unit norm, so L ≈ 1/4 + λ), on a link where the bytes dominate GD's round (10 Mbit symmetric) and on 10:1
+#: and 100 Mbit; GD, ISEGA with natural7 both ways at τ = 1/n and 2/n, DIANA and dask-ml's L-BFGS
+LAMBDA = Grid(H=(4,), d=(10_000,), links=("10mbit", "10:1 asym", "100mbit"), named=(), cap=900.0,
+              methods=("GD", DOWN, DOWN_H, "DIANA", LBFGS), lams=(1e-2, 1e-3, 1e-4),
+              left_out=["d = 10⁵ at 100 Mbit: GD's 4,500 rounds at λ = 10⁻⁴ are over an hour of this machine's time",
+                        "ISEGA τ = 1/n in float64 with the dense downlink (the map above has it at λ = 10⁻²)"])
+#: the λ axis's goal (issue 49): where the bytes dominate GD's round (10 Mbit symmetric) and λ <= 1e-3, ISEGA with
+#: natural7 both ways (τ = 1/n or 2/n) reaches ε in at most this share of GD's time
+LAMBDA_GOAL_GD, LAMBDA_GOAL_LAM = 0.15, 1e-3
 #: one tiny cell, for a test (under about 3 minutes)
 QUICK = Grid(H=(2,), d=(3_000,), links=("100mbit",), named=(), cap=30.0, rows=4_000, methods=MAP_METHODS,
              left_out=["--quick: one tiny cell (H = 2, d = 3000, 4000 rows, 100 Mbit) instead of the map"])
@@ -99,9 +111,13 @@ def d_label(d: int) -> str:
     return f"1e{e}" if 10 ** e == d and e >= 4 else str(d)
 
 
-def grid_from(base: Grid, H=None, d=None, links=None, named=None, cap=None, methods=None) -> Grid:
+def grid_from(base: Grid, H=None, d=None, links=None, named=None, cap=None, methods=None, lams=None) -> Grid:
     """``base`` with the fields given as comma-separated text replaced (a changed grid lists nothing as left out)."""
     kw = asdict(base)
+    if lams:
+        kw["lams"] = tuple(float(x) for x in lams.split(",") if x)
+        if any(not lam > 0 for lam in kw["lams"]):
+            raise SystemExit(f"--lam: numbers > 0 separated by ','; got {lams!r}")
     if H:
         kw["H"] = tuple(int(x) for x in H.split(","))
     if d:
@@ -123,6 +139,6 @@ def grid_from(base: Grid, H=None, d=None, links=None, named=None, cap=None, meth
             raise SystemExit(f"--methods: labels separated by ';', of {'; '.join(labels)}; got {bad[0]!r}")
     if d or links:
         kw["skip"] = ()
-    if any(v for v in (H, d, links, named, methods)):
+    if any(v for v in (H, d, links, named, methods, lams)):
         kw["left_out"] = ["(a grid given on the command line)"]
     return Grid(**kw)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import table
-from .crossover_grid import (DOWN, DOWN_H, DOWN_RANDK, FIGURE, LBFGS, METHODS, PREDICTION_BAND, RECOMMENDATION_BAND,
-                             WORKERS_PER_HOST, d_label)
+from .crossover_grid import (DOWN, DOWN_H, DOWN_RANDK, FIGURE, LAMBDA_GOAL_GD, LAMBDA_GOAL_LAM, LBFGS, METHODS,
+                             PREDICTION_BAND, RECOMMENDATION_BAND, WORKERS_PER_HOST, d_label)
 
 #: the time check's goals (issue 33): at 100 Mbit, IS↓'s time to ε at most this share of GD's; at 10:1, below L-BFGS's
 TIME_GOAL_GD = 0.15
@@ -60,11 +60,60 @@ def time_verdicts(res: dict) -> list[str]:
     return out
 
 
+def row_label(cell: dict, cells: list) -> str:
+    """The cell's data label, with its λ and κ where the cells have several λ (the λ axis)."""
+    if len({c.get("lam") for c in cells if c["d_label"] == cell["d_label"]}) < 2:
+        return cell["d_label"]
+    return f"{cell['d_label']}, λ={cell['lam']:g}" + (f" (κ≈{cell['kappa']:.0f})" if "kappa" in cell else "")
+
+
+def lambda_verdicts(res: dict) -> list[str]:
+    """The λ axis's verdicts (issue 49), one line per cell where the bytes dominate GD's round (10 Mbit symmetric)
+    and λ <= :data:`LAMBDA_GOAL_LAM`: the faster of ISEGA with natural7 both ways at τ = 1/n and 2/n against GD,
+    goal <= :data:`LAMBDA_GOAL_GD`, with the planner's split of that run's round (what keeps it from less)."""
+    out = []
+    cap = res["grid"]["cap"]
+    for c in res.get("cells", []):
+        if c["link"] != "10mbit" or c.get("lam", 1.0) > LAMBDA_GOAL_LAM * (1 + 1e-9) or "GD" not in c["runs"]:
+            continue
+        ours = {k: c["runs"][k] for k in (DOWN, DOWN_H) if k in c["runs"]}
+        reached = {k: r for k, r in ours.items() if r.get("reached")}
+        if not reached:
+            out.append(f"λ = {c['lam']:g}, {c['link']}: neither ISEGA run reached ε within the cap")
+            continue
+        best = min(reached, key=lambda k: reached[k]["time"])
+        r = c["down_gd" if best == DOWN else "downh_gd"]
+        ok = r["kind"] in ("=", "<") and r["value"] <= LAMBDA_GOAL_GD
+        plan = c.get("planner", {}).get("methods", {}).get(best, {})
+        gd_plan = c.get("planner", {}).get("methods", {}).get("GD", {})
+        split = ""
+        if plan.get("covered"):
+            parts = {"floor": plan["latency_s"], "bytes": plan["up_s"] + plan["down_s"], "compute": plan["compute_s"]}
+            split = (f"; its round {1e3 * plan['round_s']:.1f} ms = floor {1e3 * plan['latency_s']:.1f} + up "
+                     f"{1e3 * plan['up_s']:.1f} + down {1e3 * plan['down_s']:.1f} + compute "
+                     f"{1e3 * plan['compute_s']:.1f} (the largest part, {max(parts, key=parts.get)}, keeps it from "
+                     "less)" + (f", against GD's {1e3 * gd_plan['round_s']:.1f} ms" if gd_plan.get("covered") else ""))
+        gd = c["runs"]["GD"]
+        out.append(f"λ = {c['lam']:g} (κ ≈ {c.get('kappa', float('nan')):.0f}), {c['link']}, H = {c['H']}: "
+                   + ", ".join(f"{k} {fmt_time(v, cap)} s" + (f" ({v['rounds']} rounds)" if v.get("rounds") else "")
+                               for k, v in ours.items())
+                   + f"; GD {fmt_time(gd, cap)} s" + (f" ({gd['rounds']} rounds)" if gd.get("rounds") else "")
+                   + f": the faster is {fmt_ratio(r)} × GD (goal ≤ {LAMBDA_GOAL_GD:g}: "
+                   + ("**met**" if ok else "**not met**") + ")" + split)
+    ps = planner_summary(res.get("cells", []))
+    if ps["compared"]:
+        out.append(f"the planner's predicted time within ±{PREDICTION_BAND:.0%} of the measured in {ps['within']} of "
+                   f"{ps['compared']} (method, cell) pairs ({100 * ps['within'] / ps['compared']:.0f} %; goal ≥ 90 %: "
+                   + ("**met**" if ps["within"] >= 0.9 * ps["compared"] else "**not met**")
+                   + f"), load (1 min) {res.get('load_before', '?')} before, {res.get('load_after', '?')} after")
+    return out or ["no cell at 10 Mbit symmetric with λ ≤ 1e-3 was run"]
+
+
 def before_of(res: dict, date: str = "?", commit: str = "?") -> dict:
     """The parts of an earlier map's result ``res`` that :func:`report` sets beside a new one: per cell and method
     the time and rounds to ε (an earlier map's own ``before`` is dropped). Maps measured before ``rounds_via`` was
     recorded ran over Dask actor calls."""
-    cells = [{"H": c["H"], "d_label": c["d_label"], "link": c["link"],
+    cells = [{"H": c["H"], "d_label": c["d_label"], "link": c["link"], "lam": c.get("lam"),
               "runs": {k: {x: r[x] for x in ("reached", "time", "rounds", "wall_s", "error") if x in r}
                        for k, r in c["runs"].items()}} for c in res.get("cells", [])]
     return {"date": date, "commit": commit, "rounds_via": res.get("rounds_via", "actor"), "cells": cells}
@@ -116,15 +165,16 @@ def plot(res: dict, path: str) -> str:
     fig, axes = plt.subplots(1, len(Hs), figsize=(4.2 * len(Hs) + 1.5, 3.6), squeeze=False)
     for ax, H in zip(axes[0], Hs):
         cells = [c for c in res["cells"] if c["H"] == H]
-        rows = list(dict.fromkeys(c["d_label"] for c in cells))
+        rows = list(dict.fromkeys(row_label(c, cells) for c in cells))
         cols = list(dict.fromkeys(c["link"] for c in cells))
         ax.set_xlim(-0.5, len(cols) - 0.5), ax.set_ylim(len(rows) - 0.5, -0.5)
         for c in cells:
-            i, j = rows.index(c["d_label"]), cols.index(c["link"])
+            i, j = rows.index(row_label(c, cells)), cols.index(c["link"])
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=colours[c["winner"] or labels[-1]], ec="white"))
             ax.text(j, i, f"IS÷GD\n{fmt_ratio(c['is_gd'])}", ha="center", va="center", fontsize=8)
         ax.set_xticks(range(len(cols)), cols), ax.set_yticks(range(len(rows)), rows)
-        ax.set_xlabel("link (up/down; 10:1 asym: 10 up, 100 down Mbit)"), ax.set_ylabel("d (data set)")
+        ax.set_xlabel("link (up/down; 10:1 asym: 10 up, 100 down Mbit)")
+        ax.set_ylabel("d, λ (κ = L/μ)" if any("λ=" in r for r in rows) else "d (data set)")
         ax.set_title(f"H = {H} hosts, n = {WORKERS_PER_HOST * H}")
     fig.legend(handles=[Patch(color=colours[k], label=k) for k in labels], loc="center right", fontsize=8,
                title="fastest to ε", title_fontsize=8)
@@ -143,6 +193,7 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
     out = [f"Grid of this run: H ∈ {{{', '.join(map(str, g['H']))}}} hosts (n = {res['workers_per_host']}H logical "
            f"workers), synthetic d ∈ {{{', '.join(d_label(int(d)) for d in g['d'])}}} ({g['rows']} rows) on links "
            f"{', '.join(g['links'])}" + "".join(f"; {name} at {link}" for name, link in g["named"])
+           + (f"; the synthetic cells at λ ∈ {{{', '.join(f'{lam:g}' for lam in g['lams'])}}}" if g.get("lams") else "")
            + f"; a cap of {cap:g} s per run; ε = {res['eps']:g}; our messages aggregated per {res['aggregate']}. "
            f"Load average (1, 5, 15 min) before the map {res['load_before']}, after {res.get('load_after', '?')}.", ""]
     if g.get("left_out"):
@@ -153,7 +204,7 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
     summary = []
     labels = [m[0] for m in METHODS if any(m[0] in c["runs"] for c in res["cells"])]
     for c in res["cells"]:
-        summary.append([c["H"], c["d_label"], c["N"], c["link"], *(fmt_time(c["runs"].get(m), cap) for m in labels),
+        summary.append([c["H"], row_label(c, res["cells"]), c["N"], c["link"], *(fmt_time(c["runs"].get(m), cap) for m in labels),
                         c["winner"] or "none within the cap", fmt_ratio(c["is_gd"]), fmt_ratio(c["is_lbfgs"]),
                         fmt_ratio(c.get("down_gd")), fmt_ratio(c.get("down_lbfgs")),
                         f"{c['load_before']} → {c['load_after']}"])
@@ -168,7 +219,7 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
             if label not in c["runs"]:
                 continue
             r = c["runs"][label]
-            rows.append([c["H"], c["d_label"], c["link"], label, fmt_time(r, cap), r.get("rounds", "–"),
+            rows.append([c["H"], row_label(c, res["cells"]), c["link"], label, fmt_time(r, cap), r.get("rounds", "–"),
                          _bytes(r.get("up")), _bytes(r.get("down")), _bytes(r.get("link_up")),
                          _bytes(r.get("link_down")), r.get("iterations", "–"),
                          f"{r['final_rel']:.1e}" if r.get("final_rel") is not None else "–",
@@ -185,7 +236,7 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
     for c in res["cells"]:
         pl = c.get("planner", {})
         for label, m in pl.get("methods", {}).items():
-            prow.append([c["H"], c["d_label"], c["link"], label,
+            prow.append([c["H"], row_label(c, res["cells"]), c["link"], label,
                          f"{m['predicted_s']:.3g}" if m.get("covered") else m.get("why", "–"),
                          f"{m['measured_s']:.3g}" if m.get("measured_s") else "not at ε",
                          f"{m['ratio']:.2f}" if "ratio" in m else "–",
@@ -218,10 +269,10 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
 def side_by_side(res: dict, before: dict, cap: float) -> list[str]:
     """The lines of the table that sets this map's times to ε beside an earlier map's, cell by cell and method by
     method (the cells and methods of this map)."""
-    old = {(c["H"], c["d_label"], c["link"]): c["runs"] for c in before.get("cells", [])}
+    old = {(c["H"], c["d_label"], c["link"], c.get("lam")): c["runs"] for c in before.get("cells", [])}
     rows = []
     for c in res["cells"]:
-        prev = old.get((c["H"], c["d_label"], c["link"]), {})
+        prev = old.get((c["H"], c["d_label"], c["link"], c.get("lam")), {})
         for label, _, _ in METHODS:
             if label not in c["runs"]:
                 continue
@@ -229,7 +280,7 @@ def side_by_side(res: dict, before: dict, cap: float) -> list[str]:
             ratio = "–"
             if a and a.get("reached") and b.get("reached"):
                 ratio = f"{b['time'] / a['time']:.2f}"
-            rows.append([c["H"], c["d_label"], c["link"], label,
+            rows.append([c["H"], row_label(c, res["cells"]), c["link"], label,
                          "not in that map" if a is None else fmt_time(a, cap) + (f" ({a['rounds']})" if a.get("rounds") else ""),
                          fmt_time(b, cap) + (f" ({b['rounds']})" if b.get("rounds") else ""), ratio])
     return [f"Both maps side by side: the map of {before.get('date', '?')} (commit {before.get('commit', '?')}, rounds "

@@ -114,7 +114,7 @@ def test_unknown_key_is_refused_naming_the_known_ones(tmp_path, override):
     (["data.dir=/x"], False, "data.dir", "data=breast_cancer", "name, module, lam, title, load"),   # breast cancer is bundled
     (["cluster=slurm", "cluster.options.queue=normal"], False, "cluster.options.queue", "cluster.options",
      "cores, processes, memory, walltime, scheduler_options, worker_extra_args"),
-    (["tracking.URI=x"], False, "tracking.URI", "tracking", "uri, experiment, log_every, run_name"),
+    (["tracking.URI=x"], False, "tracking.URI", "tracking", "uri, experiment, log_every, run_name, figure"),
 ])
 def test_unknown_keys_in_the_overrides(overrides, multirun, key, parent, known):
     """Every job of the command line is composed and checked as isparse-run does: a key no section has is refused,

@@ -199,3 +199,64 @@ def test_grid_from_the_command_line():
     with pytest.raises(SystemExit, match="--methods: labels separated by ';'.*got 'ISEGA'"):
         crossover_grid.grid_from(crossover_grid.TIME, methods="GD;ISEGA")
     assert crossover_grid.d_label(100_000) == "1e5" and crossover_grid.d_label(3000) == "3000"
+
+
+def _lambda_map():
+    """Two cells of the λ axis at 10 Mbit symmetric (λ = 1e-2, not judged; 1e-3, judged) and one at 10:1."""
+    def cell(lam, link, gd, down, down_h):
+        c = {"H": 4, "d_label": "1e4", "link": link, "lam": lam, "kappa": 0.25 / lam, "N": 20000,
+             "load_before": "0.5", "load_after": "0.6",
+             "runs": {"GD": {"reached": True, "time": gd, "rounds": 500},
+                      crossover_grid.DOWN: {"reached": True, "time": down, "rounds": 520},
+                      crossover_grid.DOWN_H: {"reached": True, "time": down_h, "rounds": 390}},
+             "planner": {"methods": {crossover_grid.DOWN_H: {
+                 "covered": True, "round_s": 0.02, "latency_s": 0.004, "up_s": 0.002, "down_s": 0.008,
+                 "compute_s": 0.006, "iterations": 390, "ratio": 1.1, "within": True, "predicted_s": 7.7,
+                 "measured_s": 7.0}, "GD": {"covered": True, "round_s": 0.14, "latency_s": 0.004, "up_s": 0.064,
+                                            "down_s": 0.064, "compute_s": 0.008, "iterations": 500, "ratio": 0.7,
+                                            "within": False, "predicted_s": 50.0, "measured_s": 70.0}}}}
+        c.update(crossover.summarize(c, 900.0))
+        return c
+    return {"grid": {"cap": 900.0, "lams": [1e-2, 1e-3]}, "load_before": "0.5", "load_after": "0.9",
+            "cells": [cell(1e-2, "10mbit", 10.0, 14.0, 9.0), cell(1e-3, "10mbit", 70.0, 12.0, 7.0),
+                      cell(1e-3, "10:1 asym", 30.0, 12.0, 8.0)]}
+
+
+def test_lambda_verdicts_judge_the_byte_bound_cells_at_small_lambda():
+    """Only the 10 Mbit symmetric cell at λ ≤ 1e-3 is judged, by the faster ISEGA (τ = 2/n here: 7 ÷ 70 = 0.1 ≤
+    0.15), with its round's split and the largest part named; the planner's count is over every compared pair."""
+    v = crossover_report.lambda_verdicts(_lambda_map())
+    assert len(v) == 2 and v[0].startswith("λ = 0.001 (κ ≈ 250), 10mbit, H = 4: ")
+    assert "the faster is 0.1 × GD (goal ≤ 0.15: **met**)" in v[0]
+    assert "its round 20.0 ms = floor 4.0 + up 2.0 + down 8.0 + compute 6.0 (the largest part, bytes, keeps it" in v[0]
+    assert "against GD's 140.0 ms" in v[0]
+    assert v[1].startswith("the planner's predicted time within ±25% of the measured in 3 of 6 (method, cell) pairs "
+                           "(50 %; goal ≥ 90 %: **not met**)")
+    lines = "\n".join(crossover_report.report({**_lambda_map(), "eps": 1e-6, "workers_per_host": 2,
+                                               "aggregate": "host", "grid": {"cap": 900.0, "H": [4], "d": [10000],
+                                                                             "rows": 20000, "links": ["10mbit"],
+                                                                             "named": [], "lams": [1e-2, 1e-3]}}))
+    assert "| 4 | 1e4, λ=0.001 (κ≈250) | 20000 | 10mbit |" in lines and "λ ∈ {0.01, 0.001}" in lines
+
+
+def test_splice_lambda_replaces_its_section_and_leaves_the_rest(tmp_path):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# B\n\n- **9. x**: a\n- **12. The map**: measured\n\n## 9. x\n\nnine\n\n## 12. The map\n\ntwelve\n\n"
+                   "### The time check\n\nchecked\n\n## 13. y\n\nthirteen\n")
+    res = {**_lambda_map(), "eps": 1e-6, "workers_per_host": 2, "aggregate": "host",
+           "grid": {"cap": 900.0, "H": [4], "d": [10000], "rows": 20000, "links": ["10mbit"], "named": [],
+                    "lams": [1e-2, 1e-3]}}
+    crossover.splice_lambda(res, doc, None)
+    first = doc.read_text()
+    crossover.splice_lambda(res, doc, None)   # again: one section, one verdict on the goal line
+    text = doc.read_text()
+    assert text == first and text.count(crossover.LAMBDA_HEADING) == 1 and text.count("; λ axis: ") == 1
+    assert text.index("checked") < text.index(crossover.LAMBDA_HEADING) < text.index("## 13. y")
+    assert "nine" in text and "thirteen" in text and "**met**" in text.split("\n")[3]
+
+
+def test_grid_from_lambda():
+    g = crossover_grid.grid_from(crossover_grid.LAMBDA, lams="1e-3,1e-4")
+    assert g.lams == (1e-3, 1e-4) and g.links == crossover_grid.LAMBDA.links
+    with pytest.raises(SystemExit, match="--lam"):
+        crossover_grid.grid_from(crossover_grid.LAMBDA, lams="0,1e-3")
