@@ -309,6 +309,7 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
     grid = grid or (QUICK if quick else DEFAULT)
     reason = available()
     res = {"grid": {k: v for k, v in asdict(grid).items()}, "eps": EPS, "cells": [], "notes": [],
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": _commit(),
            "aggregate": "host", "rounds_via": "stream", "before": before,
            "workers_per_host": WORKERS_PER_HOST, "load_before": load_average()}
     if reason:
@@ -376,6 +377,14 @@ def measure(quick: bool = False, grid: Grid | None = None, figure: str | None = 
     return res
 
 
+def _commit() -> str:
+    """The checkout's short commit (what the measured code was)."""
+    import subprocess
+
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent).stdout.strip()
+
+
 def planner_check(built: dict, cell: dict) -> dict:
     """What ``isparse-plan``'s link model (:func:`isparse.planning.predict_setup_time`) predicts for each of our methods
     of ``cell``, without the emulator, against the measured times.
@@ -431,7 +440,9 @@ def summarize(cell: dict, cap: float) -> dict:
     winner = min(times, key=times.get) if times else None
 
     def ratio(a, b):
-        ra, rb = runs.get(a, {}), runs.get(b, {})
+        if a not in runs or b not in runs:   # a method not run in this cell: no ratio, not one against the cap
+            return {"value": float("nan"), "kind": "?"}
+        ra, rb = runs[a], runs[b]
         if ra.get("reached") and rb.get("reached"):
             return {"value": ra["time"] / rb["time"], "kind": "="}
         if ra.get("reached") and "error" not in rb:
@@ -461,6 +472,10 @@ def main(argv=None) -> int:
     p.add_argument("--lambda", dest="lambda_axis", action="store_true",
                    help="the λ axis's grid (H = 4, d = 10^4, λ in 1e-2, 1e-3, 1e-4; LAMBDA)")
     p.add_argument("--lam", help="the synthetic cells' λ, separated by ',' (default: the grid's; 1e-2)")
+    p.add_argument("--render", metavar="JSON", help="print (and with --lambda --splice, splice) the report of an earlier "
+                   "run's --json instead of measuring")
+    p.add_argument("--left-out", action="append", default=[], help="with --render: a line for the report's 'left "
+                   "out of this run, and why' (repeatable)")
     p.add_argument("--splice", metavar="DOC", help="with --lambda: put the λ axis's section into item 12 of this doc "
                    "(docs/benchmarks.md), replacing an earlier one; the rest of the doc is left as it is")
     p.add_argument("--before", metavar="JSON", help="an earlier map (this command's --json, or outputs/benchmarks.json "
@@ -472,9 +487,18 @@ def main(argv=None) -> int:
     if a.before:
         saved = json.loads(Path(a.before).read_text())
         before = before_of(saved["results"]["12"]) if "results" in saved else before_of(saved)
-    res = measure(grid=grid, figure=a.figure, before=before)
-    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.json).write_text(json.dumps(res, indent=1, default=str))
+    if a.render:
+        res = json.loads(Path(a.render).read_text())
+        for c in res["cells"]:   # the summary again, by today's rules
+            c.update(summarize(c, res["grid"]["cap"]))
+        if a.left_out:
+            res["grid"]["left_out"] = list(a.left_out)
+        if a.figure and res["cells"]:
+            res["figure"] = plot(res, a.figure)
+    else:
+        res = measure(grid=grid, figure=a.figure, before=before)
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(res, indent=1, default=str))
     print("\n".join(report(res, a.figure)))
     if a.time:
         print("\n".join(["", "The time check's verdicts:", ""] + [f"- {x}" for x in time_verdicts(res)]))
@@ -487,7 +511,7 @@ def main(argv=None) -> int:
 
 LAMBDA_HEADING = "### The λ axis: the condition number"
 LAMBDA_TEXT = (
-    "Every synthetic cell above is at λ = 10⁻² (rows of unit norm: κ = L/μ ≈ 25), where GD needs 45–65 rounds and "
+    "Every synthetic cell above is at λ = 10⁻² (κ = L/μ ≈ 5 with L = max_i L_i), where GD needs 45–65 rounds and "
     "ISEGA, which refreshes a τ share of its memory a round, 2–5× as many. The paper's regime is κ ≫ 1/τ: there IS "
     "costs no extra rounds, and its time ÷ GD's is its round ÷ GD's. This run puts λ on an axis (κ grows 10× a "
     "step) at H = 4 hosts, d = 10⁴, on 10 Mbit symmetric (x is 80 kB: 64 ms a direction, so the bytes dominate "
@@ -501,11 +525,9 @@ def splice_lambda(res: dict, doc: Path, figure: str | None) -> None:
     """Put the λ axis's section (:data:`LAMBDA_HEADING`, its verdicts and tables) at the end of item 12 in ``doc``,
     replacing an earlier one, and its verdicts at the end of item 12's goal line; the rest is left as it is."""
     import datetime
-    import subprocess
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parent).stdout.strip()
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    commit = res.get("commit") or _commit()
+    date = res.get("date") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     verdicts = lambda_verdicts(res)
     link = None
     if figure and res.get("figure"):   # the figure beside the doc, as item 12's own

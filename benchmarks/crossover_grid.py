@@ -87,8 +87,8 @@ TIME = Grid(H=(16,), d=(1_000_000,), links=("100mbit", "10:1 asym"), named=(), c
                       "GD and ISEGA natural7 with the dense downlink at 10:1: x down is 8 MB a host and round (0.64 s "
                       "at 100 Mbit), GD's sum up 8 MB (6.4 s at 10 Mbit)",
                       "L-BFGS at 100 Mbit symmetric"])
-#: the λ axis (issue 49): the synthetic d = 10⁴ at H = 4 over λ ∈ {10⁻², 10⁻³, 10⁻⁴} (κ ≈ 25 to 2500: the rows
-#: have unit norm, so L ≈ 1/4 + λ), on a link where the bytes dominate GD's round (10 Mbit symmetric) and on 10:1
+#: the λ axis (issue 49): the synthetic d = 10⁴ at H = 4 over λ ∈ {10⁻², 10⁻³, 10⁻⁴} (κ = L/μ with L = max_i L_i:
+#: about 5, 40 and 400), on a link where the bytes dominate GD's round (10 Mbit symmetric) and on 10:1
 #: and 100 Mbit; GD, ISEGA with natural7 both ways at τ = 1/n and 2/n, DIANA and dask-ml's L-BFGS
 LAMBDA = Grid(H=(4,), d=(10_000,), links=("10mbit", "10:1 asym", "100mbit"), named=(), cap=900.0,
               methods=("GD", DOWN, DOWN_H, "DIANA", LBFGS), lams=(1e-2, 1e-3, 1e-4),
