@@ -270,10 +270,11 @@ def build(spec: RunSpec, *, data: Dataset | None = None, problem: Problem | None
         ctx.codec = ctx.codec.scaled(_grad_scale(problem, ctx.x0))
     downlink = (None if spec.messages.downlink == "float64"
                 else functools.partial(_downlink, spec, problem, ctx.x0))   # gamma -> its Downlink
-    method, bound = _method_and_bound(cls, ctx, downlink)
-    if spec.step.rule == "bound":   # the largest step of the bound that covers the run, times step.multiplier
+    at_limit = spec.step.rule == "bound"   # the largest step of the bound that covers the run, x step.multiplier
+    if at_limit:   # first at the theorem's own step, which gives the bound and its gamma_max
         ctx.step_rule, ctx.step_multiplier = "theory", 1.0
-        method, bound = _method_and_bound(cls, ctx, downlink)
+    method, bound = _method_and_bound(cls, ctx, downlink)
+    if at_limit:
         limit = getattr(bound, "gamma_max", None)
         if limit is not None and np.isfinite(limit) and limit > 0:
             ctx.step_multiplier = spec.step.multiplier * limit / method.gamma

@@ -6,8 +6,8 @@ as its first act, a helper process (``python -m pipeline._store``) that imports 
 clients, while the job process composes and checks its config, reads its data and builds its run on the other
 core; the job process never imports MLflow. ``--help`` and ``--cfg`` start no helper; after a config error the
 helper, which got no call, is stopped at once (starting it only once the config is checked cost a 1-iteration
-run 1.2 s of wall time: 6.1 s against 4.9 s, benchmark item 9). Calls go over a pipe in order: those that return nothing (metrics, tags, artifacts)
-without waiting, the others (a run's creation, its end, queries) wait for the answer, which also carries the
+run 1.2 s of wall time: 6.1 s against 4.9 s, benchmark item 9). Calls go over a pipe in order: those that return
+nothing (metrics, tags, artifacts) without waiting, the others (a run's creation, its end, queries) wait for the answer, which also carries the
 error of any earlier call that failed. Results come back as plain objects with the attributes the pipeline reads
 (``run.info.run_id``, ``run.data.tags``, ``metric.step``, ...), so unpickling them needs no MLflow either.
 

@@ -297,10 +297,8 @@ def plan_job(cfg) -> dict:
     builder = _Builder(job)
     d, n, tol = builder.d, job.workers.n, job.tol
     sizes = resolve_block_sizes(opts.block_sizes, d, job.blocks.size)   # before the reference solve
-    taus = opts.taus
-    if job.method_class().traits.full:   # a full-communication method's own tau (auto, the default grid) is 1
-        taus = [1] if taus is None else [1 if str(t).strip() == "auto" else t for t in taus]
-    grids = {b: (math.ceil(d / b), resolve_tau_grid(taus, math.ceil(d / b), n)) for b in sizes}
+    full = job.method_class().traits.full   # GD: its own tau (auto, the default grid) is 1
+    grids = {b: (math.ceil(d / b), resolve_tau_grid(opts.taus, math.ceil(d / b), n, full=full)) for b in sizes}
     configured = builder(job.tau, job.blocks.size)   # the configured run: a bad tau or block size fails as isparse-run
     link = _LinkModel(job, n) if opts.link.up is not None else None   # bad rates fail before any probe
     probe_b = job.blocks.size if job.blocks.size in grids else sizes[0]

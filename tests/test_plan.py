@@ -207,6 +207,9 @@ def test_tau_grid():
     assert resolve_tau_grid(None, 123, 4) == [1, 2, 4, 8, 16, 31, 32, 64, 123]   # 1/m ... 1, with 1/n = ceil(123/4)
     assert resolve_tau_grid(["1/m", "1/n", "2/n", "62/m", 1], 123, 4) == [1, 31, 62, 123]   # 2 x 123/4 = 61.5 -> 62
     assert resolve_tau_grid("auto", 10, 3) == [4]
+    # GD's own tau is 1: auto and the default grid mean tau = 1; a tau < 1 given stays (its row says GD refuses it)
+    assert resolve_tau_grid(None, 123, 4, full=True) == [123] and resolve_tau_grid("auto", 10, 3, full=True) == [10]
+    assert resolve_tau_grid(["auto", "1/n"], 123, 4, full=True) == [31, 123]
     for bad in ([], [0.001], [1.01], ["x"], [float("nan")], [0.5], ["5/n"], ["124/m"]):
         with pytest.raises(ConfigError) as err:
             resolve_tau_grid(bad, 123, 4)

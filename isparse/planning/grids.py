@@ -7,7 +7,7 @@ from ..compression.tau import GRAMMAR, Tau
 from ..errors import ConfigError
 
 
-def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
+def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus", full: bool = False) -> list[int]:
     """The grid's tau as numbers of blocks tau*m, sorted and without repeats.
 
     Parameters
@@ -24,6 +24,8 @@ def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
         Workers.
     key : str
         The key errors name.
+    full : bool
+        A full-communication method (GD): its own tau, what ``auto`` and the default grid mean, is 1 (tau*m = m).
 
     Returns
     -------
@@ -34,6 +36,9 @@ def resolve_tau_grid(taus, m: int, n: int, key: str = "plan.taus") -> list[int]:
     ConfigError
         (``key``) an empty grid, or an entry :meth:`Tau.parse` or :meth:`Tau.resolve` refuses.
     """
+    if full:
+        taus = [1] if taus is None else [1 if str(t).strip() == "auto" else t for t in
+                                         (taus if isinstance(taus, (list, tuple)) else [taus])]
     if taus is None:
         grid = {1, m, Tau.parse("auto").resolve(m, n)[1]}
         k = 2
