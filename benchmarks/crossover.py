@@ -396,7 +396,8 @@ def planner_check(built: dict, cell: dict) -> dict:
     run on); the iterations of the planner's calibration run (``plan.link.calibrate``: an in-process run of the
     configuration to ε), which are the rounds to ε of the cell's run (the Dask engine's iterates are the in-process
     engine's). So what is checked is the model of a shaped round's time: floor + compute + bytes beyond the burst ÷
-    rate in each direction. A method whose run did not reach ε is not covered. Returned: per method the
+    rate in each direction, at least each direction's bytes ÷ rate, and the run's start (the probe's warm-up rounds
+    beyond as many steady ones). A method whose run did not reach ε is not covered. Returned: per method the
     predicted and measured seconds and their ratio; the recommended method (the argmin of the predicted time over
     the covered ones) and whether its measured time is within :data:`RECOMMENDATION_BAND` of the fastest measured
     covered one."""
@@ -415,10 +416,12 @@ def planner_check(built: dict, cell: dict) -> dict:
         terms = RoundTerms(**cell["cluster_terms"][label])
         t = predict_setup_time(setup, hosts=cell["H"], up_bps=up, down_bps=down, latency_s=terms.latency_s,
                                compute_s=terms.compute_s(cell["n"], cell["H"]), iterations=float(r["rounds"]),
-                               aggregate="host", up_burst_bytes=bucket_bytes(up), down_burst_bytes=bucket_bytes(down))
+                               aggregate="host", up_burst_bytes=bucket_bytes(up), down_burst_bytes=bucket_bytes(down),
+                               start_s=terms.start_s)
         ratio = t.total_s / r["time"]
         out["methods"][label] = {"covered": True, "predicted_s": t.total_s, "iterations": t.iterations,
                                  "round_s": t.round_s, "up_s": t.up_s, "down_s": t.down_s, "latency_s": t.latency_s,
+                                 "rate_s": t.rate_s, "start_s": t.start_s,
                                  "compute_s": t.compute_s, "measured_s": r["time"], "ratio": ratio,
                                  "within": abs(ratio - 1) <= PREDICTION_BAND}
     covered = {k: v for k, v in out["methods"].items() if v["covered"]}

@@ -89,10 +89,16 @@ def lambda_verdicts(res: dict) -> list[str]:
         split = ""
         if plan.get("covered"):
             parts = {"floor": plan["latency_s"], "bytes": plan["up_s"] + plan["down_s"], "compute": plan["compute_s"]}
-            split = (f"; its round {1e3 * plan['round_s']:.1f} ms = floor {1e3 * plan['latency_s']:.1f} + up "
-                     f"{1e3 * plan['up_s']:.1f} + down {1e3 * plan['down_s']:.1f} + compute "
-                     f"{1e3 * plan['compute_s']:.1f} (the largest part, {max(parts, key=parts.get)}, keeps it from "
-                     "less)" + (f", against GD's {1e3 * gd_plan['round_s']:.1f} ms" if gd_plan.get("covered") else ""))
+            rate = plan.get("rate_s", 0.0) >= plan["round_s"] > sum(parts.values()) + 1e-12
+            split = (f"; its round {1e3 * plan['round_s']:.1f} ms = "
+                     + (f"its bytes at the link's rate (floor {1e3 * plan['latency_s']:.1f} + compute "
+                        f"{1e3 * plan['compute_s']:.1f} + the bytes beyond the bucket would be "
+                        f"{1e3 * sum(parts.values()):.1f}: the link is busy the whole round, so the bytes keep it "
+                        "from less)" if rate else
+                        f"floor {1e3 * plan['latency_s']:.1f} + up {1e3 * plan['up_s']:.1f} + down "
+                        f"{1e3 * plan['down_s']:.1f} + compute {1e3 * plan['compute_s']:.1f} (the largest part, "
+                        f"{max(parts, key=parts.get)}, keeps it from less)")
+                     + (f", against GD's {1e3 * gd_plan['round_s']:.1f} ms" if gd_plan.get("covered") else ""))
         gd = c["runs"]["GD"]
         out.append(f"λ = {c['lam']:g} (κ ≈ {c.get('kappa', float('nan')):.0f}), {c['link']}, H = {c['H']}: "
                    + ", ".join(f"{k} {fmt_time(v, cap)} s" + (f" ({v['rounds']} rounds)" if v.get("rounds") else "")
@@ -155,6 +161,15 @@ def _cell_text(cell: dict) -> str:
         return f"IS÷GD\n{fmt_ratio(cell.get('is_gd'))}"
     best = min((cell[k] for k in ("down_gd", "downh_gd") if fmt_ratio(cell.get(k)) != "–"), key=lambda r: r["value"])
     return f"IS↓÷GD\n{fmt_ratio(best)}"
+
+
+def _round_text(m: dict) -> str:
+    """A planned round in ms: ``floor + up + down + compute``, and ``= rate`` where the bytes at the rate bind."""
+    text = (f"{1e3 * m['latency_s']:.1f} + {1e3 * m['up_s']:.1f} + {1e3 * m['down_s']:.1f} + "
+            f"{1e3 * m['compute_s']:.1f}")
+    if m.get("rate_s", 0.0) >= m["round_s"] > m["latency_s"] + m["up_s"] + m["down_s"] + m["compute_s"] + 1e-12:
+        return f"{1e3 * m['round_s']:.1f} = rate (not {text})"
+    return f"{1e3 * m['round_s']:.1f} = {text}"
 
 
 def plot(res: dict, path: str) -> str:
@@ -252,8 +267,8 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
                          f"{m['predicted_s']:.3g}" if m.get("covered") else m.get("why", "–"),
                          f"{m['measured_s']:.3g}" if m.get("measured_s") else "not at ε",
                          f"{m['ratio']:.2f}" if "ratio" in m else "–",
-                         (f"{1e3 * m['round_s']:.1f} = {1e3 * m['latency_s']:.1f} + {1e3 * m['up_s']:.1f} + "
-                          f"{1e3 * m['down_s']:.1f} + {1e3 * m['compute_s']:.1f}") if m.get("covered") else "–",
+                         _round_text(m) if m.get("covered") else "–",
+                         f"{m.get('start_s', 0.0):.2f}" if m.get("covered") else "–",
                          f"{m['iterations']:.0f}" if m.get("covered") else "–",
                          (f"{pl.get('recommended')} ({pl['recommended_vs_fastest']:.2f}× the fastest)"
                           if "recommended_vs_fastest" in pl else pl.get("why", "–"))])
@@ -263,14 +278,18 @@ def report(res: dict, figure_link: str = FIGURE) -> list[str]:
                 f"{PREDICTION_BAND:.0%} of the measured in **{ps['within']} of {ps['compared']}** (method, cell) "
                 f"pairs; its recommended method within {RECOMMENDATION_BAND:.0%} of the fastest measured (of the "
                 f"methods it covers) in **{ps['recommendations_ok']} of {ps['cells']}** cells. The round "
-                "(ms) = floor + up + down + compute. The floor and the compute were measured on the same hosts with "
+                "(ms) = floor + up + down + compute, or the busier direction's bytes ÷ its rate where that is more "
+                "(`rate`: a shaped link carries no more a round, whatever its bucket); predicted = start + iterations "
+                "× round. The floor, the compute and the start (the first 10 rounds beyond 10 steady ones) were "
+                "measured on the same hosts with "
                 "the links unshaped, just before the cell's runs (100 rounds of each method: `plan.link.latency`, "
                 "what the planner's probes measure on a cluster); up and down are each message's bytes beyond the "
                 "tbf bucket (`plan.link.burst`) ÷ the rate; the iterations are those of the planner's calibration "
                 "run (an in-process run of the configuration to ε: the cell's rounds), so this checks the model of "
                 "a shaped round:", "",
                 table(["H", "d", "link", "method", "predicted (s)", "measured (s)", "pred ÷ meas",
-                       "round (ms) = floor + up + down + compute", "iterations", "recommended"], prow), ""]
+                       "round (ms) = floor + up + down + compute", "start (s)", "iterations", "recommended"], prow),
+                ""]
     if res.get("figure"):
         out += [f"![The winner per cell and IS ÷ GD]({figure_link})", ""]
     if res.get("before"):

@@ -26,9 +26,10 @@ work). Then:
 With ``plan.link.up`` and ``plan.link.down`` (tc rates, e.g. ``plan.link.up=10mbit plan.link.down=100mbit``) the rows'
 rounds are not the fitted line of this cluster but the link model's (:func:`isparse.planning.predict_time`): latency
 (the probes' floor, or ``plan.link.latency``) + the slowest host's uplink bytes / its up rate + x (d x 8 B) / the
-down rate (each message less ``plan.link.burst``, a token bucket's depth) + the probes' worker compute scaled to ceil(n / H) workers per host, times the bound's iterations scaled
-by one in-process run of the configured tau (``plan.link.calibrate``); H is ``cluster.n_workers`` or the cluster's
-worker count. Each row then carries the terms under ``link``, and the JSON a top-level ``link`` (:class:`_LinkModel`).
+down rate (each message less ``plan.link.burst``, a token bucket's depth) + the probes' worker compute scaled to
+ceil(n / H) workers per host, and at least each direction's bytes at its rate; times the bound's iterations scaled
+by one in-process run of the configured tau (``plan.link.calibrate``), plus the start a run pays once (the probes'
+warm-up beyond steady rounds); H is ``cluster.n_workers`` or the cluster's worker count. Each row then carries the terms under ``link``, and the JSON a top-level ``link`` (:class:`_LinkModel`).
 
 ``plan.json=true`` (or ``--json``, the same) prints one JSON object instead: ``rows`` (a list of objects with keys
 tau, blocks_size, predicted_iterations, predicted_round_s, predicted_time_s, predicted_uplink_bytes, ...),
@@ -143,11 +144,13 @@ def probe(setup, pool, rounds: int, log_every: int) -> Probe:
     timed = le * math.ceil(rounds / le)
     recs = {}
     setup.run(pool, max_iter=le + timed, tol=0.0, log_every=le, observer=lambda r: recs.__setitem__(r["step"], r))
-    a, b = recs[le], recs[le + timed]
+    z, a, b = recs[0], recs[le], recs[le + timed]
+    round_s = (b["wall_s"] - a["wall_s"]) / timed
     return Probe(tau=float(setup.method.tau), uplink_bytes=(b["uplink_bytes"] - a["uplink_bytes"]) / timed,
-                 round_s=(b["wall_s"] - a["wall_s"]) / timed,
+                 round_s=round_s,
                  compute_s=(b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed, rounds=timed,
-                 dense=setup.method.tau_m == setup.method.blocks.m)
+                 dense=setup.method.tau_m == setup.method.blocks.m,
+                 start_s=max(a["wall_s"] - z["wall_s"] - le * round_s, 0.0))
 
 
 def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
@@ -180,6 +183,7 @@ class _LinkModel:
         self.up_bps = self._rates("plan.link.up", opts.up)
         self.down_bps = self._rates("plan.link.down", opts.down)
         self.latency_s = self.latency_source = None
+        self.start_s = 0.0
         self.scale, self.calibration = 1.0, None
         self.taus, self.per_worker = [], []
         self.compute = opts.compute
@@ -214,6 +218,7 @@ class _LinkModel:
             if self.job.engine == "inprocess":
                 self.latency_s += ROUND_TRIP_S
                 self.latency_source += f", + {1e3 * ROUND_TRIP_S:g} ms (a Dask actor round trip: engine=inprocess)"
+        self.start_s = float(np.median([p.start_s for p in probes])) if probes else 0.0
         by_tau = {}
         for p in probes:
             by_tau.setdefault(p.tau, []).append(p.compute_s / k_probe)
@@ -252,13 +257,15 @@ class _LinkModel:
                          latency_s=self.latency_s,
                          compute_s=max(compute, 0.0), aggregate=self.aggregate, send_ids=bool(method.sends_ids),
                          codec=method.codec, up_burst_bytes=float(self.opts.burst),
-                         down_burst_bytes=float(self.opts.burst), down_message_bytes=down_message_bytes(method))
+                         down_burst_bytes=float(self.opts.burst), down_message_bytes=down_message_bytes(method),
+                         start_s=self.start_s)
         return dataclasses.replace(row, predicted_round_s=t.round_s, predicted_time_s=t.total_s, link=t.as_dict())
 
     def as_dict(self) -> dict:
         return {"up": self.opts.up, "down": self.opts.down, "up_bps": self.up_bps, "down_bps": self.down_bps,
                 "hosts": self.hosts, "workers_per_host": max(workers_per_host(self.n, self.hosts)),
                 "aggregate": self.aggregate, "burst_bytes": float(self.opts.burst), "latency_s": self.latency_s,
+                "start_s": self.start_s,
                 "compute": self.compute, "cores": self.cores,
                 "latency_source": self.latency_source,
                 "compute_per_worker": [{"tau": t, "compute_s": c} for t, c in zip(self.taus, self.per_worker)],
@@ -276,8 +283,8 @@ class _LinkModel:
         cal += ("; a row whose theory gives no count (iterations_source=measured) takes the rounds of one "
                 "in-process run of it to tol, unscaled")
         return (f"link model (plan.link.up={self.opts.up}, plan.link.down={self.opts.down}, H = {self.hosts} hosts, "
-                f"messages.aggregate={self.aggregate}): predicted_round_s = latency_s + up_s + down_s + compute_s "
-                f"per row (row['link']): latency_s {self.latency_source}; up_s = the busiest host's uplink bytes "
+                f"messages.aggregate={self.aggregate}): predicted_round_s = max(latency_s + up_s + down_s + compute_s, "
+                f"rate_s) per row (row['link']): latency_s {self.latency_source}; up_s = the busiest host's uplink bytes "
                 f"(less plan.link.burst = {float(self.opts.burst):g} B) x 8 / its rate; down_s = d x 8 B (less the "
                 f"burst) x 8 / the down rate (x dense to every host); compute_s = the probes' "
                 f"worker compute per logical worker, interpolated in tau, x "
@@ -285,7 +292,10 @@ class _LinkModel:
                    else f"max(ceil(n / H), n / min(H, {self.cores} cores)) (plan.link.compute=shared: the hosts' "
                         f"processes queue on this machine's cores)")
                 + ", plus the codec's offset; "
-                f"iterations = {cal}; predicted_time_s = iterations x predicted_round_s.")
+                f"rate_s = the busiest host's bytes in either direction x 8 / its rate (a shaped link carries no more "
+                f"a round, whatever its burst); iterations = {cal}; predicted_time_s = start_s + iterations x "
+                f"predicted_round_s, start_s = {self.start_s:.3g} s (the probes' warm-up rounds beyond as many steady "
+                f"ones, their median: what a run pays once to start).")
 
 
 def plan_job(cfg) -> dict:

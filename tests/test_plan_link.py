@@ -72,6 +72,47 @@ def test_predict_time_token_bucket_burst():
                      up_burst_bytes=-1)
 
 
+def _token_bucket_period(base_s: float, message_bytes: float, rate_Bps: float, burst_bytes: float,
+                         rounds: int = 2000) -> float:
+    """The steady period of rounds of ``base_s`` seconds off the link, then one message through a token bucket
+    (refilled at the rate up to the burst, a message sent with the tokens it finds, the rest at the rate), simulated
+    round by round: an independent count of what the model's max(sum, rate) claims."""
+    tokens, t, times = burst_bytes, 0.0, []
+    for _ in range(rounds):
+        tokens = min(burst_bytes, tokens + base_s * rate_Bps)
+        send = max(message_bytes - tokens, 0.0) / rate_Bps
+        tokens = max(tokens - message_bytes, 0.0)   # spent; the rest of the message takes what refills while it goes
+        t += base_s + send
+        times.append(t)
+    return (times[-1] - times[rounds // 2]) / (rounds - 1 - rounds // 2)
+
+
+@pytest.mark.parametrize("base_s", [0.002, 0.005, 0.0064, 0.02])
+def test_predict_time_rate_floor_is_a_token_buckets_steady_state(base_s):
+    """A shaped link carries no more than its rate a round: where the round's other terms are shorter than the
+    bucket takes to refill, the message waits for tokens, and the round is the bytes at the rate, whatever the
+    burst. 10 kB a round through 10 Mbit/s with an 8 kB bucket (the emulator's at 10 Mbit): 8 ms a round at least,
+    as the bucket simulated round by round gives, both below (2, 5 ms of other work) and above (6.4, 20 ms) the
+    refill time."""
+    d = m = 1250                                                   # x: 1250 values x 8 B = 10 kB down
+    t = predict_time(d=d, m=m, tau_m=1, n=1, hosts=1, up_bps=1e9, down_bps=1e7, iterations=100, latency_s=base_s,
+                     compute_s=0.0, up_burst_bytes=8, down_burst_bytes=8000)
+    assert t.rate_s == pytest.approx(10_000 * 8 / 1e7)
+    assert t.round_s == pytest.approx(_token_bucket_period(base_s, 10_000, 1e7 / 8, 8000), rel=1e-6)
+    assert t.round_s == pytest.approx(max(base_s + 2000 * 8 / 1e7, 0.008))
+
+
+def test_predict_time_start_is_paid_once():
+    """The run's start (its first rounds beyond steady ones) is added once to iterations x round; a negative start
+    is refused."""
+    common = dict(**SMALL, up_bps=1e4, down_bps=1e5, latency_s=0.01, compute_s=0.003)
+    for iterations in (1, 50):
+        t = predict_time(**common, iterations=iterations, start_s=0.25)
+        assert t.total_s == pytest.approx(0.25 + iterations * t.round_s) and t.start_s == 0.25
+    with pytest.raises(ValueError, match="start_s"):
+        predict_time(**common, iterations=1, start_s=-0.1)
+
+
 def test_predict_time_slowest_host_link_counts():
     """One rate per host: host 2 sends half host 1's bytes (32 B) but on a 1 kbit/s link, 0.256 s > host 1's 0.0512 s."""
     t = predict_time(**SMALL, up_bps=[1e4, 1e3], down_bps=[1e5, 1e5], iterations=1, latency_s=0.0, compute_s=0.0)
@@ -169,7 +210,8 @@ def test_plan_cli_with_a_link(tmp_path):
     """isparse-plan with plan.link.* and --json (a subprocess, engine=inprocess, a1a d = 123, n = 4 on
     cluster.n_workers = 2 hosts): every row holds the terms; its uplink term is the hand count of its bytes at
     10 Mbit/s (2 workers x tau m values x 8 B), its downlink x (123 x 8 B) at 100 Mbit/s; the round is the sum of
-    the terms, the total the calibrated iterations x the round, the recommendation the argmin of the totals."""
+    the terms, the total the run's start + the calibrated iterations x the round, the recommendation the argmin of
+    the totals."""
     proc = cli(tmp_path, "isparse-plan", "--json", "data=a1a", "problem.lam=0.3", "workers.n=4", "tol=1e-4",
                "engine=inprocess", "cluster.n_workers=2", "progress=false", "plan.taus=[1/n,1]", "plan.rounds=4",
                "plan.repeats=1", "plan.link.up=10mbit", "plan.link.down=100mbit", timeout=300)
@@ -186,8 +228,10 @@ def test_plan_cli_with_a_link(tmp_path):
         assert t["up_s"] == pytest.approx(2 * r["tau_m"] * 8 * 8 / 1e7)
         assert t["down_s"] == pytest.approx(123 * 8 * 8 / 1e8)
         assert t["round_s"] == pytest.approx(t["latency_s"] + t["up_s"] + t["down_s"] + t["compute_s"])
+        assert t["rate_s"] == pytest.approx(max(2 * r["tau_m"] * 8 * 8 / 1e7, 123 * 8 * 8 / 1e8))   # below the sum
         assert t["iterations"] == pytest.approx(r["predicted_iterations"] * link["calibration"]["scale"])
-        assert r["predicted_time_s"] == pytest.approx(t["iterations"] * t["round_s"])
+        assert t["start_s"] == link["start_s"] >= 0.0
+        assert r["predicted_time_s"] == pytest.approx(t["start_s"] + t["iterations"] * t["round_s"])
     assert plan["recommended"]["predicted_time_s"] == min(r["predicted_time_s"] for r in plan["rows"])
 
 
@@ -249,7 +293,8 @@ def test_measure_round_terms_in_process():
 def test_measure_round_terms_on_a_dask_pool(dask_client):
     """On a real DaskPool (n = 4 on the LocalCluster's 2 workers, 2 a host) with no round trip added: the floor is
     a real round's (at least the in-process floor + 0.5 ms: a Dask round trip costs 3-5 ms here), one worker's
-    compute is the slowest host's / 2, and the run leaves the pool's iterates the in-process ones."""
+    compute is the slowest host's / 2, the start of a fresh pool more than a round, and the run leaves the pool's
+    iterates the in-process ones."""
     from isparse.engines.dask import DaskPool
     from isparse.planning import measure_round_terms
     from specs import make
@@ -267,6 +312,8 @@ def test_measure_round_terms_on_a_dask_pool(dask_client):
     assert terms.rounds == 10 and terms.latency_s >= inproc.latency_s + 5e-4
     assert 0 < terms.compute_per_worker_s and terms.compute_s(4, 2) == pytest.approx(2 * terms.compute_per_worker_s)
     assert terms.compute_s(4, 2) == pytest.approx(whole, rel=1.0)     # the timed rounds' share of the same counter
+    # a fresh pool's first rounds set up its exchange (the hosts' states, the streams): more than a steady round
+    assert terms.start_s > terms.latency_s + terms.compute_s(4, 2)
 
 
 def _strict(text):

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..engines.to_eps import rounds_time
 from .probe import VALUE_BYTES, _message_bytes, bound_iterations, scaled_iterations, uplink_bytes_per_round
 
 
@@ -135,11 +136,11 @@ class LinkTime:
     compute_s : float
         The slowest host's worker compute.
     round_s : float
-        latency_s + up_s + down_s + compute_s.
+        max(latency_s + up_s + down_s + compute_s, rate_s).
     iterations : float
         Rounds to eps.
     total_s : float
-        iterations x round_s: the predicted time to eps.
+        start_s + iterations x round_s: the predicted time to eps.
     up_bytes_per_host, down_bytes_per_host : float
         Bytes per round on the busiest host's uplink and downlink.
     uplink_bytes_per_round : float
@@ -150,6 +151,11 @@ class LinkTime:
         The most logical workers a host carries, ceil(n / H).
     aggregate : str
         ``worker`` or ``host``.
+    rate_s : float
+        The links' steady-state floor: the most a host's bytes in one direction take at its rate, with no burst
+        (a shaped link carries at most rate x round_s a round, whatever its bucket).
+    start_s : float
+        Seconds a run's first rounds take beyond as many steady ones (once per run, not per round).
     """
 
     latency_s: float
@@ -165,6 +171,8 @@ class LinkTime:
     hosts: int
     workers_per_host: int
     aggregate: str
+    rate_s: float = 0.0
+    start_s: float = 0.0
 
     def as_dict(self) -> dict:
         """The prediction as a plain dict of its fields."""
@@ -184,22 +192,29 @@ def _per_host(rate, hosts: int, name: str) -> list[float]:
 def predict_time(*, d: int, m: int, tau_m: int, n: int, hosts: int, up_bps, down_bps, iterations: float,
                  latency_s: float, compute_s: float, aggregate: str = "worker", send_ids: bool = False, codec=None,
                  down_value_bytes: int = VALUE_BYTES, up_burst_bytes: float = 0.0,
-                 down_burst_bytes: float = 0.0, down_message_bytes: float | None = None) -> LinkTime:
+                 down_burst_bytes: float = 0.0, down_message_bytes: float | None = None,
+                 start_s: float = 0.0) -> LinkTime:
     """Predicted time to eps on hosts behind links of given rates: latency + up + down + compute per round, times
-    the rounds to eps.
+    the rounds to eps, plus the run's start.
 
     The model, per round (hosts work in parallel, so each direction costs what its slowest host's link takes)::
 
-        round_s = latency_s
+        sum_s   = latency_s
                 + max over hosts h of ((uplink bytes of h - up_burst_bytes)+ x 8 / up_bps[h])           (up_s)
                 + max over hosts h of ((d x down_value_bytes - down_burst_bytes)+ x 8 / down_bps[h])    (down_s)
                 + compute_s
-        total_s = iterations x round_s
+        rate_s  = max over hosts h of (uplink bytes of h x 8 / up_bps[h], d x down_value_bytes x 8 / down_bps[h])
+        round_s = max(sum_s, rate_s)
+        total_s = start_s + iterations x round_s
 
 (x goes dense to every host; (b)+ = max(b, 0).) A link is a token bucket (rate, burst), the standard description
 of a shaped link (a tc ``tbf``'s ``rate`` and ``burst``): after an idle gap the first ``burst`` bytes of a message
-cross at line speed, the rest at the rate. The bucket refills between rounds (a round's other terms are longer than
-burst / rate wherever the burst matters), so each round's message in each direction gets the whole burst.
+cross at line speed, the rest at the rate. The bucket refills at the rate while the link is idle, so in a run of
+rounds of period T a message gets min(burst, what refilled since the last one): where the rest of the round is
+longer than burst / rate the whole burst (``sum_s``), and where it is shorter the link is busy at its rate for the
+whole round (``rate_s``; the steady state of a periodic token bucket is exactly the larger of the two).
+``start_s`` is paid once: a run's first rounds (the workers' first step, the stream's set-up) take longer than the
+steady ones (``RoundTerms.start_s`` measures it).
 
     where host h carries k_h of the n logical workers (:func:`workers_per_host`) and sends
     :func:`host_uplink_bytes` (k_h messages of tau d values, or with ``aggregate="host"`` one message on the union
@@ -243,6 +258,8 @@ burst / rate wherever the burst matters), so each round's message in each direct
     up_burst_bytes, down_burst_bytes : float
         Each link's token-bucket depth in bytes, up and down (0: a plain rate; ``cluster=emulated``'s is
         ``pipeline.cluster.shaping.bucket_bytes`` of the rate: 5 ms of traffic, at least 8 kB).
+    start_s : float
+        Seconds the run's first rounds take beyond steady ones (``RoundTerms.start_s``; 0: none).
 
     Returns
     -------
@@ -271,8 +288,8 @@ burst / rate wherever the burst matters), so each round's message in each direct
     """
     if not 1 <= tau_m <= m:
         raise ValueError(f"tau_m must be in [1, m] = [1, {m}]; got {tau_m}")
-    if latency_s < 0 or compute_s < 0:
-        raise ValueError(f"latency_s and compute_s must be >= 0; got {latency_s}, {compute_s}")
+    if latency_s < 0 or compute_s < 0 or not start_s >= 0:
+        raise ValueError(f"latency_s, compute_s and start_s must be >= 0; got {latency_s}, {compute_s}, {start_s}")
     if not (up_burst_bytes >= 0 and down_burst_bytes >= 0):
         raise ValueError(f"up_burst_bytes and down_burst_bytes must be >= 0; got {up_burst_bytes}, {down_burst_bytes}")
     loads = workers_per_host(n, hosts)
@@ -282,18 +299,20 @@ burst / rate wherever the burst matters), so each round's message in each direct
     down_bytes = [per_message if k > 0 else 0.0 for k in loads]
     up_s = max(max(b - up_burst_bytes, 0.0) * 8.0 / r for b, r in zip(up_bytes, ups))
     down_s = max(max(b - down_burst_bytes, 0.0) * 8.0 / r for b, r in zip(down_bytes, downs))
-    round_s = float(latency_s) + up_s + down_s + float(compute_s)
+    rate_s = max(max(b * 8.0 / r for b, r in zip(up_bytes, ups)), max(b * 8.0 / r for b, r in zip(down_bytes, downs)))
+    round_s = max(float(latency_s) + up_s + down_s + float(compute_s), rate_s)
     return LinkTime(latency_s=float(latency_s), up_s=up_s, down_s=down_s, compute_s=float(compute_s),
-                    round_s=round_s, iterations=float(iterations), total_s=float(iterations) * round_s,
+                    round_s=round_s, iterations=float(iterations),
+                    total_s=float(start_s) + float(iterations) * round_s,
                     up_bytes_per_host=max(up_bytes), down_bytes_per_host=max(down_bytes),
                     uplink_bytes_per_round=float(sum(up_bytes)), hosts=int(hosts), workers_per_host=max(loads),
-                    aggregate=aggregate)
+                    aggregate=aggregate, rate_s=rate_s, start_s=float(start_s))
 
 
 def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float, compute_s: float,
                        iterations: float | None = None, tol: float | None = None,
                        reference: tuple | None = None, aggregate: str = "worker", up_burst_bytes: float = 0.0,
-                       down_burst_bytes: float = 0.0) -> LinkTime:
+                       down_burst_bytes: float = 0.0, start_s: float = 0.0) -> LinkTime:
     """:func:`predict_time` of a built configuration (data, problem, method, tau, codec): its d, m, tau m, n,
     ``messages.send_ids`` and codec are read from ``setup``; the rounds to eps are ``iterations`` if given, else
     its bound's count to ``tol x r_0``, scaled by a measured run ``reference`` if given.
@@ -322,6 +341,8 @@ def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float,
         ``messages.aggregate``.
     up_burst_bytes, down_burst_bytes : float
         The links' token-bucket depths (:func:`predict_time`).
+    start_s : float
+        The run's start beyond steady rounds (e.g. ``measure_round_terms(setup).start_s``).
 
     Returns
     -------
@@ -346,7 +367,7 @@ def predict_setup_time(setup, *, hosts: int, up_bps, down_bps, latency_s: float,
                         hosts=hosts, up_bps=up_bps, down_bps=down_bps, iterations=iterations, latency_s=latency_s,
                         compute_s=compute_s, aggregate=aggregate, send_ids=bool(method.sends_ids),
                         codec=method.codec, up_burst_bytes=up_burst_bytes, down_burst_bytes=down_burst_bytes,
-                        down_message_bytes=down_message_bytes(method))
+                        down_message_bytes=down_message_bytes(method), start_s=start_s)
 
 
 def down_message_bytes(method) -> float | None:
@@ -370,11 +391,15 @@ class RoundTerms:
         cluster: the slowest host's compute / the workers it carries).
     rounds : int
         Rounds timed.
+    start_s : float
+        Seconds the run's first ``log_every`` rounds (the warm-up) took beyond as many timed ones: what a run pays
+        once to start (the workers' first step, the exchange's set-up), the ``start_s`` of :func:`predict_time`.
     """
 
     latency_s: float
     compute_per_worker_s: float
     rounds: int
+    start_s: float = 0.0
 
     def compute_s(self, n: int, hosts: int) -> float:
         """The busiest host's compute per round: ``compute_per_worker_s`` x ceil(n / hosts) (the ``compute_s`` of
@@ -394,7 +419,8 @@ def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip
     One worker's compute is the compute divided by n in-process, and on a :class:`~isparse.engines.DaskPool` (whose
     ``time_compute_s`` is the slowest host's) divided by the workers of the busiest host. On a cluster whose links
     are those to predict for, the floor also holds their transfer time: measure it with the links unshaped (as
-    ``benchmarks/crossover.py`` does on ``cluster=emulated``).
+    ``benchmarks/crossover.py`` does on ``cluster=emulated``). The start is the warm-up rounds' seconds (from the
+    record of t = 0, without the monitors) less ``log_every`` timed rounds'.
 
     Parameters
     ----------
@@ -416,11 +442,12 @@ def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip
     le = max(int(log_every), 1)
     timed = le * math.ceil(max(int(rounds), 1) / le)
     recs = {r["step"]: r for r in setup.run(pool, max_iter=le + timed, tol=0.0, log_every=le).records}
-    a, b = recs[le], recs[le + timed]
+    z, a, b = recs[0], recs[le], recs[le + timed]
     compute = (b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed
-    rounds_s = ((b["wall_s"] - b.get("time_monitor_s", 0.0)) - (a["wall_s"] - a.get("time_monitor_s", 0.0))) / timed
+    rounds_s = (rounds_time(b) - rounds_time(a)) / timed
+    start_s = max(rounds_time(a) - rounds_time(z) - le * rounds_s, 0.0)
     # time_compute_s is the slowest host's (in-process: one host, "inprocess", carrying all n)
     hosts = list(pool.placement.values()) if pool is not None else ["inprocess"] * int(setup.method.n)
     per = compute / max(hosts.count(h) for h in set(hosts))
     return RoundTerms(latency_s=max(rounds_s - compute, 0.0) + float(round_trip_s), compute_per_worker_s=per,
-                      rounds=timed)
+                      rounds=timed, start_s=start_s)

@@ -79,6 +79,8 @@ class Probe:
         Rounds timed (after the warm-up).
     dense : bool
         tau = 1 (every block sent: no draw).
+    start_s : float
+        Seconds the warm-up rounds took beyond as many timed ones (a run's start: ``RoundTerms.start_s``).
     """
 
     tau: float
@@ -87,6 +89,7 @@ class Probe:
     compute_s: float
     rounds: int
     dense: bool = False
+    start_s: float = 0.0
 
 
 @dataclass(frozen=True)
