@@ -518,8 +518,9 @@ LAMBDA_TEXT = (
     "ISEGA, which refreshes a τ share of its memory a round, 2–5× as many. The paper's regime is κ ≫ 1/τ: there IS "
     "costs no extra rounds, and its time ÷ GD's is its round ÷ GD's. This run puts λ on an axis (κ grows 10× a "
     "step) at H = 4 hosts, d = 10⁴, on 10 Mbit symmetric (x is 80 kB: 64 ms a direction, so the bytes dominate "
-    "GD's round), 10:1 and 100 Mbit, one run per method and cell, end to end as above; `python -m "
-    "benchmarks.crossover --lambda --splice docs/benchmarks.md`. The goal: where the bytes dominate GD's round and "
+    "GD's round), 10:1 and 100 Mbit, and d = 10⁵ at 100 Mbit, one run per method and cell, end to end as above; "
+    "`python -m benchmarks.crossover --lambda --splice docs/benchmarks.md` (d = 10⁵: `--lambda --d 1e5 --links "
+    "100mbit --lam 1e-2,1e-3`). The goal: where the bytes dominate GD's round and "
     f"λ ≤ {LAMBDA_GOAL_LAM:g}, ISEGA with natural7 both ways (τ = 1/n or 2/n) reaches ε in ≤ {LAMBDA_GOAL_GD:g} × "
     "GD's time; the planner's predicted time within ±25 % of the measured in ≥ 90 % of the (method, cell) pairs.")
 

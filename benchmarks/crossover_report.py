@@ -91,10 +91,10 @@ def lambda_verdicts(res: dict) -> list[str]:
             parts = {"floor": plan["latency_s"], "bytes": plan["up_s"] + plan["down_s"], "compute": plan["compute_s"]}
             rate = plan.get("rate_s", 0.0) >= plan["round_s"] > sum(parts.values()) + 1e-12
             split = (f"; its round {1e3 * plan['round_s']:.1f} ms = "
-                     + (f"its bytes at the link's rate (floor {1e3 * plan['latency_s']:.1f} + compute "
-                        f"{1e3 * plan['compute_s']:.1f} + the bytes beyond the bucket would be "
-                        f"{1e3 * sum(parts.values()):.1f}: the link is busy the whole round, so the bytes keep it "
-                        "from less)" if rate else
+                     + (f"its bytes at the link's rate, more than floor {1e3 * plan['latency_s']:.1f} + up "
+                        f"{1e3 * plan['up_s']:.1f} + down {1e3 * plan['down_s']:.1f} + compute "
+                        f"{1e3 * plan['compute_s']:.1f} = {1e3 * sum(parts.values()):.1f} ms (the link is busy the "
+                        "whole round and its bucket never refills, so the bytes keep it from less)" if rate else
                         f"floor {1e3 * plan['latency_s']:.1f} + up {1e3 * plan['up_s']:.1f} + down "
                         f"{1e3 * plan['down_s']:.1f} + compute {1e3 * plan['compute_s']:.1f} (the largest part, "
                         f"{max(parts, key=parts.get)}, keeps it from less)")
@@ -189,7 +189,9 @@ def plot(res: dict, path: str) -> str:
     ran = {k for c in res["cells"] for k in c.get("runs", {})} | {c.get("winner") for c in res["cells"]}
     shown = [k for k in labels[:-1] if k in ran or not any(c.get("runs") for c in res["cells"])] + labels[-1:]
     legend_in = 0.07 * max(len(k) for k in shown) + 0.7   # the legend's width in inches, beside the axes
-    fig, axes = plt.subplots(1, len(Hs), figsize=(4.2 * len(Hs) + legend_in, 3.6), squeeze=False)
+    n_rows = max(len({row_label(c, res["cells"]) for c in res["cells"] if c["H"] == H}) for H in Hs) if Hs else 1
+    fig, axes = plt.subplots(1, len(Hs), figsize=(4.2 * len(Hs) + legend_in, max(3.6, 0.6 * n_rows + 1.4)),
+                             squeeze=False)
     for ax, H in zip(axes[0], Hs):
         cells = [c for c in res["cells"] if c["H"] == H]
         rows = list(dict.fromkeys(row_label(c, cells) for c in cells))
@@ -200,6 +202,7 @@ def plot(res: dict, path: str) -> str:
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=colours[c["winner"] or labels[-1]], ec="white"))
             ax.text(j, i, _cell_text(c), ha="center", va="center", fontsize=8)
         ax.set_xticks(range(len(cols)), cols), ax.set_yticks(range(len(rows)), rows)
+        ax.tick_params(labelsize=8)
         ax.set_xlabel("link (up/down; 10:1 asym: 10 up, 100 down Mbit)")
         ax.set_ylabel("d, λ (κ = L/μ)" if any("λ=" in r for r in rows) else "d (data set)")
         ax.set_title(f"H = {H} hosts, n = {WORKERS_PER_HOST * H}")
