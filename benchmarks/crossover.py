@@ -514,8 +514,8 @@ def main(argv=None) -> int:
 
 LAMBDA_HEADING = "### The λ axis: the condition number"
 LAMBDA_TEXT = (
-    "Every synthetic cell above is at λ = 10⁻² (κ = L/μ ≈ 5 with L = max_i L_i), where GD needs 45–65 rounds and "
-    "ISEGA, which refreshes a τ share of its memory a round, 2–5× as many. The paper's regime is κ ≫ 1/τ: there IS "
+    "Every synthetic cell above is at λ = 10⁻² (κ = L/μ ≈ 5 with L = max_i L_i), where GD needs 55–65 rounds and "
+    "ISEGA, which refreshes a τ share of its memory a round, 1.7–3.7× as many. The paper's regime is κ ≫ 1/τ: there IS "
     "costs no extra rounds, and its time ÷ GD's is its round ÷ GD's. This run puts λ on an axis (κ grows 10× a "
     "step) at H = 4 hosts, d = 10⁴, on 10 Mbit symmetric (x is 80 kB: 64 ms a direction, so the bytes dominate "
     "GD's round), 10:1 and 100 Mbit, and d = 10⁵ at 100 Mbit, one run per method and cell, end to end as above; "
