@@ -560,6 +560,8 @@ def splice_lambda(res: dict, doc: Path, figure: str | None) -> None:
         if not skipping:
             out.append(line)
     if section:   # item 12 was the last
+        while out and not out[-1].strip():   # one blank line before the section, however many splices came before
+            out.pop()
         out += [""] + section
     doc.write_text("\n".join(out) + "\n")
 

@@ -60,10 +60,9 @@ from omegaconf import DictConfig
 from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
-from isparse.planning import (ROUND_TRIP_S, CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
-                          down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, within_error,
-                          resolve_block_sizes,
-                          resolve_codecs, resolve_tau_grid, workers_per_host)
+from isparse.planning import (CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
+                          down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, round_trip_s,
+                          within_error, resolve_block_sizes, resolve_codecs, resolve_tau_grid, workers_per_host)
 from isparse.spec import BlocksSpec, MessagesSpec
 
 from .errors import console, exits_on_error, print_error
@@ -169,10 +168,10 @@ class _LinkModel:
     (:func:`isparse.planning.predict_time`) instead of the fitted line of this cluster's rounds.
 
     The terms it measures here: the round's floor (the line's probes, each round minus its worker compute, fitted
-    against the uplink bytes; its intercept; with engine=inprocess plus :data:`isparse.planning.ROUND_TRIP_S`, a Dask
-    actor round trip this process does not make), unless ``plan.link.latency`` gives it; the worker compute per
-    logical worker at each probed tau (a probe's compute / the workers its slowest host carried), interpolated
-    linearly in tau and times ceil(n / H); and, with ``plan.link.calibrate``, the factor between the bound's
+    against the uplink bytes; its intercept; with engine=inprocess plus :func:`isparse.planning.round_trip_s` of
+    ``cluster.rounds``, a Dask round trip this process does not make), unless ``plan.link.latency`` gives it; the
+    worker compute per logical worker at each probed tau (a probe's compute / the workers its slowest host carried),
+    interpolated linearly in tau and times ceil(n / H); a run's start (the probes' warm-up beyond steady rounds); and, with ``plan.link.calibrate``, the factor between the bound's
     iterations and one in-process run of the configured tau to tol."""
 
     def __init__(self, job, n: int):
@@ -216,8 +215,10 @@ class _LinkModel:
             self.latency_s = max(floor.latency_s, 0.0)
             self.latency_source = "measured: the probes' rounds minus their compute, at zero uplink bytes"
             if self.job.engine == "inprocess":
-                self.latency_s += ROUND_TRIP_S
-                self.latency_source += f", + {1e3 * ROUND_TRIP_S:g} ms (a Dask actor round trip: engine=inprocess)"
+                rounds = self.job.cluster.rounds
+                self.latency_s += round_trip_s(rounds)
+                self.latency_source += (f", + {1e3 * round_trip_s(rounds):g} ms (a Dask round trip over "
+                                        f"cluster.rounds={rounds}: engine=inprocess)")
         self.start_s = float(np.median([p.start_s for p in probes])) if probes else 0.0
         by_tau = {}
         for p in probes:
@@ -280,13 +281,16 @@ class _LinkModel:
             cal = "the bound's iterations as is (2-3x conservative)" + (
                 "" if not c else ": the calibration run did not reach tol within max_iter" if not c["converged"] else
                 ": the configured run's theory gives no count to calibrate with")
+        downlink = getattr(self.job.messages, "downlink", None)
+        down_text = ("x dense to every host" if downlink in (None, "none", "float64") else
+                     f"with messages.downlink={downlink}: its message's bytes instead of d x 8 B")
         cal += ("; a row whose theory gives no count (iterations_source=measured) takes the rounds of one "
                 "in-process run of it to tol, unscaled")
         return (f"link model (plan.link.up={self.opts.up}, plan.link.down={self.opts.down}, H = {self.hosts} hosts, "
                 f"messages.aggregate={self.aggregate}): predicted_round_s = max(latency_s + up_s + down_s + compute_s, "
                 f"rate_s) per row (row['link']): latency_s {self.latency_source}; up_s = the busiest host's uplink bytes "
                 f"(less plan.link.burst = {float(self.opts.burst):g} B) x 8 / its rate; down_s = d x 8 B (less the "
-                f"burst) x 8 / the down rate (x dense to every host); compute_s = the probes' "
+                f"burst) x 8 / the down rate (" + down_text + "); compute_s = the probes' "
                 f"worker compute per logical worker, interpolated in tau, x "
                 + ("ceil(n / H) (plan.link.compute=parallel: each host on its own machine)" if self.compute == "parallel"
                    else f"max(ceil(n / H), n / min(H, {self.cores} cores)) (plan.link.compute=shared: the hosts' "
@@ -296,6 +300,16 @@ class _LinkModel:
                 f"a round, whatever its burst); iterations = {cal}; predicted_time_s = start_s + iterations x "
                 f"predicted_round_s, start_s = {self.start_s:.3g} s (the probes' warm-up rounds beyond as many steady "
                 f"ones, their median: what a run pays once to start).")
+
+
+def _calibration_text(cal: dict) -> str:
+    """The calibration run in words, and why its factor is 1 where it is not used."""
+    run = f"calibration run: {cal['measured_rounds']} rounds at tau = {cal['tau']:.4g}"
+    if not cal["converged"]:
+        return run + ", not at tol within max_iter: not used"
+    if cal["bound_iterations"] is None:
+        return run + ", its theory gives no count to scale: not used"
+    return run
 
 
 def plan_job(cfg) -> dict:
@@ -458,8 +472,9 @@ def render(plan: dict) -> str:
                      f"{link['aggregate']}; the hosts' compute assumed {link['compute']}"
                      + ("" if link["compute"] == "parallel" else f" on {link['cores']} cores")
                      + f"; latency {1e3 * link['latency_s']:.3f} ms per round ({link['latency_source']})"
-                     + ("" if not cal else f"; iterations = the bound's x {cal['scale']:.3g} (calibration run: "
-                        f"{cal['measured_rounds']} rounds at tau = {cal['tau']:.4g})"))
+                     + ("" if not cal else
+                        f"; iterations = the bound's x {cal['scale']:.3g} ({_calibration_text(cal)})")
+                     + f"; a run's start {link.get('start_s', 0.0):.3g} s, once")
         head = (f"{'codec':>10} {'tau':>10} {'tau*m':>7} {'b':>4} {'iterations':>11} {'latency':>8} {'up':>8} "
                 f"{'down':>8} {'compute':>8} {'round':>8} {'time to eps (s)':>16} {'up B/host':>10}")
         lines.append("(latency, up, down, compute, round: ms per round; iterations: the bound's x the calibration factor (1 without), or a row's measured rounds)")

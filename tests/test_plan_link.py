@@ -13,7 +13,7 @@ import pytest
 from isparse import ConfigError
 from isparse.compression.codecs import Dither
 from isparse.compression.sampling import BLOCKS, Sampler
-from isparse.planning import (expected_union_blocks, host_uplink_bytes, predict_setup_time, predict_time,
+from isparse.planning import (STREAM_ROUND_TRIP_S, expected_union_blocks, host_uplink_bytes, predict_setup_time, predict_time,
                           scaled_iterations, workers_per_host)
 
 from test_plan import cli, compose_plan
@@ -100,6 +100,16 @@ def test_predict_time_rate_floor_is_a_token_buckets_steady_state(base_s):
     assert t.rate_s == pytest.approx(10_000 * 8 / 1e7)
     assert t.round_s == pytest.approx(_token_bucket_period(base_s, 10_000, 1e7 / 8, 8000), rel=1e-6)
     assert t.round_s == pytest.approx(max(base_s + 2000 * 8 / 1e7, 0.008))
+
+
+def test_round_trip_by_how_the_rounds_travel():
+    """The round trip an in-process floor gets: the streams' (item 2: 0.57 ms) below the actors' (3.5 ms); a name
+    that is neither is refused."""
+    from isparse.planning import ROUND_TRIP_S, round_trip_s
+
+    assert round_trip_s("stream") == STREAM_ROUND_TRIP_S < round_trip_s("actor") == ROUND_TRIP_S
+    with pytest.raises(ValueError, match="stream"):
+        round_trip_s("carrier pigeon")
 
 
 def test_predict_time_start_is_paid_once():
@@ -219,7 +229,9 @@ def test_plan_cli_with_a_link(tmp_path):
     plan = json.loads(proc.stdout)
     link = plan["link"]
     assert (link["up_bps"], link["down_bps"], link["hosts"], link["workers_per_host"]) == (1e7, 1e8, 2, 2)
-    assert link["latency_s"] >= 3.5e-3 and link["calibration"]["converged"]
+    # engine=inprocess over the default cluster.rounds=stream: the floor holds a stream round trip (0.57 ms)
+    assert link["latency_s"] >= STREAM_ROUND_TRIP_S and link["calibration"]["converged"]
+    assert "cluster.rounds=stream" in link["latency_source"]
     assert {r["tau_m"] for r in plan["rows"]} == {31, 123}
     for r in plan["rows"]:
         t = r["link"]

@@ -16,6 +16,25 @@ from .probe import VALUE_BYTES, _message_bytes, bound_iterations, scaled_iterati
 #: (engine=inprocess): the bare Dask actor round trip of docs/benchmarks.md item 2 (3.2-3.6 ms, measured 2026-12-02
 #: with ``python -m benchmarks --only 2``), rounded to 3.5 ms
 ROUND_TRIP_S = 3.5e-3
+#: the same over the hosts' direct streams (``cluster.rounds=stream``, the default): the stream path's round trip
+#: beyond the compute in docs/benchmarks.md item 2 (0.555-0.565 ms at n = 8 and 100, measured 2026-12-07 with
+#: ``python -m benchmarks --only 2``), rounded to 0.57 ms
+STREAM_ROUND_TRIP_S = 0.57e-3
+
+
+def round_trip_s(rounds: str) -> float:
+    """Seconds a round over the network adds to the in-process floor, by how the rounds travel (``cluster.rounds``):
+    :data:`STREAM_ROUND_TRIP_S` for ``stream``, :data:`ROUND_TRIP_S` for ``actor``.
+
+    Raises
+    ------
+    ValueError
+        ``rounds`` neither ``stream`` nor ``actor``.
+    """
+    trips = {"stream": STREAM_ROUND_TRIP_S, "actor": ROUND_TRIP_S}
+    if rounds not in trips:
+        raise ValueError(f"rounds must be one of {tuple(trips)}; got {rounds!r}")
+    return trips[rounds]
 #: ``messages.aggregate``: what a host carrying several logical workers sends
 AGGREGATES = ("worker", "host")
 
