@@ -260,7 +260,8 @@ class _LinkModel:
                          codec=method.codec, up_burst_bytes=float(self.opts.burst),
                          down_burst_bytes=float(self.opts.burst), down_message_bytes=down_message_bytes(method),
                          start_s=self.start_s)
-        return dataclasses.replace(row, predicted_round_s=t.round_s, predicted_time_s=t.total_s, link=t.as_dict())
+        return dataclasses.replace(row, predicted_round_s=t.round_s, predicted_time_s=t.total_s, link=t.as_dict(),
+                                   predicted_uplink_bytes=t.iterations * row.uplink_bytes_per_round)
 
     def as_dict(self) -> dict:
         return {"up": self.opts.up, "down": self.opts.down, "up_bps": self.up_bps, "down_bps": self.down_bps,

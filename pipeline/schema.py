@@ -235,7 +235,8 @@ class PlanSpec(Section):
     codecs: Optional[list] = param(None, _CodecGrid(),
                                    "value codecs (messages.codec names; dither:<s> for s levels); null: "
                                    "messages.codec alone")
-    rounds: int = param(20, Interval(int, 2, None), "rounds timed per probe (after a warm-up of tracking.log_every)")
+    rounds: int = param(20, Interval(int, 2, None), "rounds timed per probe (after a warm-up of tracking.log_every; "
+                                                    "rounded up to a multiple of it)")
     repeats: int = param(3, Interval(int, 1, None), "runs per probe, interleaved; the median seconds per round is kept")
     json: bool = param(False, Boolean(), "print one JSON object instead of the table (--json)")
     link: PlanLinkSpec = section(PlanLinkSpec, "the link to predict for (plan.link.up, plan.link.down: tc rates; "

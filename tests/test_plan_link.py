@@ -244,6 +244,7 @@ def test_plan_cli_with_a_link(tmp_path):
         assert t["iterations"] == pytest.approx(r["predicted_iterations"] * link["calibration"]["scale"])
         assert t["start_s"] == link["start_s"] >= 0.0
         assert r["predicted_time_s"] == pytest.approx(t["start_s"] + t["iterations"] * t["round_s"])
+        assert r["predicted_uplink_bytes"] == pytest.approx(t["iterations"] * r["uplink_bytes_per_round"])
     assert plan["recommended"]["predicted_time_s"] == min(r["predicted_time_s"] for r in plan["rows"])
 
 

@@ -197,7 +197,8 @@ class PlanRow:
         Seconds per round the codec adds beyond the line.
     link : dict or None
         With ``plan.link.*``: the :class:`LinkTime` of the row (:func:`predict_time`'s terms), and then
-        ``predicted_round_s`` and ``predicted_time_s`` are its ``round_s`` and ``total_s``; None otherwise.
+        ``predicted_round_s`` and ``predicted_time_s`` are its ``round_s`` and ``total_s``, and
+        ``predicted_uplink_bytes`` is its ``iterations`` (calibrated) x ``uplink_bytes_per_round``; None otherwise.
     iterations_source : str
         ``bound``: ``predicted_iterations`` is the bound's count; ``measured``: the theory gives none (DIANA, a step
         above the bound's), and it is the rounds one in-process run of the row took to the target
