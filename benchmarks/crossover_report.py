@@ -89,7 +89,7 @@ def lambda_verdicts(res: dict) -> list[str]:
         split = ""
         if plan.get("covered"):
             parts = {"floor": plan["latency_s"], "bytes": plan["up_s"] + plan["down_s"], "compute": plan["compute_s"]}
-            rate = plan.get("rate_s", 0.0) >= plan["round_s"] > sum(parts.values()) + 1e-12
+            rate = _rate_binds(plan)
             split = (f"; its round {1e3 * plan['round_s']:.1f} ms = "
                      + (f"its bytes at the link's rate, more than floor {1e3 * plan['latency_s']:.1f} + up "
                         f"{1e3 * plan['up_s']:.1f} + down {1e3 * plan['down_s']:.1f} + compute "
@@ -163,11 +163,17 @@ def _cell_text(cell: dict) -> str:
     return f"IS↓÷GD\n{fmt_ratio(best)}"
 
 
+def _rate_binds(m: dict) -> bool:
+    """Whether a planned round (the planner check's per-method dict) is its bytes at the link's rate, longer than
+    floor + up + down + compute."""
+    return m.get("rate_s", 0.0) >= m["round_s"] > m["latency_s"] + m["up_s"] + m["down_s"] + m["compute_s"] + 1e-12
+
+
 def _round_text(m: dict) -> str:
     """A planned round in ms: ``floor + up + down + compute``, and ``= rate`` where the bytes at the rate bind."""
     text = (f"{1e3 * m['latency_s']:.1f} + {1e3 * m['up_s']:.1f} + {1e3 * m['down_s']:.1f} + "
             f"{1e3 * m['compute_s']:.1f}")
-    if m.get("rate_s", 0.0) >= m["round_s"] > m["latency_s"] + m["up_s"] + m["down_s"] + m["compute_s"] + 1e-12:
+    if _rate_binds(m):
         return f"{1e3 * m['round_s']:.1f} = rate (not {text})"
     return f"{1e3 * m['round_s']:.1f} = {text}"
 

@@ -61,8 +61,8 @@ from isparse import build
 from isparse.engines import InProcessPool
 from isparse.errors import ConfigError
 from isparse.planning import (CodecChoice, Probe, SkippedRow, bound_iterations, codec_label, codec_offset,
-                          down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, round_trip_s,
-                          within_error, resolve_block_sizes, resolve_codecs, resolve_tau_grid, workers_per_host)
+                          down_message_bytes, fit_round_cost, plan_row, predict_time, recommend, round_trip_for,
+                          start_excess_s, within_error, resolve_block_sizes, resolve_codecs, resolve_tau_grid, workers_per_host)
 from isparse.spec import BlocksSpec, MessagesSpec
 
 from .errors import console, exits_on_error, print_error
@@ -149,7 +149,7 @@ def probe(setup, pool, rounds: int, log_every: int) -> Probe:
                  round_s=round_s,
                  compute_s=(b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed, rounds=timed,
                  dense=setup.method.tau_m == setup.method.blocks.m,
-                 start_s=max(a["wall_s"] - z["wall_s"] - le * round_s, 0.0))
+                 start_s=start_excess_s(z["wall_s"], a["wall_s"], le, round_s))
 
 
 def _probe_taus(tau_ms: list[int], m: int, n: int) -> list[int]:
@@ -168,11 +168,12 @@ class _LinkModel:
     (:func:`isparse.planning.predict_time`) instead of the fitted line of this cluster's rounds.
 
     The terms it measures here: the round's floor (the line's probes, each round minus its worker compute, fitted
-    against the uplink bytes; its intercept; with engine=inprocess plus :func:`isparse.planning.round_trip_s` of
+    against the uplink bytes; its intercept; with engine=inprocess plus :func:`isparse.planning.round_trip_for` of
     ``cluster.rounds``, a Dask round trip this process does not make), unless ``plan.link.latency`` gives it; the
     worker compute per logical worker at each probed tau (a probe's compute / the workers its slowest host carried),
-    interpolated linearly in tau and times ceil(n / H); a run's start (the probes' warm-up beyond steady rounds); and, with ``plan.link.calibrate``, the factor between the bound's
-    iterations and one in-process run of the configured tau to tol."""
+    interpolated linearly in tau and times ceil(n / H); a run's start (the probes' warm-up beyond steady rounds);
+    and, with ``plan.link.calibrate``, the factor between the bound's iterations and one in-process run of the
+    configured tau to tol."""
 
     def __init__(self, job, n: int):
         opts = job.plan.link
@@ -216,8 +217,8 @@ class _LinkModel:
             self.latency_source = "measured: the probes' rounds minus their compute, at zero uplink bytes"
             if self.job.engine == "inprocess":
                 rounds = self.job.cluster.rounds
-                self.latency_s += round_trip_s(rounds)
-                self.latency_source += (f", + {1e3 * round_trip_s(rounds):g} ms (a Dask round trip over "
+                self.latency_s += round_trip_for(rounds)
+                self.latency_source += (f", + {1e3 * round_trip_for(rounds):g} ms (a Dask round trip over "
                                         f"cluster.rounds={rounds}: engine=inprocess)")
         self.start_s = float(np.median([p.start_s for p in probes])) if probes else 0.0
         by_tau = {}

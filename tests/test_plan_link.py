@@ -13,8 +13,8 @@ import pytest
 from isparse import ConfigError
 from isparse.compression.codecs import Dither
 from isparse.compression.sampling import BLOCKS, Sampler
-from isparse.planning import (STREAM_ROUND_TRIP_S, expected_union_blocks, host_uplink_bytes, predict_setup_time, predict_time,
-                          scaled_iterations, workers_per_host)
+from isparse.planning import (STREAM_ROUND_TRIP_S, expected_union_blocks, host_uplink_bytes, predict_setup_time,
+                              predict_time, scaled_iterations, workers_per_host)
 
 from test_plan import cli, compose_plan
 
@@ -105,11 +105,11 @@ def test_predict_time_rate_floor_is_a_token_buckets_steady_state(base_s):
 def test_round_trip_by_how_the_rounds_travel():
     """The round trip an in-process floor gets: the streams' (item 2: 0.57 ms) below the actors' (3.5 ms); a name
     that is neither is refused."""
-    from isparse.planning import ROUND_TRIP_S, round_trip_s
+    from isparse.planning import ROUND_TRIP_S, round_trip_for
 
-    assert round_trip_s("stream") == STREAM_ROUND_TRIP_S < round_trip_s("actor") == ROUND_TRIP_S
+    assert round_trip_for("stream") == STREAM_ROUND_TRIP_S < round_trip_for("actor") == ROUND_TRIP_S
     with pytest.raises(ValueError, match="stream"):
-        round_trip_s("carrier pigeon")
+        round_trip_for("carrier pigeon")
 
 
 def test_predict_time_start_is_paid_once():

@@ -32,8 +32,7 @@ from ..compression.choices import CodecChoice, codec_label, resolve_codecs
 from .grids import resolve_block_sizes, resolve_tau_grid
 from .links import (AGGREGATES, ROUND_TRIP_S, STREAM_ROUND_TRIP_S, LinkTime, RoundTerms, down_message_bytes,
                     expected_union_blocks, host_uplink_bytes, measure_round_terms, predict_setup_time, predict_time,
-                    round_trip_s,
-                    workers_per_host)
+                    round_trip_for, start_excess_s, workers_per_host)
 from .probe import (BLOCK_ID_BYTES, VALUE_BYTES, PlanRow, Probe, RoundCost, SkippedRow, bound_iterations, codec_offset,
                     fit_round_cost, plan_row, recommend, scaled_iterations, uplink_bytes_per_round, why_no_count,
                     within_error)
@@ -42,7 +41,7 @@ __all__ = ["AGGREGATES", "BLOCK_ID_BYTES", "ROUND_TRIP_S", "STREAM_ROUND_TRIP_S"
            "LinkTime", "PlanRow", "Probe",
            "RoundCost", "RoundTerms", "SkippedRow", "bound_iterations", "codec_label", "codec_offset",
            "down_message_bytes", "expected_union_blocks", "fit_round_cost", "host_uplink_bytes",
-           "measure_round_terms", "plan_row", "predict_setup_time", "predict_time", "round_trip_s", "recommend",
+           "measure_round_terms", "plan_row", "predict_setup_time", "predict_time", "recommend", "round_trip_for", "start_excess_s",
            "resolve_block_sizes",
            "resolve_codecs", "resolve_tau_grid", "scaled_iterations", "uplink_bytes_per_round", "why_no_count",
            "within_error", "workers_per_host"]

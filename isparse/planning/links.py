@@ -22,7 +22,7 @@ ROUND_TRIP_S = 3.5e-3
 STREAM_ROUND_TRIP_S = 0.57e-3
 
 
-def round_trip_s(rounds: str) -> float:
+def round_trip_for(rounds: str) -> float:
     """Seconds a round over the network adds to the in-process floor, by how the rounds travel (``cluster.rounds``):
     :data:`STREAM_ROUND_TRIP_S` for ``stream``, :data:`ROUND_TRIP_S` for ``actor``.
 
@@ -395,6 +395,12 @@ def down_message_bytes(method) -> float | None:
     return None if down is None else down.bytes_per_copy
 
 
+def start_excess_s(t0: float, t_warm: float, warmup: int, round_s: float) -> float:
+    """A run's start: the seconds of its first ``warmup`` rounds (from ``t0`` to ``t_warm``) beyond as many steady
+    rounds of ``round_s`` (never below 0): the ``start_s`` of :func:`predict_time`."""
+    return max(float(t_warm) - float(t0) - int(warmup) * float(round_s), 0.0)
+
+
 @dataclass(frozen=True)
 class RoundTerms:
     """The floor and the compute of a round, measured in this process or on a cluster (:func:`measure_round_terms`).
@@ -464,7 +470,7 @@ def measure_round_terms(setup, rounds: int = 20, log_every: int = 10, round_trip
     z, a, b = recs[0], recs[le], recs[le + timed]
     compute = (b.get("time_compute_s", 0.0) - a.get("time_compute_s", 0.0)) / timed
     rounds_s = (rounds_time(b) - rounds_time(a)) / timed
-    start_s = max(rounds_time(a) - rounds_time(z) - le * rounds_s, 0.0)
+    start_s = start_excess_s(rounds_time(z), rounds_time(a), le, rounds_s)
     # time_compute_s is the slowest host's (in-process: one host, "inprocess", carrying all n)
     hosts = list(pool.placement.values()) if pool is not None else ["inprocess"] * int(setup.method.n)
     per = compute / max(hosts.count(h) for h in set(hosts))
